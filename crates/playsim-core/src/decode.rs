@@ -1,0 +1,54 @@
+//! The decoder seam: real CPU work that turns encoded bytes into canonical pixels.
+
+use crate::DecodedFrame;
+
+/// What went wrong while decoding one frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecodeErrorKind {
+    /// The bytes are not a valid frame (truncated, wrong magic, inconsistent header).
+    Malformed,
+    /// Valid, but a variant this decoder does not handle.
+    Unsupported,
+    /// The header asks for more than playsim allows (absurd dimensions).
+    Limit,
+}
+
+/// A frame could not be decoded. The engine adds the file and frame index.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct DecodeError {
+    /// The kind of failure.
+    pub kind: DecodeErrorKind,
+    /// Lower-case, with the offending value or offset.
+    pub message: String,
+}
+
+impl DecodeError {
+    /// A malformed-input error.
+    pub fn malformed(message: impl Into<String>) -> DecodeError {
+        DecodeError { kind: DecodeErrorKind::Malformed, message: message.into() }
+    }
+
+    /// An unsupported-variant error.
+    pub fn unsupported(message: impl Into<String>) -> DecodeError {
+        DecodeError { kind: DecodeErrorKind::Unsupported, message: message.into() }
+    }
+
+    /// A limit-exceeded error.
+    pub fn limit(message: impl Into<String>) -> DecodeError {
+        DecodeError { kind: DecodeErrorKind::Limit, message: message.into() }
+    }
+}
+
+/// A synchronous, CPU-bound frame decoder.
+///
+/// The engine calls it on its decode pool, one frame per call, possibly from
+/// several threads at once. It must never panic on any input.
+pub trait Decoder: Send + Sync + 'static {
+    /// A short name for reports, e.g. "dpx".
+    fn name(&self) -> &'static str;
+
+    /// Decodes one encoded frame into `out`, reusing `out`'s allocation.
+    fn decode(&self, encoded: &[u8], out: &mut DecodedFrame) -> Result<(), DecodeError>;
+}

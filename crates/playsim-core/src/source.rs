@@ -1,0 +1,79 @@
+//! What a stream plays: an ordered list of frames and where their bytes are.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Decoder;
+
+/// Where one frame's bytes are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrameExtent {
+    /// A whole file per frame (DPX, EXR).
+    File {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A byte range inside a larger file (a video packet).
+    Range {
+        /// The container file.
+        path: PathBuf,
+        /// First byte.
+        offset: u64,
+        /// Length in bytes.
+        len: u64,
+    },
+    /// The sequence has a gap here: no file exists for this frame.
+    Missing {
+        /// The path the frame would have had.
+        expected: PathBuf,
+    },
+}
+
+impl FrameExtent {
+    /// The path of the file the frame is in, or would be in.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            FrameExtent::File { path } | FrameExtent::Range { path, .. } => path,
+            FrameExtent::Missing { expected } => expected,
+        }
+    }
+}
+
+/// A summary of a source, for the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SourceInfo {
+    /// What the user named: a directory, a pattern or a file.
+    pub location: String,
+    /// The pattern the frames follow, e.g. `shot.%07d.dpx`.
+    pub pattern: String,
+    /// The format, e.g. "dpx".
+    pub format: String,
+    /// First frame number.
+    pub first_frame: u64,
+    /// Last frame number.
+    pub last_frame: u64,
+    /// Frames in the range first..=last, gaps included.
+    pub n_frames: u64,
+    /// Frame numbers with no file.
+    pub gaps: Vec<u64>,
+}
+
+/// An ordered, finite list of frames with their decoder.
+pub trait Source: Send + Sync + 'static {
+    /// The summary for the report.
+    fn info(&self) -> SourceInfo;
+
+    /// Frames in the source, gaps included.
+    fn n_frames(&self) -> u64;
+
+    /// The frame number (as on disk) of the frame at position `idx`.
+    fn frame_number(&self, idx: u64) -> u64;
+
+    /// Where the bytes of the frame at position `idx` are.
+    fn extent(&self, idx: u64) -> FrameExtent;
+
+    /// The decoder for this source's frames.
+    fn decoder(&self) -> Arc<dyn Decoder>;
+}

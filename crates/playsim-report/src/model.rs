@@ -1,0 +1,387 @@
+//! The report's data model. Its JSON shape is pinned by `schema/report.schema.json`.
+//!
+//! Later versions add fields; they never rename or remove one. Every time is
+//! in nanoseconds from the start of the run unless its name says otherwise.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The version of the JSON shape. Bumped only for a change that is not an addition.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One run of playsim: settings, environment, per-stream results and totals.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Report {
+    /// Always [`SCHEMA_VERSION`] for reports written by this version.
+    pub schema_version: u32,
+    /// Whether the run completed.
+    pub status: RunStatus,
+    /// Why the run failed or stopped early, when it did.
+    pub error: Option<String>,
+    /// The playsim version that wrote the report.
+    pub playsim_version: String,
+    /// Wall-clock start of the run, seconds since the Unix epoch.
+    pub started_at_unix_s: u64,
+    /// Wall time from the start of the run to its end, in seconds.
+    pub duration_s: f64,
+    /// The machine and the libraries in use.
+    pub environment: Environment,
+    /// The settings the run used.
+    pub settings: Settings,
+    /// Sums over all streams.
+    pub totals: Totals,
+    /// CPU use of the process, its stages and the whole system.
+    pub cpu: CpuReport,
+    /// One entry per stream.
+    pub streams: Vec<StreamReport>,
+}
+
+/// Whether a run finished.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Every frame fell due and was presented or dropped.
+    #[default]
+    Complete,
+    /// Stopped early (Ctrl-C); the figures cover what ran.
+    Partial,
+    /// An error ended the run; the figures cover what ran before it.
+    Failed,
+}
+
+/// The machine the run was made on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Environment {
+    /// Host name.
+    pub hostname: String,
+    /// Kernel name and release, e.g. "Linux 6.1.0-18-amd64".
+    pub kernel: String,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// Versions of the libraries linked in, by name (e.g. "ffmpeg", "openexr").
+    pub libraries: BTreeMap<String, String>,
+}
+
+/// The settings of a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Settings {
+    /// The frame rate as given ("24", "24000/1001") or "max".
+    pub fps: String,
+    /// Frames that must be ready before playback starts.
+    pub preroll: u32,
+    /// Frames the pipeline may hold ahead of presentation.
+    pub prefetch: u32,
+    /// Frame reads in flight at once.
+    pub io_depth: u32,
+    /// Threads in the decode pool.
+    pub decode_threads: u32,
+    /// The output stage: "v210" or "none".
+    pub output_stage: String,
+    /// Bytes per read request.
+    pub block_size: u64,
+    /// O_DIRECT reads.
+    pub direct: bool,
+    /// Page cache dropped before the run.
+    pub cold: bool,
+    /// Wait for late frames instead of dropping them.
+    pub no_drop: bool,
+    /// Loop the source until `frames` or `duration_s`.
+    #[serde(rename = "loop")]
+    pub loop_playback: bool,
+    /// Frames to play per stream, when limited.
+    pub frames: Option<u64>,
+    /// Seconds to play, when limited.
+    pub duration_s: Option<f64>,
+    /// Drops above which the run exits with status 3.
+    pub max_drops: Option<u64>,
+    /// Decoded frames checked against the frame index in their pixels.
+    pub verify: bool,
+}
+
+/// Dropped frames by cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Drops {
+    /// Bytes not read by the deadline (Flame's video-disk counter).
+    pub storage: u64,
+    /// Read but not decoded by the deadline (Flame's GPU counter).
+    pub decode: u64,
+    /// Decoded but not through the output stage (Flame's broadcast counter).
+    pub output: u64,
+    /// The read or decode failed: corrupt or missing frames.
+    pub unreadable: u64,
+}
+
+impl Drops {
+    /// All drops.
+    pub fn total(&self) -> u64 {
+        self.storage + self.decode + self.output + self.unreadable
+    }
+}
+
+impl From<playsim_core::DropCounters> for Drops {
+    fn from(c: playsim_core::DropCounters) -> Drops {
+        Drops { storage: c.storage, decode: c.decode, output: c.output, unreadable: c.unreadable }
+    }
+}
+
+/// Sums over all streams.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Totals {
+    /// Frames that fell due (presented + dropped).
+    pub frames_due: u64,
+    /// Frames presented on time (or, with no-drop, at all).
+    pub presented: u64,
+    /// Frames dropped, by cause.
+    pub dropped: Drops,
+    /// Bytes read from storage.
+    pub bytes_read: u64,
+    /// Frames presented per second of playback, over all streams.
+    pub fps: f64,
+    /// Megabytes (10^6 bytes) read per second of playback.
+    pub mb_per_s: f64,
+    /// Time spent waiting for late frames with no-drop, in milliseconds.
+    pub stall_ms: f64,
+}
+
+/// CPU use during the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CpuReport {
+    /// User CPU seconds of the process.
+    pub process_user_s: f64,
+    /// System CPU seconds of the process.
+    pub process_sys_s: f64,
+    /// User CPU seconds per gigabyte (10^9 bytes) read.
+    pub user_s_per_gb: f64,
+    /// System CPU seconds per gigabyte read.
+    pub sys_s_per_gb: f64,
+    /// CPU seconds (user + system) of each stage's threads.
+    pub stages: StageCpu,
+    /// System-wide CPU seconds from /proc/stat over the run; softirq holds the
+    /// network receive work that is not charged to the process.
+    pub system: SystemCpu,
+}
+
+/// CPU seconds spent by each stage's threads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StageCpu {
+    /// Threads doing storage reads.
+    pub read_s: f64,
+    /// Decode pool threads.
+    pub decode_s: f64,
+    /// Output stage threads.
+    pub output_s: f64,
+}
+
+/// System-wide CPU seconds by kind, summed over all CPUs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SystemCpu {
+    /// User mode.
+    pub user_s: f64,
+    /// User mode at low priority.
+    pub nice_s: f64,
+    /// Kernel mode.
+    pub system_s: f64,
+    /// Idle.
+    pub idle_s: f64,
+    /// Idle while I/O was outstanding.
+    pub iowait_s: f64,
+    /// Hard interrupts.
+    pub irq_s: f64,
+    /// Soft interrupts (network receive, block completion).
+    pub softirq_s: f64,
+    /// Stolen by the hypervisor.
+    pub steal_s: f64,
+}
+
+/// One stream's results.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StreamReport {
+    /// Stream name ("stream 0", or as given).
+    pub name: String,
+    /// What was played.
+    pub source: SourceReport,
+    /// Where it was read from.
+    pub storage: StorageReport,
+    /// The pacing: a rate such as "24000/1001", or "max".
+    pub fps: String,
+    /// When playback started (frame 0 due), in ns from the start of the run.
+    pub t0_ns: u64,
+    /// Frames that fell due.
+    pub frames_due: u64,
+    /// Frames presented.
+    pub presented: u64,
+    /// Frames dropped, by cause.
+    pub dropped: Drops,
+    /// Frames that completed after their deadline (dropped or, with no-drop, waited for).
+    pub late_frames: u64,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Frames presented per second of playback.
+    pub fps_achieved: f64,
+    /// Megabytes (10^6 bytes) read per second of playback.
+    pub mb_per_s: f64,
+    /// Time waited for late frames with no-drop, in milliseconds.
+    pub stall_ms: f64,
+    /// Latency percentiles per stage, in milliseconds.
+    pub latency: StageLatency,
+    /// Frames that could not be read or decoded, with the reason.
+    pub unreadable: Vec<UnreadableFrame>,
+    /// One record per frame that fell due, in order.
+    pub timeline: Vec<FrameRecord>,
+}
+
+/// The source of a stream.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SourceReport {
+    /// What the user named.
+    pub location: String,
+    /// The frame file pattern, e.g. `shot.%07d.dpx`.
+    pub pattern: String,
+    /// The format, e.g. "dpx".
+    pub format: String,
+    /// Frame size, when known.
+    pub width: u32,
+    /// Frame size, when known.
+    pub height: u32,
+    /// First frame number.
+    pub first_frame: u64,
+    /// Last frame number.
+    pub last_frame: u64,
+    /// Frames in first..=last, gaps included.
+    pub n_frames: u64,
+    /// Frame numbers with no file.
+    pub gaps: Vec<u64>,
+}
+
+/// The storage of a stream.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StorageReport {
+    /// "local", "nfs", ...
+    pub transport: String,
+    /// Bytes per read request.
+    pub block_size: u64,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// Transport settings (mount options, server, ...).
+    pub options: BTreeMap<String, String>,
+    /// Whether a cold cache was asked for, and whether it was had.
+    pub cold: ColdCache,
+    /// Read requests issued.
+    pub n_reads: u64,
+}
+
+/// The outcome of `--cold`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ColdCache {
+    /// `--cold` was given.
+    pub requested: bool,
+    /// Files whose cached pages were dropped.
+    pub files_dropped: u64,
+    /// Why it could not be done fully, when it could not.
+    pub message: Option<String>,
+}
+
+/// Latency percentiles for each stage, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StageLatency {
+    /// Opening a frame's file.
+    pub open: Percentiles,
+    /// Reading a frame's bytes, from the first request to the last byte.
+    pub read: Percentiles,
+    /// Closing a frame's file.
+    pub close: Percentiles,
+    /// Decoding a frame, on a decode thread.
+    pub decode: Percentiles,
+    /// The output stage's work on a frame.
+    pub output: Percentiles,
+    /// Deadline minus output done, for frames presented (negative is late).
+    pub slack: Percentiles,
+    /// Actual minus due presentation time, for frames presented.
+    pub pacing_error: Percentiles,
+}
+
+/// A latency distribution summary, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Percentiles {
+    /// Samples.
+    pub count: u64,
+    /// Smallest.
+    pub min_ms: f64,
+    /// Mean.
+    pub mean_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+}
+
+/// A frame that could not be read or decoded.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UnreadableFrame {
+    /// Position in the stream (0-based, in play order).
+    pub frame_idx: u64,
+    /// Frame number on disk.
+    pub frame_number: u64,
+    /// The file.
+    pub path: String,
+    /// What went wrong; names the file and the frame.
+    pub message: String,
+}
+
+/// One frame's path through the pipeline. Times are ns from the start of the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FrameRecord {
+    /// Position in the stream (0-based, in play order).
+    pub frame_idx: u64,
+    /// Frame number on disk.
+    pub frame_number: u64,
+    /// When the frame fell due.
+    pub due_ns: u64,
+    /// Read issued.
+    pub read_start_ns: Option<u64>,
+    /// Last byte read.
+    pub read_done_ns: Option<u64>,
+    /// Decode finished.
+    pub decode_done_ns: Option<u64>,
+    /// Output stage finished.
+    pub output_done_ns: Option<u64>,
+    /// Presented (absent when dropped).
+    pub presented_ns: Option<u64>,
+    /// Why it was dropped, when it was.
+    pub cause: Option<DropCauseName>,
+    /// Bytes read for it.
+    pub bytes: u64,
+}
+
+/// The drop cause, as written in reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DropCauseName {
+    /// Not fully read.
+    Storage,
+    /// Not decoded.
+    Decode,
+    /// Output not finished.
+    Output,
+    /// Read or decode failed.
+    Unreadable,
+}
+
+impl From<playsim_core::DropCause> for DropCauseName {
+    fn from(c: playsim_core::DropCause) -> Self {
+        match c {
+            playsim_core::DropCause::Storage => DropCauseName::Storage,
+            playsim_core::DropCause::Decode => DropCauseName::Decode,
+            playsim_core::DropCause::Output => DropCauseName::Output,
+            playsim_core::DropCause::Unreadable => DropCauseName::Unreadable,
+        }
+    }
+}
