@@ -1,1 +1,3 @@
+//! playsim's integration tests: one binary, one module per area.
 
+mod dpx_ffmpeg;

@@ -1,0 +1,1 @@
+//! DPX decode checked against the ffmpeg CLI.
