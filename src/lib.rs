@@ -1,1 +1,66 @@
-//! facade
+//! playsim: a playback simulator with real decode load, for media storage.
+//!
+//! It reads image sequences from storage, really decodes them on a thread
+//! pool, paces presentation to an exact rational frame rate, and counts every
+//! dropped frame by cause: storage, decode, output, unreadable.
+//!
+//! This crate is the facade: it re-exports the layers and wires a local
+//! source to the engine. Embed it like this:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), playsim::Error> {
+//! use playsim::{PlayRequest, EngineConfig, Pacing};
+//! let request = PlayRequest {
+//!     engine: EngineConfig { pacing: "24".parse::<Pacing>()?, ..EngineConfig::default() },
+//!     ..PlayRequest::new("target/demo/dpx-4k-dci")
+//! };
+//! let report = playsim::prepare(&request)?.run().await;
+//! println!("{}", playsim::report::render::summary(&report));
+//! # Ok(()) }
+//! ```
+#![warn(clippy::unwrap_used)]
+
+mod decode;
+mod play;
+pub mod units;
+
+pub use decode::{decode_md5, DecodeSummary};
+pub use play::{failed_report, prepare, PlayRequest};
+pub use playsim_core::{FramePreset, FrameRate, Pacing, ParseError};
+pub use playsim_engine::{EngineConfig, OutputStage, Simulation};
+pub use playsim_report as report;
+pub use playsim_storage as storage;
+pub use {playsim_core as core, playsim_dpx as dpx, playsim_engine as engine, playsim_media as media};
+
+/// An error before a run could start: a source, storage or setting that cannot be used.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A value given by the user was refused.
+    Parse(ParseError),
+    /// The source could not be opened.
+    Source(playsim_media::Error),
+    /// The storage could not be set up.
+    Storage(playsim_storage::Error),
+    /// The engine refused the settings.
+    Engine(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Parse(e) => e.fmt(f),
+            Error::Source(e) => e.fmt(f),
+            Error::Storage(e) => e.fmt(f),
+            Error::Engine(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<ParseError> for Error {
+    fn from(e: ParseError) -> Error {
+        Error::Parse(e)
+    }
+}

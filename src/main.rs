@@ -1,1 +1,365 @@
-fn main() {}
+//! The `playsim` command line: argument parsing, progress, output files and exit codes.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use playsim::engine::{default_decode_threads, LiveCounters};
+use playsim::media::{GenerateFormat, GenerateOptions};
+use playsim::report::{json, render, Report, RunStatus};
+use playsim::{units, EngineConfig, FramePreset, OutputStage, Pacing, PlayRequest};
+
+/// Exit status when a run completed with more drops than --max-drops allows.
+const EXIT_TOO_MANY_DROPS: u8 = 3;
+/// Exit status when a run was interrupted (Ctrl-C); the report is marked partial.
+const EXIT_INTERRUPTED: u8 = 130;
+
+#[derive(Parser)]
+#[command(name = "playsim", version, about = "Playback simulator with real decode load, for media storage")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Play a sequence in real time, decoding every frame, and count dropped frames by cause.
+    Play(PlayArgs),
+    /// Decode every frame and print the md5 of its canonical pixels (for bit-exact checks).
+    Decode(DecodeArgs),
+    /// Write a synthetic sequence (gradient, noise, moving pattern, frame index in the pixels).
+    Generate(GenerateArgs),
+}
+
+#[derive(Args)]
+struct PlayArgs {
+    /// A directory, a pattern (shot.%07d.dpx, shot.####.dpx) or one file of the sequence.
+    source: PathBuf,
+    /// Frame rate: 24, 23.976, 25, 29.97, 59.94, 60000/1001, ... or max (no pacing).
+    #[arg(long, default_value = "24", value_parser = parse_pacing)]
+    fps: Pacing,
+    /// Frames to play (with --loop, the source repeats until then).
+    #[arg(long, value_parser = parse_positive, conflicts_with = "duration")]
+    frames: Option<u64>,
+    /// Playback time, e.g. 10s, 1.5m, 600.
+    #[arg(long, value_parser = units::parse_duration)]
+    duration: Option<Duration>,
+    /// Start again at the first frame after the last.
+    #[arg(long = "loop")]
+    loop_playback: bool,
+    /// Frames that must be ready before playback starts (frametest -b).
+    #[arg(long, default_value_t = 5)]
+    preroll: u32,
+    /// Frames the pipeline may hold ahead of presentation.
+    #[arg(long, default_value_t = 8)]
+    prefetch: u32,
+    /// Frame reads in flight at once.
+    #[arg(long, default_value_t = 4)]
+    io_depth: u32,
+    /// Decode threads [default: all cores].
+    #[arg(long)]
+    decode_threads: Option<u32>,
+    /// Work done per frame before its deadline.
+    #[arg(long, value_enum, default_value_t = OutputArg::V210)]
+    output_stage: OutputArg,
+    /// Bytes per read request, e.g. 1M, 512K, 4096.
+    #[arg(long, default_value = "1M", value_parser = units::parse_bytes)]
+    block_size: usize,
+    /// Read with O_DIRECT, bypassing the page cache.
+    #[arg(long)]
+    direct: bool,
+    /// Drop the sequence from the page cache before the run.
+    #[arg(long)]
+    cold: bool,
+    /// Wait for late frames instead of dropping them, and report the stall time.
+    #[arg(long)]
+    no_drop: bool,
+    /// Check every decoded frame against the frame index in its pixels (generated media).
+    #[arg(long)]
+    verify: bool,
+    /// Write the report as JSON (atomically; also when the run fails or is interrupted).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Exit with status 3 when more frames than this are dropped.
+    #[arg(long)]
+    max_drops: Option<u64>,
+    /// No live progress line.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OutputArg {
+    /// Pack to 10-bit 4:2:2 v210, as an SDI output driver does.
+    V210,
+    /// No output work.
+    None,
+}
+
+#[derive(Args)]
+struct DecodeArgs {
+    /// A directory, a pattern or one file of the sequence.
+    source: PathBuf,
+    /// Print the md5 of each frame's canonical pixels (the only mode for now).
+    #[arg(long, required = true)]
+    md5: bool,
+    /// Decode at most this many frames.
+    #[arg(long, value_parser = parse_positive)]
+    frames: Option<u64>,
+}
+
+#[derive(Args)]
+struct GenerateArgs {
+    /// The directory to write into.
+    dir: PathBuf,
+    /// Frame size: hd, uhd, 2k, 4k, 2k-dci, 4k-dci, 6k, 8k-dci, 8k-uhd or WxH.
+    #[arg(long, default_value = "4k-dci", value_parser = parse_preset)]
+    preset: FramePreset,
+    /// File format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Dpx)]
+    format: FormatArg,
+    /// Frames to write.
+    #[arg(long, default_value_t = 96, value_parser = parse_positive)]
+    frames: u64,
+    /// Bits per sample: 8, 10 or 16.
+    #[arg(long, default_value_t = 10, value_parser = parse_bit_depth)]
+    bit_depth: u8,
+    /// Byte order.
+    #[arg(long, value_enum, default_value_t = EndianArg::Big)]
+    endian: EndianArg,
+    /// Write RGBA instead of RGB.
+    #[arg(long)]
+    alpha: bool,
+    /// Number of the first frame.
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+    /// File name stem: files are NAME.%07d.dpx.
+    #[arg(long, default_value = "frame")]
+    name: String,
+    /// Writer threads [default: all cores].
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// SMPTE 268M DPX.
+    Dpx,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EndianArg {
+    /// SDPX.
+    Big,
+    /// XPDS.
+    Little,
+}
+
+fn parse_pacing(s: &str) -> Result<Pacing, String> {
+    s.parse().map_err(|e: playsim::ParseError| e.to_string())
+}
+
+fn parse_preset(s: &str) -> Result<FramePreset, String> {
+    s.parse().map_err(|e: playsim::ParseError| e.to_string())
+}
+
+fn parse_positive(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("'{s}' is not a positive whole number (for example 96)")),
+    }
+}
+
+fn parse_bit_depth(s: &str) -> Result<u8, String> {
+    match s.trim() {
+        "8" => Ok(8),
+        "10" => Ok(10),
+        "16" => Ok(16),
+        _ => Err(format!("bit depth '{s}' is not supported (for example 10; also 8 or 16)")),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Play(args) => play(args),
+        Command::Decode(args) => decode(args),
+        Command::Generate(args) => generate(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("playsim: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
+    let engine = EngineConfig {
+        pacing: args.fps,
+        preroll: args.preroll,
+        prefetch: args.prefetch,
+        io_depth: args.io_depth,
+        decode_threads: args.decode_threads.unwrap_or_else(default_decode_threads),
+        output: match args.output_stage {
+            OutputArg::V210 => OutputStage::V210,
+            OutputArg::None => OutputStage::None,
+        },
+        frames: args.frames,
+        duration: args.duration,
+        loop_playback: args.loop_playback,
+        no_drop: args.no_drop,
+        verify: args.verify,
+    };
+    let request = PlayRequest {
+        source: args.source,
+        engine: engine.clone(),
+        block_size: args.block_size,
+        direct: args.direct,
+        cold: args.cold,
+    };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
+    let mut report = match playsim::prepare(&request) {
+        Ok(sim) => runtime.block_on(run_with_progress(sim, !args.quiet && std::io::stderr().is_terminal())),
+        Err(e) => {
+            let report = playsim::failed_report(&engine, &e.to_string());
+            finish_report(&report, args.json.as_deref())?;
+            return Err(anyhow::anyhow!(e));
+        }
+    };
+    report.settings.max_drops = args.max_drops;
+    print!("{}", render::summary(&report));
+    finish_report(&report, args.json.as_deref())?;
+    Ok(match report.status {
+        RunStatus::Failed => ExitCode::FAILURE,
+        RunStatus::Partial => ExitCode::from(EXIT_INTERRUPTED),
+        RunStatus::Complete if args.max_drops.is_some_and(|m| report.totals.dropped.total() > m) => {
+            eprintln!(
+                "playsim: {} frames dropped, more than --max-drops {}",
+                report.totals.dropped.total(),
+                args.max_drops.unwrap_or(0)
+            );
+            ExitCode::from(EXIT_TOO_MANY_DROPS)
+        }
+        RunStatus::Complete => ExitCode::SUCCESS,
+    })
+}
+
+fn finish_report(report: &Report, path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    if let Some(path) = path {
+        json::write_atomic(report, path)
+            .with_context(|| format!("writing the report to {}", path.display()))?;
+        eprintln!("playsim: report written to {}", path.display());
+    }
+    Ok(())
+}
+
+async fn run_with_progress(sim: playsim::Simulation, show_progress: bool) -> Report {
+    let cancel = sim.canceller();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nplaysim: interrupted; finishing the report");
+            cancel.cancel();
+        }
+    });
+    let progress = show_progress.then(|| spawn_progress(sim.live()));
+    let report = sim.run().await;
+    ctrl_c.abort();
+    if let Some((bar, task)) = progress {
+        task.abort();
+        bar.finish_and_clear();
+    }
+    report
+}
+
+/// A live line once a second with fps, MB/s and the drop counters.
+fn spawn_progress(live: Arc<LiveCounters>) -> (indicatif::ProgressBar, tokio::task::JoinHandle<()>) {
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let shown = bar.clone();
+    let task = tokio::spawn(async move {
+        let mut last = live.snapshot();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let now = live.snapshot();
+            let d = now.dropped;
+            shown.set_message(format!(
+                "{:6.2} fps {:8.1} MB/s | presented {} | dropped {} (storage {} decode {} output {} unreadable {})",
+                (now.presented - last.presented) as f64,
+                (now.bytes_read - last.bytes_read) as f64 / 1e6,
+                now.presented,
+                d.total(),
+                d.storage,
+                d.decode,
+                d.output,
+                d.unreadable
+            ));
+            shown.tick();
+            last = now;
+        }
+    });
+    (bar, task)
+}
+
+fn decode(args: DecodeArgs) -> anyhow::Result<ExitCode> {
+    let _ = args.md5;
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let summary = playsim::decode_md5(&args.source, args.frames, &mut stdout.lock(), &mut stderr.lock())?;
+    if summary.n_unreadable > 0 {
+        eprintln!(
+            "playsim: {} of {} frames unreadable",
+            summary.n_unreadable,
+            summary.n_unreadable + summary.n_decoded
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
+    let format = match args.format {
+        FormatArg::Dpx => GenerateFormat::Dpx {
+            bit_depth: args.bit_depth,
+            endian: match args.endian {
+                EndianArg::Big => playsim::dpx::Endian::Big,
+                EndianArg::Little => playsim::dpx::Endian::Little,
+            },
+        },
+    };
+    let opts = GenerateOptions {
+        name: args.name,
+        start_frame: args.start,
+        format,
+        alpha: args.alpha,
+        threads: args.threads,
+        ..GenerateOptions::new(&args.dir, args.preset, args.frames)
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        indicatif::ProgressBar::new(opts.n_frames)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let summary = playsim::media::generate_sequence(&opts, |n| bar.set_position(n))?;
+    bar.finish_and_clear();
+    println!(
+        "wrote {} frames of {} ({} bytes, {:.1} MB per frame) to {}",
+        summary.n_frames,
+        opts.preset,
+        summary.bytes_written,
+        summary.mean_frame_bytes as f64 / 1e6,
+        summary.pattern.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

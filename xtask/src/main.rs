@@ -1,1 +1,263 @@
-fn main() {}
+//! playsim's developer tasks, run as `cargo xtask <cmd>` (the alias is in `.cargo/config.toml`).
+//!
+//! Every task works from the repository root, prints each command it runs as `$ cmd args`, and needs
+//! nothing but Rust on a Debian-like machine: `deps` installs the rest.
+
+mod bench;
+mod deps;
+mod process;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, ExitStatus};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use crate::process::cargo;
+
+#[derive(Parser)]
+#[command(name = "xtask", bin_name = "cargo xtask", about = "playsim's developer tasks")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Install the Debian packages the project needs (does nothing when all are present).
+    Deps,
+    /// deps, then `cargo fmt --check`, clippy with `-D warnings` and every test in the workspace.
+    Test,
+    /// Build playsim, generate a DPX sequence under target/demo/ and play it at 24 fps.
+    Demo(DemoArgs),
+    /// Measure playsim's DPX decode against FFmpeg's; writes target/bench/report.{md,json}.
+    Bench,
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    /// Number of frames to generate.
+    #[arg(long, default_value_t = 96, value_parser = clap::value_parser!(u32).range(1..))]
+    frames: u32,
+    /// Frame size preset for `playsim generate`; it also names the directory (dpx-<preset>).
+    #[arg(long, default_value = "4k-dci")]
+    preset: String,
+    /// Extra arguments for `playsim play`, after `--` (e.g. `-- --fps max`).
+    #[arg(last = true)]
+    play_args: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.task) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(task: Task) -> Result<ExitCode> {
+    std::env::set_current_dir(project_root()?).context("cannot enter the project root")?;
+    match task {
+        Task::Deps => deps::run().map(|()| ExitCode::SUCCESS),
+        Task::Test => test(),
+        Task::Demo(args) => demo(args),
+        Task::Bench => bench::run().map(|()| ExitCode::SUCCESS),
+    }
+}
+
+/// One step of `cargo xtask test`.
+type Step = (&'static str, fn() -> Result<()>);
+
+fn test() -> Result<ExitCode> {
+    let steps: [Step; 4] = [
+        ("deps", deps::run),
+        ("fmt", || process::run(cargo().args(["fmt", "--all", "--", "--check"]))),
+        ("clippy", || {
+            process::run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))
+        }),
+        ("test", || process::run(cargo().args(["test", "--workspace"]).env("PLAYSIM_XTASK_TEST", "1"))),
+    ];
+    let start = Instant::now();
+    let mut times = Vec::new();
+    for (name, step) in steps {
+        let step_start = Instant::now();
+        let result = step();
+        times.push(format!("{name} {:.1}s", step_start.elapsed().as_secs_f64()));
+        if let Err(err) = result {
+            eprintln!("error: {err:#}");
+            eprintln!("xtask test: FAILED at step `{name}` ({})", times.join(", "));
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    println!("xtask test: ok ({}; total {:.1}s)", times.join(", "), start.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn demo(args: DemoArgs) -> Result<ExitCode> {
+    check_preset(&args.preset)?;
+    deps::run()?;
+    let target = target_dir()?;
+    let playsim = build_playsim(&target)?;
+    let dir = target.join("demo").join(format!("dpx-{}", args.preset));
+    ensure_sequence(&playsim, &args.preset, args.frames, &dir)?;
+
+    let mut play = Command::new(&playsim);
+    play.arg("play").arg(&dir);
+    // Defaults go only where the user gave none: playsim rejects a flag given twice.
+    if !has_flag(&args.play_args, "--fps") {
+        play.args(["--fps", "24"]);
+    }
+    if !has_flag(&args.play_args, "--json") {
+        play.arg("--json").arg(target.join("demo").join("report.json"));
+    }
+    play.args(&args.play_args);
+    let status = process::run_status(&mut play)?;
+    Ok(exit_code(status))
+}
+
+/// The repository root: xtask lives one level below it.
+fn project_root() -> Result<PathBuf> {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().map(Path::to_path_buf).context("xtask's manifest directory has no parent")
+}
+
+/// Cargo's target directory, relative to the root when it is inside it (so printed paths are short).
+/// Asking cargo, rather than assuming `target/`, keeps us right under `CARGO_TARGET_DIR` too.
+pub fn target_dir() -> Result<PathBuf> {
+    let metadata = process::read(cargo().args(["metadata", "--format-version", "1", "--no-deps"]))?;
+    let metadata: serde_json::Value =
+        serde_json::from_str(&metadata).context("cannot parse cargo metadata")?;
+    let target = metadata["target_directory"].as_str().context("cargo metadata has no target_directory")?;
+    let target = Path::new(target);
+    let root = std::env::current_dir()?;
+    Ok(target.strip_prefix(&root).unwrap_or(target).to_path_buf())
+}
+
+/// Builds the release `playsim` binary and returns its path.
+pub fn build_playsim(target: &Path) -> Result<PathBuf> {
+    process::run(cargo().args(["build", "--release", "--bin", "playsim"]))?;
+    Ok(target.join("release").join(format!("playsim{}", std::env::consts::EXE_SUFFIX)))
+}
+
+/// Makes `dir` hold exactly `frame.0000000.dpx` .. `frame.<n_frames - 1>.dpx`: reuses what is there when
+/// it already does, otherwise removes the directory and runs `playsim generate` into it.
+pub fn ensure_sequence(playsim: &Path, preset: &str, n_frames: u32, dir: &Path) -> Result<()> {
+    if is_complete_sequence(dir, n_frames)? {
+        println!("reusing the {n_frames} frames in {}", dir.display());
+        return Ok(());
+    }
+    if dir.exists() {
+        println!("{} does not hold exactly {n_frames} frames; generating them anew", dir.display());
+        fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+    }
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let n_frames_arg = n_frames.to_string();
+    let args = ["generate", "--preset", preset, "--format", "dpx", "--frames", &n_frames_arg];
+    process::run(Command::new(playsim).args(args).arg(dir))?;
+    if !is_complete_sequence(dir, n_frames)? {
+        bail!(
+            "`playsim generate` did not leave exactly {} .. {} in {}",
+            frame_name(0),
+            frame_name(n_frames - 1),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The file name of frame `frame_idx`, as `playsim generate` writes it.
+pub fn frame_name(frame_idx: u32) -> String {
+    format!("frame.{frame_idx:07}.dpx")
+}
+
+/// Whether `dir` holds exactly the frames `0..n_frames` and nothing else, all of one non-zero size (a
+/// generation cut short leaves a missing or short file).
+fn is_complete_sequence(dir: &Path, n_frames: u32) -> Result<bool> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(err).with_context(|| format!("cannot list {}", dir.display())),
+    };
+    let mut names = BTreeSet::new();
+    let mut sizes = BTreeSet::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
+        names.insert(entry.file_name().to_string_lossy().into_owned());
+        sizes.insert(entry.metadata()?.len());
+    }
+    let expected: BTreeSet<String> = (0..n_frames).map(frame_name).collect();
+    Ok(names == expected && sizes.len() == 1 && !sizes.contains(&0))
+}
+
+/// Presets name a directory that may be removed, so they must be a plain name.
+fn check_preset(preset: &str) -> Result<()> {
+    let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+    if preset.is_empty() || !preset.chars().all(plain) {
+        bail!("preset `{preset}` is not a preset name (lower-case letters, digits and `-`)");
+    }
+    Ok(())
+}
+
+fn has_flag(args: &[String], flag: &str) -> bool {
+    args.iter().any(|arg| arg == flag || arg.strip_prefix(flag).is_some_and(|rest| rest.starts_with('=')))
+}
+
+/// playsim's own exit code, so `cargo xtask demo` fails exactly when playsim does.
+fn exit_code(status: ExitStatus) -> ExitCode {
+    match status.code() {
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        None => ExitCode::FAILURE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_parses() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from(["xtask", "demo", "--frames", "8", "--", "--fps", "max"]).unwrap();
+        let Task::Demo(args) = cli.task else { panic!("not demo") };
+        assert_eq!((args.frames, args.preset.as_str()), (8, "4k-dci"));
+        assert_eq!(args.play_args, ["--fps", "max"]);
+        assert!(Cli::try_parse_from(["xtask", "demo", "--frames", "0"]).is_err());
+    }
+
+    #[test]
+    fn flags_given_by_the_user_are_found() {
+        let args: Vec<String> = ["--fps=max", "--jsonx", "x"].map(String::from).into();
+        assert!(has_flag(&args, "--fps"));
+        assert!(!has_flag(&args, "--json"));
+    }
+
+    #[test]
+    fn presets_must_be_plain_names() {
+        assert!(check_preset("4k-dci").is_ok());
+        assert!(check_preset("../x").is_err());
+        assert!(check_preset("").is_err());
+    }
+
+    #[test]
+    fn sequence_must_be_exact() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("seq");
+        assert!(!is_complete_sequence(&dir, 3).unwrap());
+        fs::create_dir_all(&dir).unwrap();
+        for frame_idx in 0..3 {
+            fs::write(dir.join(frame_name(frame_idx)), b"dpx!").unwrap();
+        }
+        assert!(is_complete_sequence(&dir, 3).unwrap());
+        assert!(!is_complete_sequence(&dir, 2).unwrap(), "an extra frame");
+        assert!(!is_complete_sequence(&dir, 4).unwrap(), "a missing frame");
+        fs::write(dir.join(frame_name(2)), b"dp").unwrap();
+        assert!(!is_complete_sequence(&dir, 3).unwrap(), "a short frame");
+    }
+}

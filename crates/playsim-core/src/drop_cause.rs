@@ -21,7 +21,8 @@ pub enum DropCause {
 
 impl DropCause {
     /// All causes, in report order.
-    pub const ALL: [DropCause; 4] = [DropCause::Storage, DropCause::Decode, DropCause::Output, DropCause::Unreadable];
+    pub const ALL: [DropCause; 4] =
+        [DropCause::Storage, DropCause::Decode, DropCause::Output, DropCause::Unreadable];
 
     /// The lower-case name used in reports.
     pub fn name(&self) -> &'static str {

@@ -95,9 +95,7 @@ impl FromStr for FramePreset {
             return Ok(*p);
         }
         let bad = |reason: &str| ParseError::new("frame size", s, reason, EXAMPLE);
-        let (w, h) = t
-            .split_once(['x', '×'])
-            .ok_or_else(|| bad("not a preset name nor WxH"))?;
+        let (w, h) = t.split_once(['x', '×']).ok_or_else(|| bad("not a preset name nor WxH"))?;
         let width: u32 = w.trim().parse().map_err(|_| bad("width is not a whole number"))?;
         let height: u32 = h.trim().parse().map_err(|_| bad("height is not a whole number"))?;
         if width == 0 || height == 0 {

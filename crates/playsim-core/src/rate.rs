@@ -152,10 +152,9 @@ impl FromStr for Pacing {
         if s.trim().eq_ignore_ascii_case("max") {
             return Ok(Pacing::Max);
         }
-        s.parse().map(Pacing::Rate).map_err(|e: ParseError| ParseError {
-            example: "24, 23.976, 59.94, 60000/1001 or max",
-            ..e
-        })
+        s.parse()
+            .map(Pacing::Rate)
+            .map_err(|e: ParseError| ParseError { example: "24, 23.976, 59.94, 60000/1001 or max", ..e })
     }
 }
 

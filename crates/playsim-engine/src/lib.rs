@@ -1,1 +1,29 @@
-//! placeholder
+//! playsim's engine: the pipeline that plays streams of frames on one clock.
+//!
+//! Each stream admits frames into a prefetch window, reads them with a bounded
+//! number of reads in flight, decodes them on a shared pool, runs the output
+//! stage, and presents each frame at its exact rational due time, or drops it
+//! and records why (see [`stream`](crate::stream) for the rule). Only the
+//! engine reads the clock, through the injected [`playsim_core::Clock`].
+#![warn(clippy::unwrap_used)]
+
+mod cancel;
+mod clock;
+mod config;
+mod exec;
+mod live;
+pub mod probe;
+mod run;
+mod stream;
+pub mod v210;
+
+pub use cancel::CancelToken;
+pub use clock::{PreciseClock, TokioClock};
+pub use config::{default_decode_threads, EngineConfig, OutputStage};
+pub use exec::{DecodeExecutor, DecodeJob, DecodePool, JobFuture, OutputExecutor, OutputJob, V210Output};
+pub use live::{LiveCounters, LiveSnapshot};
+pub use run::{Simulation, SimulationBuilder, StreamSpec};
+pub use stream::MAX_FRAME_BYTES;
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,55 @@
 //! playsim's run report: one [`Report`] value, rendered as text and JSON.
+//!
+//! The engine fills a [`Report`] at the end of a run (and on Ctrl-C or an
+//! error, with [`RunStatus::Partial`] or [`RunStatus::Failed`]). Everything
+//! else reads that one value:
+//!
+//! - [`render::summary`] is the plain-text summary printed at the end of a run:
+//!   dropped frames by cause as Flame counts them (video disk, CPU/GPU,
+//!   broadcast, unreadable), frame and data rates as frametest reports them,
+//!   per-stage latency percentiles and CPU use.
+//! - [`json`] writes the report as JSON (atomically, to a file) and reads it back.
+//! - [`schema`] gives the JSON schema; `schema/report.schema.json` holds it, and a
+//!   test fails when the model and the file disagree.
+//!
+//! Latencies are gathered in hdrhistogram histograms of nanoseconds, one per
+//! worker, merged at the end and summarised with
+//! [`Percentiles::from_histogram_ns`]. Slack and pacing error can be negative,
+//! so they go in a [`SignedHistogram`].
+//!
+//! ```
+//! use playsim_report::{json, render, Report, SignedHistogram, SCHEMA_VERSION};
+//!
+//! let mut slack = SignedHistogram::new();
+//! for ns in [-2_000_000, 5_000_000, 8_000_000] {
+//!     slack.record(ns);
+//! }
+//! let mut report = Report { schema_version: SCHEMA_VERSION, ..Default::default() };
+//! report.streams.push(Default::default());
+//! report.streams[0].latency.slack = slack.percentiles();
+//! // Within the histograms' 0.1 %, rounded away from zero.
+//! let min_ms = report.streams[0].latency.slack.min_ms;
+//! assert!(min_ms <= -2.0 && min_ms > -2.002, "{min_ms}");
+//!
+//! let text = render::summary(&report);
+//! assert!(text.contains("dropped frames"));
+//! let back = json::from_str(&json::to_string_pretty(&report))?;
+//! assert_eq!(back, report);
+//! # Ok::<(), playsim_report::Error>(())
+//! ```
+#![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod error;
 mod model;
+mod percentiles;
+#[cfg(test)]
+mod testutil;
 
+pub mod json;
+pub mod render;
+pub mod schema;
+
+pub use error::Error;
 pub use model::*;
+pub use percentiles::{SignedHistogram, HISTOGRAM_SIGFIG};

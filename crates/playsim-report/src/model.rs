@@ -208,6 +208,9 @@ pub struct StreamReport {
     pub fps: String,
     /// When playback started (frame 0 due), in ns from the start of the run.
     pub t0_ns: u64,
+    /// The playback span in ns: from t0 to the end of the last due frame's
+    /// display interval when paced (stalls included), to the last presentation with `--fps max`.
+    pub span_ns: u64,
     /// Frames that fell due.
     pub frames_due: u64,
     /// Frames presented.
@@ -226,10 +229,24 @@ pub struct StreamReport {
     pub stall_ms: f64,
     /// Latency percentiles per stage, in milliseconds.
     pub latency: StageLatency,
+    /// Buffers each of the stream's pools created over the whole run. They are
+    /// recycled, so these stay within the prefetch window however long the run.
+    pub pool_buffers: PoolBuffers,
     /// Frames that could not be read or decoded, with the reason.
     pub unreadable: Vec<UnreadableFrame>,
     /// One record per frame that fell due, in order.
     pub timeline: Vec<FrameRecord>,
+}
+
+/// How many buffers a stream's pools created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PoolBuffers {
+    /// Encoded-frame (read) buffers.
+    pub encoded: u64,
+    /// Decoded-frame buffers.
+    pub decoded: u64,
+    /// Output (v210) buffers.
+    pub output: u64,
 }
 
 /// The source of a stream.

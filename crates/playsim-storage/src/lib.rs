@@ -1,1 +1,48 @@
-//! placeholder
+//! Storage transports behind [`playsim_core::Storage`]: where playsim's frame bytes come from.
+//!
+//! Each transport opens objects by path and reads them with positional reads
+//! of at most one block each, counting requests, bytes and the CPU time of
+//! the reading threads in [`StorageStats`](playsim_core::StorageStats). None of
+//! them reads the wall clock: the engine times every call.
+//!
+//! - [`LocalStorage`]: files through the kernel, buffered or with O_DIRECT,
+//!   read on tokio's blocking pool; [`LocalStorage::drop_cache`] prepares a
+//!   cold run.
+//! - [`scripted`]: a storage whose sizes, latencies and failures follow a
+//!   script, for engine tests under tokio's paused clock.
+//!
+//! NFS, the mount-info probe and URL parsing come later.
+//!
+//! ```
+//! use playsim_core::{IoBuf, Storage};
+//! use playsim_storage::LocalStorage;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("frame.0001.dpx");
+//! std::fs::write(&path, vec![7u8; 10_000])?;
+//!
+//! let storage = LocalStorage::builder().block_size(4096).direct(false).build()?;
+//! let file = storage.open(&path).await?;
+//! let mut buf = IoBuf::default();
+//! let n = file.read_at(0, file.size() as usize, &mut buf).await?;
+//! file.close().await?;
+//!
+//! assert_eq!(n, 10_000);
+//! assert_eq!(buf[9_999], 7);
+//! // Two full blocks of 4096 bytes and one of 1808.
+//! assert_eq!(storage.stats().n_reads, 3);
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
+mod error;
+mod local;
+// `mountinfo` (the filesystem and mount options under a path) comes in a later change.
+pub mod scripted;
+
+pub use error::Error;
+pub use local::{ColdOutcome, LocalOptions, LocalStorage, LocalStorageBuilder, DEFAULT_BLOCK_SIZE};

@@ -1,0 +1,114 @@
+//! The clocks the engine can be given: tokio's (pausable, for tests) and a precise wall clock.
+
+use std::time::Duration;
+
+use playsim_core::{Clock, SleepFuture};
+
+/// Time from tokio's clock. Under `start_paused` tests it advances only when
+/// every task waits, so runs are exact and instant.
+#[derive(Clone, Copy, Debug)]
+pub struct TokioClock {
+    origin: tokio::time::Instant,
+}
+
+impl TokioClock {
+    /// A clock whose origin is now. Must be called inside a tokio runtime.
+    pub fn new() -> TokioClock {
+        TokioClock { origin: tokio::time::Instant::now() }
+    }
+}
+
+impl Default for TokioClock {
+    fn default() -> Self {
+        TokioClock::new()
+    }
+}
+
+impl Clock for TokioClock {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn sleep_until(&self, deadline: Duration) -> SleepFuture {
+        Box::pin(tokio::time::sleep_until(self.origin + deadline))
+    }
+}
+
+/// How long before a deadline the precise clock stops sleeping and spins.
+const SPIN_WINDOW: Duration = Duration::from_micros(150);
+
+/// The monotonic wall clock, waking with sub-millisecond accuracy.
+///
+/// tokio's timer wheel has a 1 ms granularity, too coarse for 59.94 fps
+/// presentation. A wait runs on a blocking thread instead: `nanosleep` until
+/// shortly before the deadline, then a short spin on the monotonic clock. The
+/// spin costs at most [`SPIN_WINDOW`] of CPU per frame.
+#[derive(Clone, Copy, Debug)]
+pub struct PreciseClock {
+    origin: std::time::Instant,
+}
+
+impl PreciseClock {
+    /// A clock whose origin is now.
+    pub fn new() -> PreciseClock {
+        PreciseClock { origin: std::time::Instant::now() }
+    }
+}
+
+impl Default for PreciseClock {
+    fn default() -> Self {
+        PreciseClock::new()
+    }
+}
+
+impl Clock for PreciseClock {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn sleep_until(&self, deadline: Duration) -> SleepFuture {
+        let target = self.origin + deadline;
+        Box::pin(async move {
+            if target <= std::time::Instant::now() {
+                return;
+            }
+            let waited = tokio::task::spawn_blocking(move || precise_wait(target)).await;
+            if waited.is_err() {
+                // The blocking pool is shutting down; fall back to tokio's timer.
+                tokio::time::sleep_until(tokio::time::Instant::from_std(target)).await;
+            }
+        })
+    }
+}
+
+fn precise_wait(target: std::time::Instant) {
+    let now = std::time::Instant::now();
+    if let Some(coarse) = target.checked_duration_since(now).and_then(|d| d.checked_sub(SPIN_WINDOW)) {
+        std::thread::sleep(coarse);
+    }
+    while std::time::Instant::now() < target {
+        std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn precise_clock_never_wakes_early() {
+        let clock = PreciseClock::new();
+        for i in 1..=5u64 {
+            let deadline = Duration::from_millis(3 * i);
+            clock.sleep_until(deadline).await;
+            assert!(clock.now() >= deadline);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tokio_clock_follows_paused_time() {
+        let clock = TokioClock::new();
+        clock.sleep_until(Duration::from_secs(600)).await;
+        assert_eq!(clock.now(), Duration::from_secs(600));
+    }
+}

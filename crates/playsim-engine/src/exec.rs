@@ -1,0 +1,179 @@
+//! Where the decode and output work runs: real thread pools, or scripted costs in tests.
+//!
+//! The engine owns the queues and the concurrency limits (semaphores); an
+//! executor only runs one job per call. So the same scheduling and drop
+//! attribution serve real decoders and a synthetic decoder under a paused clock.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use playsim_core::{DecodeError, DecodedFrame, Decoder, IoBuf, PooledBuf};
+
+use crate::probe::thread_cpu_now;
+use crate::v210;
+
+/// A boxed future of an executor.
+pub type JobFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// One frame to decode, with the buffers it reads from and writes into.
+pub struct DecodeJob {
+    /// Position of the frame in its stream.
+    pub frame_idx: u64,
+    /// The decoder for the frame's format.
+    pub decoder: Arc<dyn Decoder>,
+    /// The encoded bytes.
+    pub encoded: PooledBuf<IoBuf>,
+    /// Where the canonical pixels go.
+    pub decoded: PooledBuf<DecodedFrame>,
+    /// Set by the executor.
+    pub result: Result<(), DecodeError>,
+}
+
+/// One frame through the output stage.
+pub struct OutputJob {
+    /// Position of the frame in its stream.
+    pub frame_idx: u64,
+    /// The decoded frame.
+    pub decoded: PooledBuf<DecodedFrame>,
+    /// Where the output (v210) bytes go.
+    pub packed: PooledBuf<Vec<u8>>,
+}
+
+/// Runs decode jobs.
+pub trait DecodeExecutor: Send + Sync + 'static {
+    /// Decodes one frame; the job comes back with its result, or `None` if the
+    /// worker was lost (a decoder that panicked), which the engine counts as unreadable.
+    fn decode(&self, job: DecodeJob) -> JobFuture<Option<DecodeJob>>;
+    /// CPU time spent decoding so far.
+    fn cpu_time(&self) -> Duration;
+}
+
+/// Runs output jobs.
+pub trait OutputExecutor: Send + Sync + 'static {
+    /// Does one frame's output work; `None` if the worker was lost.
+    fn output(&self, job: OutputJob) -> JobFuture<Option<OutputJob>>;
+    /// CPU time spent on output so far.
+    fn cpu_time(&self) -> Duration;
+}
+
+type Task = Box<dyn FnOnce() + Send + 'static>;
+
+/// A fixed set of named OS threads running jobs from one queue, timing each job's thread CPU.
+struct WorkerPool {
+    sender: Mutex<Option<mpsc::Sender<Task>>>,
+    cpu_ns: Arc<AtomicU64>,
+}
+
+impl WorkerPool {
+    fn new(name: &str, n_threads: u32) -> std::io::Result<WorkerPool> {
+        let (sender, receiver) = mpsc::channel::<Task>();
+        let receiver = Arc::new(Mutex::new(receiver));
+        for i in 0..n_threads.max(1) {
+            let receiver = Arc::clone(&receiver);
+            std::thread::Builder::new().name(format!("{name}-{i}")).spawn(move || loop {
+                let task = match receiver.lock() {
+                    Ok(rx) => rx.recv(),
+                    Err(_) => return,
+                };
+                match task {
+                    // A panicking job loses only itself: its reply channel is dropped
+                    // and the engine counts the frame as unreadable.
+                    Ok(task) => {
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
+                    }
+                    Err(_) => return,
+                }
+            })?;
+        }
+        Ok(WorkerPool { sender: Mutex::new(Some(sender)), cpu_ns: Arc::default() })
+    }
+
+    /// Runs `work` on a worker and resolves to its result; `None` if the pool is gone.
+    fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> JobFuture<Option<T>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let cpu_ns = Arc::clone(&self.cpu_ns);
+        let task: Task = Box::new(move || {
+            let start = thread_cpu_now();
+            let out = work();
+            let spent = thread_cpu_now().saturating_sub(start);
+            cpu_ns.fetch_add(u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+            let _ = tx.send(out);
+        });
+        let sent = self.sender.lock().ok().and_then(|s| s.as_ref().map(|s| s.send(task).is_ok()));
+        Box::pin(async move {
+            if sent != Some(true) {
+                return None;
+            }
+            rx.await.ok()
+        })
+    }
+
+    fn cpu_time(&self) -> Duration {
+        Duration::from_nanos(self.cpu_ns.load(Ordering::Relaxed))
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        // Closing the channel ends the workers once their current job is done.
+        if let Ok(mut s) = self.sender.lock() {
+            s.take();
+        }
+    }
+}
+
+/// The real decode pool: `n` threads calling each frame's [`Decoder`].
+pub struct DecodePool {
+    pool: WorkerPool,
+}
+
+impl DecodePool {
+    /// Starts `n_threads` decode threads.
+    pub fn new(n_threads: u32) -> std::io::Result<DecodePool> {
+        Ok(DecodePool { pool: WorkerPool::new("decode", n_threads)? })
+    }
+}
+
+impl DecodeExecutor for DecodePool {
+    fn decode(&self, job: DecodeJob) -> JobFuture<Option<DecodeJob>> {
+        self.pool.run(move || {
+            let mut job = job;
+            job.result = job.decoder.decode(&job.encoded, &mut job.decoded);
+            job
+        })
+    }
+
+    fn cpu_time(&self) -> Duration {
+        self.pool.cpu_time()
+    }
+}
+
+/// The real output stage: v210 packing on `n` threads (one per stream).
+pub struct V210Output {
+    pool: WorkerPool,
+}
+
+impl V210Output {
+    /// Starts `n_threads` output threads.
+    pub fn new(n_threads: u32) -> std::io::Result<V210Output> {
+        Ok(V210Output { pool: WorkerPool::new("output", n_threads)? })
+    }
+}
+
+impl OutputExecutor for V210Output {
+    fn output(&self, job: OutputJob) -> JobFuture<Option<OutputJob>> {
+        self.pool.run(move || {
+            let mut job = job;
+            v210::pack(&job.decoded, &mut job.packed);
+            job
+        })
+    }
+
+    fn cpu_time(&self) -> Duration {
+        self.pool.cpu_time()
+    }
+}

@@ -1,0 +1,371 @@
+//! A simulation run: streams on one clock, and the report assembled at the end.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use playsim_core::{Clock, Pacing, Source, Storage};
+use playsim_report::{
+    ColdCache, CpuReport, Drops, FrameRecord, PoolBuffers, Report, RunStatus, Settings, SourceReport, StageCpu,
+    StageLatency, StorageReport, StreamReport, Totals, SCHEMA_VERSION,
+};
+use tokio::sync::Semaphore;
+
+use crate::cancel::CancelToken;
+use crate::exec::{DecodeExecutor, DecodePool, OutputExecutor, V210Output};
+use crate::live::LiveCounters;
+use crate::probe::{self, ProcessCpu, SystemCpuSnapshot};
+use crate::stream::{duration_ns, Shared, StreamCtx, Verdict};
+use crate::{EngineConfig, OutputStage};
+
+/// One stream to play: what, from where.
+pub struct StreamSpec {
+    /// A name for the report.
+    pub name: String,
+    /// The frames.
+    pub source: Arc<dyn Source>,
+    /// Where their bytes are read from.
+    pub storage: Arc<dyn Storage>,
+    /// What `--cold` achieved before the run, if it was asked for.
+    pub cold: ColdCache,
+    /// Frame size for the report, when known before decoding.
+    pub dimensions: Option<(u32, u32)>,
+}
+
+/// Builds a [`Simulation`].
+#[derive(Default)]
+pub struct SimulationBuilder {
+    config: EngineConfig,
+    streams: Vec<StreamSpec>,
+    clock: Option<Arc<dyn Clock>>,
+    decode: Option<Arc<dyn DecodeExecutor>>,
+    output: Option<Option<Arc<dyn OutputExecutor>>>,
+    libraries: BTreeMap<String, String>,
+}
+
+impl SimulationBuilder {
+    /// The engine settings.
+    pub fn config(mut self, config: EngineConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Adds a stream.
+    pub fn stream(mut self, stream: StreamSpec) -> Self {
+        self.streams.push(stream);
+        self
+    }
+
+    /// The clock; by default the precise wall clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Replaces the decode pool (tests inject a scripted one).
+    pub fn decode_executor(mut self, exec: Arc<dyn DecodeExecutor>) -> Self {
+        self.decode = Some(exec);
+        self
+    }
+
+    /// Replaces the output stage (tests inject a scripted one); `None` for no output work.
+    pub fn output_executor(mut self, exec: Option<Arc<dyn OutputExecutor>>) -> Self {
+        self.output = Some(exec);
+        self
+    }
+
+    /// Records a linked library's version in the report.
+    pub fn library(mut self, name: &str, version: &str) -> Self {
+        self.libraries.insert(name.to_owned(), version.to_owned());
+        self
+    }
+
+    /// Checks the settings and starts the worker pools.
+    pub fn build(self) -> Result<Simulation, String> {
+        self.config.validate()?;
+        if self.streams.is_empty() {
+            return Err("no stream to play (give a SOURCE, for example target/demo/dpx-4k-dci)".into());
+        }
+        let decode = match self.decode {
+            Some(d) => d,
+            None => Arc::new(
+                DecodePool::new(self.config.decode_threads)
+                    .map_err(|e| format!("cannot start the decode threads: {e}"))?,
+            ),
+        };
+        let output = match (self.output, self.config.output) {
+            (Some(o), _) => o,
+            (None, OutputStage::None) => None,
+            (None, OutputStage::V210) => {
+                let n = u32::try_from(self.streams.len()).unwrap_or(u32::MAX);
+                let pool = V210Output::new(n).map_err(|e| format!("cannot start the output threads: {e}"))?;
+                Some(Arc::new(pool) as Arc<dyn OutputExecutor>)
+            }
+        };
+        let clock = self.clock.unwrap_or_else(|| Arc::new(crate::PreciseClock::new()));
+        Ok(Simulation {
+            config: Arc::new(self.config),
+            streams: self.streams,
+            clock,
+            decode,
+            output,
+            libraries: self.libraries,
+            live: Arc::default(),
+            cancel: Arc::default(),
+        })
+    }
+}
+
+/// A configured run, ready to play.
+pub struct Simulation {
+    config: Arc<EngineConfig>,
+    streams: Vec<StreamSpec>,
+    clock: Arc<dyn Clock>,
+    decode: Arc<dyn DecodeExecutor>,
+    output: Option<Arc<dyn OutputExecutor>>,
+    libraries: BTreeMap<String, String>,
+    live: Arc<LiveCounters>,
+    cancel: Arc<CancelToken>,
+}
+
+impl Simulation {
+    /// Starts building a simulation.
+    pub fn builder() -> SimulationBuilder {
+        SimulationBuilder::default()
+    }
+
+    /// Counters a progress reporter can sample while the run goes.
+    pub fn live(&self) -> Arc<LiveCounters> {
+        Arc::clone(&self.live)
+    }
+
+    /// A handle that stops the run early (Ctrl-C); the report is then marked partial.
+    pub fn canceller(&self) -> Arc<CancelToken> {
+        Arc::clone(&self.cancel)
+    }
+
+    /// Plays every stream on one clock and returns the report. It never fails:
+    /// what went wrong is in the report's status and error.
+    pub async fn run(self) -> Report {
+        let started_at_unix_s =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let cpu_before = ProcessCpu::now();
+        let system_before = SystemCpuSnapshot::read().ok();
+        let origin = self.clock.now();
+        let shared = Shared {
+            cfg: Arc::clone(&self.config),
+            clock: Arc::clone(&self.clock),
+            origin,
+            decode: Arc::clone(&self.decode),
+            decode_slots: Arc::new(Semaphore::new(self.config.decode_threads as usize)),
+            output: self.output.clone(),
+            live: Arc::clone(&self.live),
+            cancel: Arc::clone(&self.cancel),
+        };
+        let ctxs: Vec<Arc<StreamCtx>> = self
+            .streams
+            .iter()
+            .map(|s| {
+                Arc::new(StreamCtx::new(
+                    s.name.clone(),
+                    Arc::clone(&s.source),
+                    Arc::clone(&s.storage),
+                    &shared,
+                ))
+            })
+            .collect();
+        let handles: Vec<_> = ctxs.iter().map(|c| tokio::spawn(Arc::clone(c).run())).collect();
+        let mut error = None;
+        for h in handles {
+            if let Err(e) = h.await {
+                error = Some(format!("a stream's task failed: {e}"));
+            }
+        }
+        let duration = self.clock.now().saturating_sub(origin);
+        let cpu_after = ProcessCpu::now();
+        let system = match (system_before, SystemCpuSnapshot::read().ok()) {
+            (Some(a), Some(b)) => a.delta(&b),
+            _ => Default::default(),
+        };
+
+        let streams: Vec<StreamReport> = ctxs
+            .iter()
+            .zip(&self.streams)
+            .map(|(ctx, spec)| stream_report(ctx, spec, &self.config))
+            .collect();
+        let totals = totals(&streams);
+        let read_cpu_ns: u64 = self.streams.iter().map(|s| s.storage.stats().cpu_ns).sum();
+        let user = cpu_after.user.saturating_sub(cpu_before.user).as_secs_f64();
+        let sys = cpu_after.sys.saturating_sub(cpu_before.sys).as_secs_f64();
+        let gb = totals.bytes_read as f64 / 1e9;
+        let per_gb = |s: f64| if gb > 0.0 { s / gb } else { 0.0 };
+        let cpu = CpuReport {
+            process_user_s: user,
+            process_sys_s: sys,
+            user_s_per_gb: per_gb(user),
+            sys_s_per_gb: per_gb(sys),
+            stages: StageCpu {
+                read_s: Duration::from_nanos(read_cpu_ns).as_secs_f64(),
+                decode_s: self.decode.cpu_time().as_secs_f64(),
+                output_s: self.output.as_ref().map_or(0.0, |o| o.cpu_time().as_secs_f64()),
+            },
+            system,
+        };
+        let mut environment = probe::environment();
+        environment.libraries = self.libraries.clone();
+        let status = match (&error, self.cancel.is_cancelled()) {
+            (Some(_), _) => RunStatus::Failed,
+            (None, true) => RunStatus::Partial,
+            (None, false) => RunStatus::Complete,
+        };
+        let error = error
+            .or_else(|| self.cancel.is_cancelled().then(|| "stopped before the end (interrupted)".into()));
+        Report {
+            schema_version: SCHEMA_VERSION,
+            status,
+            error,
+            playsim_version: env!("CARGO_PKG_VERSION").to_owned(),
+            started_at_unix_s,
+            duration_s: duration.as_secs_f64(),
+            environment,
+            settings: settings(&self.config, &self.streams),
+            totals,
+            cpu,
+            streams,
+        }
+    }
+}
+
+fn settings(cfg: &EngineConfig, streams: &[StreamSpec]) -> Settings {
+    let info = streams.first().map(|s| s.storage.info()).unwrap_or_default();
+    Settings {
+        fps: cfg.pacing.to_string(),
+        preroll: cfg.preroll,
+        prefetch: cfg.prefetch,
+        io_depth: cfg.io_depth,
+        decode_threads: cfg.decode_threads,
+        output_stage: cfg.output.name().to_owned(),
+        block_size: info.block_size as u64,
+        direct: info.direct,
+        cold: streams.iter().any(|s| s.cold.requested),
+        no_drop: cfg.no_drop,
+        loop_playback: cfg.loop_playback,
+        frames: cfg.frames,
+        duration_s: cfg.duration.map(|d| d.as_secs_f64()),
+        max_drops: None,
+        verify: cfg.verify,
+    }
+}
+
+fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> StreamReport {
+    let st = ctx.lock();
+    let info = ctx.source.info();
+    let storage_info = ctx.storage.info();
+    let storage_stats = ctx.storage.stats();
+    let t0_ns = st.t0_ns.unwrap_or(0);
+    let end_ns = st.end_ns.unwrap_or(t0_ns);
+    // The playback span: to the end of the last frame's display interval when
+    // paced, to the last presentation when not.
+    let span_ns = match cfg.pacing {
+        Pacing::Rate(rate) => rate.due_offset_ns(st.frames_due) + duration_ns(st.stall),
+        Pacing::Max => end_ns.saturating_sub(t0_ns),
+    };
+    let span_s = span_ns as f64 / 1e9;
+    let rate = |n: f64| if span_s > 0.0 { n / span_s } else { 0.0 };
+    let n_due = usize::try_from(st.frames_due).unwrap_or(usize::MAX);
+    let timeline = st
+        .frames
+        .iter()
+        .take(n_due)
+        .enumerate()
+        .map(|(i, e)| {
+            let idx = i as u64;
+            let src_idx = idx % ctx.source.n_frames().max(1);
+            FrameRecord {
+                frame_idx: idx,
+                frame_number: ctx.source.frame_number(src_idx),
+                due_ns: e.due_ns.unwrap_or(0),
+                read_start_ns: e.read_start_ns,
+                read_done_ns: e.read_done_ns,
+                decode_done_ns: e.decode_done_ns,
+                output_done_ns: e.output_done_ns,
+                presented_ns: e.presented_ns,
+                cause: match e.verdict {
+                    Verdict::Dropped(c) => Some(c.into()),
+                    _ => None,
+                },
+                bytes: e.bytes,
+            }
+        })
+        .collect();
+    let (width, height) = spec.dimensions.unwrap_or((0, 0));
+    StreamReport {
+        name: ctx.name.clone(),
+        source: SourceReport {
+            location: info.location,
+            pattern: info.pattern,
+            format: info.format,
+            width,
+            height,
+            first_frame: info.first_frame,
+            last_frame: info.last_frame,
+            n_frames: info.n_frames,
+            gaps: info.gaps,
+        },
+        storage: StorageReport {
+            transport: storage_info.transport,
+            block_size: storage_info.block_size as u64,
+            direct: storage_info.direct,
+            options: storage_info.options.into_iter().collect(),
+            cold: spec.cold.clone(),
+            n_reads: storage_stats.n_reads,
+        },
+        fps: cfg.pacing.to_string(),
+        t0_ns,
+        span_ns,
+        frames_due: st.frames_due,
+        presented: st.presented,
+        dropped: Drops::from(st.drops),
+        late_frames: st.late_frames,
+        bytes_read: st.bytes_read,
+        fps_achieved: rate(st.presented as f64),
+        mb_per_s: rate(st.bytes_read as f64 / 1e6),
+        stall_ms: st.stall.as_secs_f64() * 1e3,
+        latency: StageLatency {
+            open: st.hist.open.percentiles(),
+            read: st.hist.read.percentiles(),
+            close: st.hist.close.percentiles(),
+            decode: st.hist.decode.percentiles(),
+            output: st.hist.output.percentiles(),
+            slack: st.hist.slack.percentiles(),
+            pacing_error: st.hist.pacing_error.percentiles(),
+        },
+        pool_buffers: {
+            let (encoded, decoded, output) = ctx.buffers_created();
+            PoolBuffers { encoded: encoded as u64, decoded: decoded as u64, output: output as u64 }
+        },
+        unreadable: st.unreadable.clone(),
+        timeline,
+    }
+}
+
+fn totals(streams: &[StreamReport]) -> Totals {
+    let mut t = Totals::default();
+    let mut span_s: f64 = 0.0;
+    for s in streams {
+        t.frames_due += s.frames_due;
+        t.presented += s.presented;
+        t.dropped.storage += s.dropped.storage;
+        t.dropped.decode += s.dropped.decode;
+        t.dropped.output += s.dropped.output;
+        t.dropped.unreadable += s.dropped.unreadable;
+        t.bytes_read += s.bytes_read;
+        t.stall_ms += s.stall_ms;
+        span_s = span_s.max(s.span_ns as f64 / 1e9);
+    }
+    if span_s > 0.0 {
+        t.fps = t.presented as f64 / span_s;
+        t.mb_per_s = t.bytes_read as f64 / 1e6 / span_s;
+    }
+    t
+}

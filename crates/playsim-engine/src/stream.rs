@@ -1,0 +1,700 @@
+//! One stream's pipeline: admission into the prefetch window, the per-frame task
+//! (read, decode, output), and the presenter that applies the drop rule at each deadline.
+//!
+//! The drop rule, by the state of frame k when its deadline passes:
+//! - output done: presented;
+//! - the read or decode failed: `unreadable`;
+//! - admitted but its bytes not all read (in flight, or queued for an I/O slot): `storage`;
+//! - read but not decoded (queued for or on a decode thread): `decode`;
+//! - decoded but its output work not finished: `output`;
+//! - never admitted, because every prefetch slot was held: the stage of the
+//!   oldest slot holder, so a CPU backlog is not mistaken for slow storage.
+//!
+//! A dropped frame's queued work is cancelled; work already running completes
+//! (a read or a decode cannot be recalled), then the frame's buffers and slot are freed.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use playsim_core::{
+    BufPool, Clock, DecodedFrame, Decoder, DropCause, DropCounters, FrameExtent, IoBuf, Pacing, PooledBuf,
+    Source, Storage,
+};
+use playsim_report::{SignedHistogram, UnreadableFrame};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::cancel::CancelToken;
+use crate::exec::{DecodeExecutor, DecodeJob, OutputExecutor, OutputJob};
+use crate::live::LiveCounters;
+use crate::EngineConfig;
+
+/// The largest frame playsim reads into memory; a larger file is refused as unreadable.
+pub const MAX_FRAME_BYTES: u64 = 4 << 30;
+
+/// Where a frame is in the pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    NotAdmitted,
+    ReadQueued,
+    Reading,
+    DecodeQueued,
+    Decoding,
+    OutputQueued,
+    Outputting,
+    Ready,
+    Failed,
+    Done,
+}
+
+impl Phase {
+    /// The stage to blame if the frame is not presentable at its deadline.
+    fn blame(self) -> DropCause {
+        match self {
+            Phase::NotAdmitted | Phase::ReadQueued | Phase::Reading => DropCause::Storage,
+            Phase::DecodeQueued | Phase::Decoding => DropCause::Decode,
+            Phase::OutputQueued | Phase::Outputting | Phase::Ready => DropCause::Output,
+            Phase::Failed | Phase::Done => DropCause::Unreadable,
+        }
+    }
+
+    fn in_progress(self) -> bool {
+        matches!(self, Phase::Reading | Phase::Decoding | Phase::Outputting)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Pending,
+    Presented,
+    Dropped(DropCause),
+}
+
+/// What a ready frame holds until it is presented.
+enum Held {
+    Decoded(#[allow(dead_code)] PooledBuf<DecodedFrame>),
+    Packed(#[allow(dead_code)] PooledBuf<Vec<u8>>),
+}
+
+pub(crate) struct FrameEntry {
+    pub phase: Phase,
+    pub verdict: Verdict,
+    holds_slot: bool,
+    slot: Option<OwnedSemaphorePermit>,
+    held: Option<Held>,
+    cancel: Arc<Notify>,
+    pub due_ns: Option<u64>,
+    pub read_start_ns: Option<u64>,
+    pub read_done_ns: Option<u64>,
+    pub decode_done_ns: Option<u64>,
+    pub output_done_ns: Option<u64>,
+    pub presented_ns: Option<u64>,
+    pub bytes: u64,
+    pub failure: Option<String>,
+}
+
+impl Default for FrameEntry {
+    fn default() -> Self {
+        FrameEntry {
+            phase: Phase::NotAdmitted,
+            verdict: Verdict::Pending,
+            holds_slot: false,
+            slot: None,
+            held: None,
+            cancel: Arc::new(Notify::new()),
+            due_ns: None,
+            read_start_ns: None,
+            read_done_ns: None,
+            decode_done_ns: None,
+            output_done_ns: None,
+            presented_ns: None,
+            bytes: 0,
+            failure: None,
+        }
+    }
+}
+
+/// Latency distributions of one stream, in nanoseconds.
+pub(crate) struct Histograms {
+    pub open: LatencyHistogram,
+    pub read: LatencyHistogram,
+    pub close: LatencyHistogram,
+    pub decode: LatencyHistogram,
+    pub output: LatencyHistogram,
+    pub slack: SignedHistogram,
+    pub pacing_error: SignedHistogram,
+}
+
+/// A latency histogram in nanoseconds, auto-resizing, three significant figures.
+///
+/// `Histogram::new` fails only for a precision above 5 digits; holding an
+/// `Option` keeps that impossible case panic-free.
+pub(crate) struct LatencyHistogram(Option<Histogram<u64>>);
+
+impl LatencyHistogram {
+    fn new() -> LatencyHistogram {
+        LatencyHistogram(Histogram::new(playsim_report::HISTOGRAM_SIGFIG).ok())
+    }
+
+    fn record(&mut self, d: Duration) {
+        if let Some(h) = &mut self.0 {
+            let _ = h.record(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX / 2).max(1));
+        }
+    }
+
+    pub fn percentiles(&self) -> playsim_report::Percentiles {
+        self.0.as_ref().map(playsim_report::Percentiles::from_histogram_ns).unwrap_or_default()
+    }
+}
+
+impl Default for Histograms {
+    fn default() -> Self {
+        Histograms {
+            open: LatencyHistogram::new(),
+            read: LatencyHistogram::new(),
+            close: LatencyHistogram::new(),
+            decode: LatencyHistogram::new(),
+            output: LatencyHistogram::new(),
+            slack: SignedHistogram::new(),
+            pacing_error: SignedHistogram::new(),
+        }
+    }
+}
+
+/// Everything the presenter and the frame tasks share, behind one lock.
+#[derive(Default)]
+pub(crate) struct StreamState {
+    pub frames: Vec<FrameEntry>,
+    next_admit: u64,
+    oldest_holder: u64,
+    pub hist: Histograms,
+    pub drops: DropCounters,
+    pub presented: u64,
+    pub late_frames: u64,
+    pub bytes_read: u64,
+    pub stall: Duration,
+    pub unreadable: Vec<UnreadableFrame>,
+    pub t0_ns: Option<u64>,
+    pub end_ns: Option<u64>,
+    pub frames_due: u64,
+}
+
+impl StreamState {
+    fn entry(&mut self, idx: u64) -> &mut FrameEntry {
+        let i = usize::try_from(idx).unwrap_or(usize::MAX);
+        if i >= self.frames.len() {
+            self.frames.resize_with(i + 1, FrameEntry::default);
+        }
+        &mut self.frames[i]
+    }
+
+    fn phase(&self, idx: u64) -> Phase {
+        usize::try_from(idx).ok().and_then(|i| self.frames.get(i)).map_or(Phase::NotAdmitted, |e| e.phase)
+    }
+
+    /// The stage of the oldest frame holding a prefetch slot.
+    fn oldest_slot_stage(&mut self) -> Option<DropCause> {
+        while self.oldest_holder < self.next_admit {
+            let phase_if_holding = {
+                let e = self.entry(self.oldest_holder);
+                e.holds_slot.then_some(e.phase)
+            };
+            if let Some(phase) = phase_if_holding {
+                return Some(phase.blame());
+            }
+            self.oldest_holder += 1;
+        }
+        None
+    }
+}
+
+/// One stream, shared by its admitter, frame tasks and presenter.
+pub(crate) struct StreamCtx {
+    pub name: String,
+    pub source: Arc<dyn Source>,
+    pub storage: Arc<dyn Storage>,
+    decoder: Arc<dyn Decoder>,
+    cfg: Arc<EngineConfig>,
+    clock: Arc<dyn Clock>,
+    origin: Duration,
+    decode: Arc<dyn DecodeExecutor>,
+    decode_slots: Arc<Semaphore>,
+    output: Option<Arc<dyn OutputExecutor>>,
+    output_slots: Arc<Semaphore>,
+    io_slots: Arc<Semaphore>,
+    window: Arc<Semaphore>,
+    encoded_pool: BufPool<IoBuf>,
+    decoded_pool: BufPool<DecodedFrame>,
+    packed_pool: BufPool<Vec<u8>>,
+    state: Mutex<StreamState>,
+    changed: Notify,
+    live: Arc<LiveCounters>,
+    cancel: Arc<CancelToken>,
+    /// Frames to play; `None` until cancelled.
+    pub n_frames: Option<u64>,
+    source_len: u64,
+}
+
+/// What the run shares with every stream.
+pub(crate) struct Shared {
+    pub cfg: Arc<EngineConfig>,
+    pub clock: Arc<dyn Clock>,
+    pub origin: Duration,
+    pub decode: Arc<dyn DecodeExecutor>,
+    pub decode_slots: Arc<Semaphore>,
+    pub output: Option<Arc<dyn OutputExecutor>>,
+    pub live: Arc<LiveCounters>,
+    pub cancel: Arc<CancelToken>,
+}
+
+impl StreamCtx {
+    pub fn new(
+        name: String,
+        source: Arc<dyn Source>,
+        storage: Arc<dyn Storage>,
+        shared: &Shared,
+    ) -> StreamCtx {
+        let source_len = source.n_frames();
+        let n_frames = if source_len == 0 { Some(0) } else { shared.cfg.frames_to_play(source_len) };
+        StreamCtx {
+            name,
+            decoder: source.decoder(),
+            source,
+            storage,
+            cfg: Arc::clone(&shared.cfg),
+            clock: Arc::clone(&shared.clock),
+            origin: shared.origin,
+            decode: Arc::clone(&shared.decode),
+            decode_slots: Arc::clone(&shared.decode_slots),
+            output: shared.output.clone(),
+            output_slots: Arc::new(Semaphore::new(1)),
+            io_slots: Arc::new(Semaphore::new(shared.cfg.io_depth as usize)),
+            window: Arc::new(Semaphore::new(shared.cfg.prefetch as usize)),
+            encoded_pool: BufPool::new(),
+            decoded_pool: BufPool::new(),
+            packed_pool: BufPool::new(),
+            state: Mutex::new(StreamState::default()),
+            changed: Notify::new(),
+            live: Arc::clone(&shared.live),
+            cancel: Arc::clone(&shared.cancel),
+            n_frames,
+            source_len,
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, StreamState> {
+        // A poisoned lock only means a task panicked mid-update; the counts are still usable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn now(&self) -> Duration {
+        self.clock.now().saturating_sub(self.origin)
+    }
+
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.now().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Buffers this stream's pools have created: the steady-state memory bound.
+    pub fn buffers_created(&self) -> (usize, usize, usize) {
+        (self.encoded_pool.created(), self.decoded_pool.created(), self.packed_pool.created())
+    }
+
+    /// Plays the stream: admits frames, runs their tasks and presents them, then
+    /// waits for every frame's work to finish.
+    pub async fn run(self: Arc<Self>) {
+        let mut tasks = JoinSet::new();
+        let presenter = tokio::spawn(Arc::clone(&self).present());
+        loop {
+            let permit = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => break,
+                p = Arc::clone(&self.window).acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => break,
+                },
+            };
+            let Some(idx) = self.next_to_admit() else { break };
+            tasks.spawn(Arc::clone(&self).frame_task(idx, permit));
+        }
+        let _ = presenter.await;
+        // Work still in flight finishes on its own; on cancellation, give it a grace period.
+        let drain = async { while tasks.join_next().await.is_some() {} };
+        if self.cancel.is_cancelled() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
+            tasks.abort_all();
+        } else {
+            drain.await;
+        }
+    }
+
+    fn next_to_admit(&self) -> Option<u64> {
+        let mut st = self.lock();
+        loop {
+            let idx = st.next_admit;
+            if self.n_frames.is_some_and(|n| idx >= n) {
+                return None;
+            }
+            st.next_admit += 1;
+            let e = st.entry(idx);
+            if e.verdict == Verdict::Pending {
+                e.phase = Phase::ReadQueued;
+                e.holds_slot = true;
+                return Some(idx);
+            }
+        }
+    }
+
+    /// Moves frame `idx` to `phase`; returns false if it was dropped meanwhile.
+    fn advance(&self, idx: u64, phase: Phase, update: impl FnOnce(&mut FrameEntry)) -> bool {
+        let mut st = self.lock();
+        let e = st.entry(idx);
+        update(e);
+        if e.verdict != Verdict::Pending {
+            return false;
+        }
+        e.phase = phase;
+        true
+    }
+
+    /// A dropped frame's work has stopped: free its slot.
+    fn retire(&self, idx: u64, slot: OwnedSemaphorePermit) {
+        let mut st = self.lock();
+        let e = st.entry(idx);
+        e.phase = Phase::Done;
+        e.holds_slot = false;
+        drop(slot);
+    }
+
+    fn fail(&self, idx: u64, slot: OwnedSemaphorePermit, message: String) {
+        {
+            let mut st = self.lock();
+            let e = st.entry(idx);
+            e.holds_slot = false;
+            e.failure = Some(message);
+            e.phase = if e.verdict == Verdict::Pending { Phase::Failed } else { Phase::Done };
+            drop(slot);
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn ready(&self, idx: u64, slot: OwnedSemaphorePermit, done_ns: u64, held: Held) {
+        {
+            let mut st = self.lock();
+            let e = st.entry(idx);
+            e.output_done_ns = Some(done_ns);
+            if e.verdict == Verdict::Pending {
+                e.phase = Phase::Ready;
+                e.slot = Some(slot);
+                e.held = Some(held);
+            } else {
+                e.phase = Phase::Done;
+                e.holds_slot = false;
+                drop(slot);
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn describe_frame(&self, idx: u64) -> (u64, String) {
+        let src_idx = idx % self.source_len.max(1);
+        let frame_number = self.source.frame_number(src_idx);
+        (frame_number, self.source.extent(src_idx).path().display().to_string())
+    }
+
+    async fn frame_task(self: Arc<Self>, idx: u64, slot: OwnedSemaphorePermit) {
+        let cancel = Arc::clone(&self.lock().entry(idx).cancel);
+        let (frame_number, path) = self.describe_frame(idx);
+        let unreadable = |detail: String| format!("frame {frame_number} (index {idx}) in {path}: {detail}");
+
+        // Read.
+        let io = tokio::select! {
+            biased;
+            _ = cancel.notified() => return self.retire(idx, slot),
+            p = Arc::clone(&self.io_slots).acquire_owned() => p,
+        };
+        let t = self.now_ns();
+        if !self.advance(idx, Phase::Reading, |e| e.read_start_ns = Some(t)) {
+            return self.retire(idx, slot);
+        }
+        let extent = self.source.extent(idx % self.source_len.max(1));
+        let mut encoded = self.encoded_pool.get();
+        let read = self.read_frame(&extent, &mut encoded).await;
+        drop(io);
+        let bytes = match read {
+            Ok(n) => n,
+            Err(detail) => return self.fail(idx, slot, unreadable(detail)),
+        };
+        self.live.bytes(bytes);
+        let t = self.now_ns();
+        let ok = self.advance(idx, Phase::DecodeQueued, |e| {
+            e.read_done_ns = Some(t);
+            e.bytes = bytes;
+        });
+        self.lock().bytes_read += bytes;
+        if !ok {
+            return self.retire(idx, slot);
+        }
+
+        // Decode.
+        let permit = tokio::select! {
+            biased;
+            _ = cancel.notified() => return self.retire(idx, slot),
+            p = Arc::clone(&self.decode_slots).acquire_owned() => p,
+        };
+        let start = self.now();
+        if !self.advance(idx, Phase::Decoding, |_| {}) {
+            return self.retire(idx, slot);
+        }
+        let job = DecodeJob {
+            frame_idx: idx,
+            decoder: Arc::clone(&self.decoder),
+            encoded,
+            decoded: self.decoded_pool.get(),
+            result: Ok(()),
+        };
+        let job = self.decode.decode(job).await;
+        drop(permit);
+        let end = self.now();
+        self.lock().hist.decode.record(end.saturating_sub(start));
+        let Some(job) = job else {
+            return self.fail(
+                idx,
+                slot,
+                unreadable("the decoder failed without a result (it panicked)".into()),
+            );
+        };
+        if let Err(e) = &job.result {
+            return self.fail(idx, slot, unreadable(e.to_string()));
+        }
+        if self.cfg.verify {
+            if let Err(detail) = verify_frame_index(&job.decoded, frame_number) {
+                return self.fail(idx, slot, unreadable(detail));
+            }
+        }
+        let DecodeJob { decoded, .. } = job;
+        let t = u64::try_from(end.as_nanos()).unwrap_or(u64::MAX);
+
+        // Output.
+        let Some(output) = self.output.clone() else {
+            let _ = self.advance(idx, Phase::Ready, |e| e.decode_done_ns = Some(t));
+            return self.ready(idx, slot, t, Held::Decoded(decoded));
+        };
+        if !self.advance(idx, Phase::OutputQueued, |e| e.decode_done_ns = Some(t)) {
+            return self.retire(idx, slot);
+        }
+        let permit = tokio::select! {
+            biased;
+            _ = cancel.notified() => return self.retire(idx, slot),
+            p = Arc::clone(&self.output_slots).acquire_owned() => p,
+        };
+        let start = self.now();
+        if !self.advance(idx, Phase::Outputting, |_| {}) {
+            return self.retire(idx, slot);
+        }
+        let job = OutputJob { frame_idx: idx, decoded, packed: self.packed_pool.get() };
+        let job = output.output(job).await;
+        drop(permit);
+        let end = self.now();
+        self.lock().hist.output.record(end.saturating_sub(start));
+        let Some(job) = job else {
+            return self.fail(idx, slot, unreadable("the output stage failed without a result".into()));
+        };
+        let t = u64::try_from(end.as_nanos()).unwrap_or(u64::MAX);
+        self.ready(idx, slot, t, Held::Packed(job.packed));
+    }
+
+    /// Reads one frame's bytes, timing open, read and close. The error names the path.
+    async fn read_frame(&self, extent: &FrameExtent, buf: &mut IoBuf) -> Result<u64, String> {
+        let (path, offset, len) = match extent {
+            FrameExtent::File { path } => (path.as_path(), 0, None),
+            FrameExtent::Range { path, offset, len } => (path.as_path(), *offset, Some(*len)),
+            FrameExtent::Missing { expected } => {
+                return Err(format!("{} is missing from the sequence (a gap)", expected.display()))
+            }
+        };
+        let t = self.now();
+        let file = self.storage.open(path).await.map_err(|e| e.to_string())?;
+        let opened = self.now();
+        self.lock().hist.open.record(opened.saturating_sub(t));
+        let want = len.unwrap_or_else(|| file.size().saturating_sub(offset));
+        if want > MAX_FRAME_BYTES {
+            let _ = file.close().await;
+            return Err(too_large(path, want));
+        }
+        let want_usize = usize::try_from(want).map_err(|_| too_large(path, want))?;
+        let read = file.read_at(offset, want_usize, buf).await;
+        let read_done = self.now();
+        let closed = file.close().await;
+        let close_done = self.now();
+        {
+            let mut st = self.lock();
+            st.hist.read.record(read_done.saturating_sub(opened));
+            st.hist.close.record(close_done.saturating_sub(read_done));
+        }
+        let n = read.map_err(|e| e.to_string())?;
+        closed.map_err(|e| e.to_string())?;
+        if (n as u64) < want {
+            return Err(format!("{}: short read, {n} of {want} bytes", path.display()));
+        }
+        Ok(n as u64)
+    }
+
+    /// Waits until `cond` holds; false if the run was cancelled first.
+    async fn wait_for(&self, cond: impl Fn(&StreamState) -> bool) -> bool {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if cond(&self.lock()) {
+                return true;
+            }
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return false,
+                _ = &mut notified => {}
+            }
+        }
+    }
+
+    async fn present(self: Arc<Self>) {
+        let settled = |st: &StreamState, idx: u64| matches!(st.phase(idx), Phase::Ready | Phase::Failed);
+        // Preroll buffers against the clock; with no pacing there is no clock to
+        // buffer against, and waiting would overstate the throughput measured from t0.
+        let preroll = match self.cfg.pacing {
+            Pacing::Rate(_) => u64::from(self.cfg.preroll).min(self.n_frames.unwrap_or(u64::MAX)),
+            Pacing::Max => 0,
+        };
+        if !self.wait_for(|st| (0..preroll).all(|i| settled(st, i))).await {
+            return self.finish_presenting(0);
+        }
+        let t0 = self.now();
+        self.lock().t0_ns = Some(duration_ns(t0));
+        let mut stall = Duration::ZERO;
+        let mut k = 0u64;
+        while self.n_frames.is_none_or(|n| k < n) && !self.cancel.is_cancelled() {
+            match self.cfg.pacing {
+                Pacing::Rate(rate) => {
+                    let due = t0 + stall + rate.due_offset(k);
+                    tokio::select! {
+                        biased;
+                        _ = self.cancel.cancelled() => break,
+                        _ = self.clock.sleep_until(self.origin + due) => {}
+                    }
+                    let now = self.now();
+                    if !self.decide(k, due, now, self.cfg.no_drop) {
+                        // No-drop: wait for the frame, and shift the schedule by the stall.
+                        if !self.wait_for(|st| settled(st, k)).await {
+                            break;
+                        }
+                        let now = self.now();
+                        let waited = now.saturating_sub(due);
+                        stall += waited;
+                        self.lock().stall += waited;
+                        self.decide(k, now, now, false);
+                    }
+                }
+                Pacing::Max => {
+                    if self.cfg.duration.is_some_and(|d| self.now().saturating_sub(t0) >= d) {
+                        break;
+                    }
+                    if !self.wait_for(|st| settled(st, k)).await {
+                        break;
+                    }
+                    let now = self.now();
+                    self.decide(k, now, now, false);
+                }
+            }
+            k += 1;
+        }
+        self.finish_presenting(k);
+    }
+
+    fn finish_presenting(&self, frames_due: u64) {
+        let end = self.now_ns();
+        let mut st = self.lock();
+        st.frames_due = frames_due;
+        st.end_ns = Some(end);
+        drop(st);
+        // Frames admitted beyond the last one due are no longer wanted.
+        self.window.close();
+    }
+
+    /// Applies the drop rule to frame `k` at its deadline. Returns false only
+    /// when `wait` is set and the frame is not presentable yet.
+    fn decide(&self, k: u64, due: Duration, now: Duration, wait: bool) -> bool {
+        let due_ns = duration_ns(due);
+        let now_ns = duration_ns(now);
+        let mut st = self.lock();
+        let phase = st.phase(k);
+        let entry = st.entry(k);
+        entry.due_ns = Some(due_ns);
+        match phase {
+            Phase::Ready => {
+                entry.verdict = Verdict::Presented;
+                entry.presented_ns = Some(now_ns);
+                entry.phase = Phase::Done;
+                entry.holds_slot = false;
+                let output_done = entry.output_done_ns.unwrap_or(now_ns);
+                drop(entry.slot.take());
+                drop(entry.held.take());
+                st.hist.pacing_error.record(signed_ns(now_ns, due_ns));
+                st.hist.slack.record(signed_ns(due_ns, output_done));
+                st.presented += 1;
+                self.live.presented();
+            }
+            Phase::Failed => {
+                entry.verdict = Verdict::Dropped(DropCause::Unreadable);
+                entry.phase = Phase::Done;
+                let message = entry.failure.clone().unwrap_or_default();
+                let (frame_number, path) = self.describe_frame(k);
+                st.unreadable.push(UnreadableFrame { frame_idx: k, frame_number, path, message });
+                st.drops.add(DropCause::Unreadable);
+                self.live.dropped(DropCause::Unreadable);
+            }
+            _ if wait => return false,
+            _ => {
+                let cause = if phase == Phase::NotAdmitted {
+                    st.oldest_slot_stage().unwrap_or(DropCause::Storage)
+                } else {
+                    phase.blame()
+                };
+                let entry = st.entry(k);
+                entry.verdict = Verdict::Dropped(cause);
+                entry.cancel.notify_one();
+                if phase == Phase::NotAdmitted {
+                    entry.phase = Phase::Done;
+                }
+                if phase.in_progress() {
+                    st.late_frames += 1;
+                }
+                st.drops.add(cause);
+                self.live.dropped(cause);
+            }
+        }
+        true
+    }
+}
+
+fn too_large(path: &Path, bytes: u64) -> String {
+    format!("{} is {bytes} bytes, more than the {MAX_FRAME_BYTES}-byte frame limit", path.display())
+}
+
+fn verify_frame_index(frame: &DecodedFrame, frame_number: u64) -> Result<(), String> {
+    match playsim_media::read_frame_index(frame) {
+        Some(found) if found == frame_number => Ok(()),
+        Some(found) => Err(format!("decoded pixels carry frame index {found}, expected {frame_number}")),
+        None => Err("decoded pixels carry no frame index (not playsim synthetic media?)".into()),
+    }
+}
+
+pub(crate) fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn signed_ns(a: u64, b: u64) -> i64 {
+    let diff = i128::from(a) - i128::from(b);
+    i64::try_from(diff).unwrap_or(if diff < 0 { i64::MIN } else { i64::MAX })
+}

@@ -1,0 +1,393 @@
+//! Engine tests under tokio's paused clock: a scripted storage, a synthetic
+//! decoder and output stage whose costs are tokio sleeps, so counts are exact.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use playsim_core::{
+    DecodeError, DecodedFrame, Decoder, FrameExtent, FrameRate, Pacing, Source, SourceInfo, Storage,
+};
+use playsim_report::{DropCauseName, Report};
+use playsim_storage::scripted::{ScriptedObject, ScriptedStorage};
+
+use crate::{
+    DecodeExecutor, DecodeJob, EngineConfig, JobFuture, OutputExecutor, OutputJob, OutputStage, Simulation,
+    StreamSpec, TokioClock,
+};
+
+const MS: Duration = Duration::from_millis(1);
+
+/// A sequence of `n` frames at `/scripted/frame.%07d.raw`, with optional gaps.
+struct ScriptedSource {
+    n: u64,
+    gaps: HashSet<u64>,
+}
+
+fn frame_path(idx: u64) -> PathBuf {
+    PathBuf::from(format!("/scripted/frame.{idx:07}.raw"))
+}
+
+struct NullDecoder;
+
+impl Decoder for NullDecoder {
+    fn name(&self) -> &'static str {
+        "null"
+    }
+    fn decode(&self, _encoded: &[u8], _out: &mut DecodedFrame) -> Result<(), DecodeError> {
+        Ok(())
+    }
+}
+
+impl Source for ScriptedSource {
+    fn info(&self) -> SourceInfo {
+        SourceInfo {
+            location: "/scripted".into(),
+            pattern: "frame.%07d.raw".into(),
+            format: "raw".into(),
+            first_frame: 0,
+            last_frame: self.n.saturating_sub(1),
+            n_frames: self.n,
+            gaps: self.gaps.iter().copied().collect(),
+        }
+    }
+    fn n_frames(&self) -> u64 {
+        self.n
+    }
+    fn frame_number(&self, idx: u64) -> u64 {
+        idx
+    }
+    fn extent(&self, idx: u64) -> FrameExtent {
+        if self.gaps.contains(&idx) {
+            FrameExtent::Missing { expected: frame_path(idx) }
+        } else {
+            FrameExtent::File { path: frame_path(idx) }
+        }
+    }
+    fn decoder(&self) -> Arc<dyn Decoder> {
+        Arc::new(NullDecoder)
+    }
+}
+
+/// Decode or output work whose cost is a tokio sleep, per frame.
+#[derive(Default, Clone)]
+struct ScriptedWork {
+    normal: Duration,
+    slow: HashMap<u64, Duration>,
+    corrupt: HashSet<u64>,
+}
+
+impl ScriptedWork {
+    fn new(normal: Duration) -> ScriptedWork {
+        ScriptedWork { normal, ..Default::default() }
+    }
+    fn slow(mut self, frames: impl IntoIterator<Item = u64>, cost: Duration) -> Self {
+        self.slow.extend(frames.into_iter().map(|f| (f, cost)));
+        self
+    }
+    fn corrupt(mut self, frames: impl IntoIterator<Item = u64>) -> Self {
+        self.corrupt.extend(frames);
+        self
+    }
+    fn cost(&self, idx: u64) -> Duration {
+        self.slow.get(&idx).copied().unwrap_or(self.normal)
+    }
+}
+
+impl DecodeExecutor for ScriptedWork {
+    fn decode(&self, mut job: DecodeJob) -> JobFuture<Option<DecodeJob>> {
+        let cost = self.cost(job.frame_idx);
+        let corrupt = self.corrupt.contains(&job.frame_idx);
+        Box::pin(async move {
+            tokio::time::sleep(cost).await;
+            if corrupt {
+                job.result = Err(DecodeError::malformed("scripted corruption"));
+            }
+            Some(job)
+        })
+    }
+    fn cpu_time(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl OutputExecutor for ScriptedWork {
+    fn output(&self, job: OutputJob) -> JobFuture<Option<OutputJob>> {
+        let cost = self.cost(job.frame_idx);
+        Box::pin(async move {
+            tokio::time::sleep(cost).await;
+            Some(job)
+        })
+    }
+    fn cpu_time(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+struct Scenario {
+    config: EngineConfig,
+    n_frames: u64,
+    gaps: HashSet<u64>,
+    storage: ScriptedStorage,
+    decode: ScriptedWork,
+    output: Option<ScriptedWork>,
+}
+
+impl Scenario {
+    /// 10 fps, a window of 4, 2 reads in flight, 2 decode threads; frames read
+    /// in 2 ms, decode in 5 ms and output in 1 ms unless scripted otherwise.
+    fn new(n_frames: u64) -> Scenario {
+        Scenario {
+            config: EngineConfig {
+                pacing: Pacing::Rate(FrameRate::new(10, 1).unwrap()),
+                preroll: 4,
+                prefetch: 4,
+                io_depth: 2,
+                decode_threads: 2,
+                output: OutputStage::V210,
+                ..EngineConfig::default()
+            },
+            n_frames,
+            gaps: HashSet::new(),
+            storage: ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)),
+            decode: ScriptedWork::new(5 * MS),
+            output: Some(ScriptedWork::new(MS)),
+        }
+    }
+
+    fn slow_reads(mut self, frames: impl IntoIterator<Item = u64>, latency: Duration) -> Self {
+        for f in frames {
+            self.storage = self.storage.with_object(frame_path(f), ScriptedObject::new(1000, latency));
+        }
+        self
+    }
+
+    async fn run(self) -> Report {
+        let storage: Arc<dyn Storage> = Arc::new(self.storage);
+        Simulation::builder()
+            .config(self.config)
+            .clock(Arc::new(TokioClock::new()))
+            .decode_executor(Arc::new(self.decode))
+            .output_executor(self.output.map(|o| Arc::new(o) as Arc<dyn OutputExecutor>))
+            .stream(StreamSpec {
+                name: "stream 0".into(),
+                source: Arc::new(ScriptedSource { n: self.n_frames, gaps: self.gaps }),
+                storage,
+                cold: Default::default(),
+                dimensions: None,
+            })
+            .build()
+            .unwrap()
+            .run()
+            .await
+    }
+}
+
+fn dropped_frames(report: &Report, cause: DropCauseName) -> Vec<u64> {
+    report.streams[0].timeline.iter().filter(|f| f.cause == Some(cause)).map(|f| f.frame_idx).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn clean_run_presents_every_frame_on_time() {
+    let report = Scenario::new(50).run().await;
+    let s = &report.streams[0];
+    assert_eq!(report.status, playsim_report::RunStatus::Complete);
+    assert_eq!((s.frames_due, s.presented, s.dropped.total()), (50, 50, 0));
+    assert_eq!(s.bytes_read, 50 * 1000);
+    assert_eq!(s.span_ns, 5_000_000_000);
+    assert!((s.fps_achieved - 10.0).abs() < 1e-9, "{}", s.fps_achieved);
+    // After the preroll, frames were ready long before they fell due.
+    assert!(s.latency.slack.p50_ms > 300.0, "{:?}", s.latency.slack);
+    assert!(s.latency.slack.min_ms > 0.0, "{:?}", s.latency.slack);
+    for (i, f) in s.timeline.iter().enumerate() {
+        assert_eq!(f.due_ns, s.t0_ns + i as u64 * 100_000_000);
+        assert!(f.presented_ns.is_some());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_injected_fault_is_counted_once_under_its_own_cause() {
+    // Each stall is sized to miss only its own deadline (by about 50 ms of a
+    // 100 ms frame interval) and they are a second apart, so the pipeline recovers.
+    let storage_stalls = [30, 70, 110];
+    let decode_stalls = [40, 80, 120, 160];
+    let output_stalls = [50, 90, 130];
+    let corrupt = [60, 100];
+    let mut sc = Scenario::new(200).slow_reads(storage_stalls, 450 * MS);
+    sc.decode = ScriptedWork::new(5 * MS).slow(decode_stalls, 450 * MS).corrupt(corrupt);
+    sc.output = Some(ScriptedWork::new(MS).slow(output_stalls, 450 * MS));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!(dropped_frames(&report, DropCauseName::Storage), storage_stalls);
+    assert_eq!(dropped_frames(&report, DropCauseName::Decode), decode_stalls);
+    assert_eq!(dropped_frames(&report, DropCauseName::Output), output_stalls);
+    assert_eq!(dropped_frames(&report, DropCauseName::Unreadable), corrupt);
+    assert_eq!((s.dropped.storage, s.dropped.decode, s.dropped.output, s.dropped.unreadable), (3, 4, 3, 2));
+    assert_eq!(s.presented, 200 - 12);
+    assert_eq!(report.totals.dropped.total(), 12);
+    // 200 frames through a window of 4: buffers are recycled, not allocated per frame.
+    let pools = s.pool_buffers;
+    assert!(pools.encoded <= 4 && pools.decoded <= 4 && pools.output <= 4, "{pools:?}");
+    // The stalled frames were in flight at their deadline; they completed late.
+    assert_eq!(s.late_frames, 10);
+    let messages: Vec<&str> = s.unreadable.iter().map(|u| u.message.as_str()).collect();
+    assert!(messages[0].contains("frame 60 (index 60)"), "{messages:?}");
+    assert!(messages[0].contains("/scripted/frame.0000060.raw"), "{messages:?}");
+    assert!(messages[0].contains("scripted corruption"), "{messages:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_decode_backlog_is_blamed_on_decode_not_storage() {
+    // One decode thread at 150 ms a frame cannot keep 10 fps: the backlog fills
+    // the window, so later frames are never even read in time.
+    let mut sc = Scenario::new(100);
+    sc.config.decode_threads = 1;
+    sc.decode = ScriptedWork::new(5 * MS).slow(20..60, 150 * MS);
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert!(s.dropped.decode >= 10, "{:?}", s.dropped);
+    assert_eq!((s.dropped.storage, s.dropped.output, s.dropped.unreadable), (0, 0, 0));
+    assert_eq!(s.presented + s.dropped.decode, 100);
+}
+
+#[tokio::test(start_paused = true)]
+async fn frames_never_admitted_are_blamed_on_the_oldest_slot_holder() {
+    // A window of 2 held by two frames decoding for 350 ms: the frames behind
+    // them cannot start reading, yet storage is not at fault.
+    let mut sc = Scenario::new(60);
+    sc.config.prefetch = 2;
+    sc.config.preroll = 2;
+    sc.decode = ScriptedWork::new(5 * MS).slow(20..40, 350 * MS);
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    let never_read = s.timeline.iter().filter(|f| f.cause.is_some() && f.read_start_ns.is_none()).count();
+    assert!(never_read > 0, "the rule for unadmitted frames was not exercised");
+    assert_eq!(s.dropped.storage, 0, "{:?}", s.dropped);
+    assert!(s.dropped.decode > 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn slow_storage_is_blamed_on_storage() {
+    // Every read takes 250 ms with 2 in flight: 8 fps of reads for a 10 fps stream.
+    let mut sc = Scenario::new(80);
+    sc.storage = ScriptedStorage::new(ScriptedObject::new(1000, 250 * MS));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert!(s.dropped.storage > 5, "{:?}", s.dropped);
+    assert_eq!(s.dropped.output, 0);
+    // The rule goes by the state at the deadline: a frame whose last byte came
+    // in less than a decode time (5 ms) before it was due is a decode drop.
+    for f in s.timeline.iter().filter(|f| f.cause == Some(DropCauseName::Decode)) {
+        let read_done = f.read_done_ns.unwrap();
+        assert!(read_done <= f.due_ns && f.due_ns - read_done < 5_000_000, "{f:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn gaps_and_failed_reads_are_unreadable_with_the_file_named() {
+    let mut sc = Scenario::new(30);
+    sc.gaps = [7].into();
+    sc.storage = sc.storage.with_object(
+        frame_path(12),
+        ScriptedObject { read_error: Some("input/output error".into()), ..ScriptedObject::new(1000, MS) },
+    );
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!(s.dropped.unreadable, 2);
+    assert_eq!(s.presented, 28);
+    assert!(s.unreadable[0].message.contains("frame 7 (index 7)"));
+    assert!(s.unreadable[0].message.contains("frame.0000007.raw is missing from the sequence"));
+    assert!(s.unreadable[1].message.contains("frame.0000012.raw"));
+    assert!(s.unreadable[1].message.contains("input/output error"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_drop_waits_and_reports_the_stall() {
+    let mut sc = Scenario::new(40).slow_reads([20], 650 * MS);
+    sc.config.no_drop = true;
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!((s.presented, s.dropped.total()), (40, 0));
+    // Admitted 400 ms ahead, read in 650 ms: about 250 ms late.
+    assert!(s.stall_ms > 240.0 && s.stall_ms < 260.0, "{}", s.stall_ms);
+    assert_eq!(s.span_ns, 4_000_000_000 + (s.stall_ms * 1e6).round() as u64);
+}
+
+#[tokio::test(start_paused = true)]
+async fn fps_max_runs_as_fast_as_the_slowest_stage() {
+    // Two decode threads at 10 ms a frame: 200 fps.
+    let mut sc = Scenario::new(400);
+    sc.config.pacing = Pacing::Max;
+    sc.config.prefetch = 8;
+    sc.decode = ScriptedWork::new(10 * MS);
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!((s.presented, s.dropped.total()), (400, 0));
+    assert!(s.fps_achieved > 195.0 && s.fps_achieved <= 200.0, "{}", s.fps_achieved);
+}
+
+#[tokio::test(start_paused = true)]
+async fn frame_35999_at_59_94_is_due_exactly_600_583_seconds_after_t0() {
+    let mut sc = Scenario::new(36_000);
+    sc.config.pacing = Pacing::Rate("59.94".parse().unwrap());
+    sc.config.prefetch = 8;
+    sc.config.preroll = 5;
+    sc.storage = ScriptedStorage::new(ScriptedObject::new(10, MS));
+    sc.decode = ScriptedWork::new(MS);
+    sc.output = None;
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!((s.presented, s.dropped.total()), (36_000, 0));
+    assert_eq!(s.timeline[35_999].due_ns - s.t0_ns, 600_583_316_666);
+    assert_eq!(s.span_ns, 600_600_000_000);
+}
+
+#[tokio::test(start_paused = true)]
+async fn duration_and_loop_bound_the_run() {
+    let mut sc = Scenario::new(10);
+    sc.config.loop_playback = true;
+    sc.config.duration = Some(Duration::from_secs(3));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!((s.frames_due, s.presented), (30, 30));
+    assert_eq!(s.timeline[25].frame_number, 5);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_yields_a_partial_report() {
+    let mut sc = Scenario::new(10);
+    sc.config.loop_playback = true;
+    let storage: Arc<dyn Storage> = Arc::new(sc.storage);
+    let sim = Simulation::builder()
+        .config(sc.config)
+        .clock(Arc::new(TokioClock::new()))
+        .decode_executor(Arc::new(sc.decode))
+        .output_executor(None)
+        .stream(StreamSpec {
+            name: "s".into(),
+            source: Arc::new(ScriptedSource { n: 10, gaps: HashSet::new() }),
+            storage,
+            cold: Default::default(),
+            dimensions: None,
+        })
+        .build()
+        .unwrap();
+    let cancel = sim.canceller();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        cancel.cancel();
+    });
+    let report = sim.run().await;
+    assert_eq!(report.status, playsim_report::RunStatus::Partial);
+    assert!(report.error.as_deref().unwrap_or("").contains("interrupted"));
+    assert!(report.streams[0].presented >= 45, "{}", report.streams[0].presented);
+}
+
+#[test]
+fn settings_are_checked_with_examples() {
+    let bad = EngineConfig { preroll: 9, prefetch: 8, ..EngineConfig::default() };
+    assert!(bad.validate().unwrap_err().contains("for example"));
+    let bad = EngineConfig { io_depth: 0, ..EngineConfig::default() };
+    assert!(bad.validate().unwrap_err().contains("--io-depth 4"));
+}

@@ -1,0 +1,185 @@
+//! Packing canonical RGB to 10-bit 4:2:2 v210, the work an SDI output driver does per frame.
+//!
+//! BT.709 narrow range, fixed point: each coefficient is scaled so that a
+//! 16-bit component times it sums to 10-bit code values in the upper 16 bits
+//! of an `i32`, with no overflow. Chroma is the mean of each pixel pair.
+
+use playsim_core::DecodedFrame;
+
+/// Bytes per v210 row: 48 pixels per 128 bytes, rounded up.
+pub fn stride(width: u32) -> usize {
+    (width as usize).div_ceil(48) * 128
+}
+
+// Y = 64 + 876/65535 * (0.2126 R + 0.7152 G + 0.0722 B), scaled by 2^16.
+const Y_R: i32 = 186;
+const Y_G: i32 = 627;
+const Y_B: i32 = 63;
+// Cb, Cr = 512 + 896/65535 * (...), scaled by 2^16; each row sums to zero.
+const CB_R: i32 = -103;
+const CB_G: i32 = -345;
+const CB_B: i32 = 448;
+const CR_R: i32 = 448;
+const CR_G: i32 = -407;
+const CR_B: i32 = -41;
+const ROUND: i32 = 1 << 15;
+
+#[inline(always)]
+fn luma(r: i32, g: i32, b: i32) -> u32 {
+    (64 + ((Y_R * r + Y_G * g + Y_B * b + ROUND) >> 16)) as u32
+}
+
+/// Cb and Cr from the sum of two pixels' components.
+#[inline(always)]
+fn chroma(r2: i32, g2: i32, b2: i32) -> (u32, u32) {
+    let cb = 512 + ((CB_R * r2 + CB_G * g2 + CB_B * b2 + (ROUND << 1)) >> 17);
+    let cr = 512 + ((CR_R * r2 + CR_G * g2 + CR_B * b2 + (ROUND << 1)) >> 17);
+    (cb.clamp(0, 1023) as u32, cr.clamp(0, 1023) as u32)
+}
+
+/// Packs `frame` (rgb48le or rgba64le; alpha is ignored) into `out` as v210,
+/// reusing `out`'s allocation. An empty frame gives empty output.
+pub fn pack(frame: &DecodedFrame, out: &mut Vec<u8>) {
+    let width = frame.width as usize;
+    let height = frame.height as usize;
+    let bpp = frame.format.map_or(0, |f| f.bytes_per_pixel());
+    out.clear();
+    if width == 0 || height == 0 || bpp == 0 || frame.data.len() < width * height * bpp {
+        return;
+    }
+    let stride = stride(frame.width);
+    out.resize(stride * height, 0);
+    let src_stride = width * bpp;
+    for (src_row, dst_row) in frame.data.chunks_exact(src_stride).zip(out.chunks_exact_mut(stride)) {
+        pack_row(src_row, bpp, width, dst_row);
+    }
+}
+
+fn pack_row(src: &[u8], bpp: usize, width: usize, dst: &mut [u8]) {
+    let full_groups = width / 6;
+    let (full_dst, tail_dst) = dst.split_at_mut(full_groups * 16);
+    // Full groups of six pixels: straight-line code the compiler can keep in registers.
+    for (px, out) in src.chunks_exact(6 * bpp).zip(full_dst.chunks_exact_mut(16)) {
+        let c = |x: usize, ch: usize| -> i32 {
+            let i = x * bpp + ch * 2;
+            i32::from(u16::from_le_bytes([px[i], px[i + 1]]))
+        };
+        pack_group(|x, ch| c(x, ch), out);
+    }
+    // The last, partial group repeats the row's last pixel.
+    if width % 6 != 0 {
+        let x0 = full_groups * 6;
+        let c = |x: usize, ch: usize| -> i32 {
+            let i = (x0 + x).min(width - 1) * bpp + ch * 2;
+            i32::from(u16::from_le_bytes([src[i], src[i + 1]]))
+        };
+        if let Some(out) = tail_dst.get_mut(..16) {
+            pack_group(c, out);
+        }
+    }
+}
+
+/// Packs six pixels, read through `c(pixel, channel)`, into four v210 words.
+#[inline(always)]
+fn pack_group(c: impl Fn(usize, usize) -> i32, out: &mut [u8]) {
+    let mut y = [0u32; 6];
+    let mut cb = [0u32; 3];
+    let mut cr = [0u32; 3];
+    for pair in 0..3 {
+        let a = pair * 2;
+        let (ra, ga, ba) = (c(a, 0), c(a, 1), c(a, 2));
+        let (rb, gb, bb) = (c(a + 1, 0), c(a + 1, 1), c(a + 1, 2));
+        y[a] = luma(ra, ga, ba);
+        y[a + 1] = luma(rb, gb, bb);
+        (cb[pair], cr[pair]) = chroma(ra + rb, ga + gb, ba + bb);
+    }
+    let words = [
+        cb[0] | y[0] << 10 | cr[0] << 20,
+        y[1] | cb[1] << 10 | y[2] << 20,
+        cr[1] | y[3] << 10 | cb[2] << 20,
+        y[4] | cr[2] << 10 | y[5] << 20,
+    ];
+    for (dst, word) in out.chunks_exact_mut(4).zip(words) {
+        dst.copy_from_slice(&word.to_le_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use playsim_core::PixelFormat;
+
+    fn solid(width: u32, height: u32, rgb: [u16; 3]) -> DecodedFrame {
+        let mut f = DecodedFrame::default();
+        f.reset(width, height, PixelFormat::Rgb48Le);
+        for px in f.data.chunks_exact_mut(6) {
+            for (c, v) in rgb.iter().enumerate() {
+                px[c * 2..c * 2 + 2].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        f
+    }
+
+    fn word(out: &[u8], i: usize) -> u32 {
+        u32::from_le_bytes([out[i * 4], out[i * 4 + 1], out[i * 4 + 2], out[i * 4 + 3]])
+    }
+
+    #[test]
+    fn black_white_and_red_give_bt709_codes() {
+        let mut out = Vec::new();
+        pack(&solid(6, 1, [0, 0, 0]), &mut out);
+        assert_eq!(out.len(), 128);
+        assert_eq!(word(&out, 0), 512 | 64 << 10 | 512 << 20);
+        pack(&solid(6, 1, [65535, 65535, 65535]), &mut out);
+        assert_eq!(word(&out, 1), 940 | 512 << 10 | 940 << 20);
+        pack(&solid(12, 2, [65535, 0, 0]), &mut out);
+        // BT.709 red: Y 250, Cb 409, Cr 960 (10-bit narrow range).
+        let w0 = word(&out, 0);
+        assert_eq!((w0 & 1023, (w0 >> 10) & 1023, (w0 >> 20) & 1023), (409, 250, 960));
+        assert_eq!(out.len(), 256);
+    }
+
+    #[test]
+    fn odd_width_pads_the_last_group_and_rows_are_128_byte_aligned() {
+        assert_eq!(stride(4096), 11008);
+        assert_eq!(stride(1920), 5120);
+        let mut out = Vec::new();
+        pack(&solid(7, 3, [30000, 20000, 10000]), &mut out);
+        assert_eq!(out.len(), 128 * 3);
+    }
+
+    #[test]
+    fn full_groups_and_the_tail_match_a_per_pixel_reference() {
+        let mut f = DecodedFrame::default();
+        f.reset(13, 2, PixelFormat::Rgb48Le);
+        for (i, b) in f.data.iter_mut().enumerate() {
+            *b = (i * 37 % 251) as u8;
+        }
+        let mut out = Vec::new();
+        pack(&f, &mut out);
+        let px = |x: usize, y: usize| -> [i32; 3] {
+            let x = x.min(12);
+            let i = (y * 13 + x) * 6;
+            [0, 1, 2].map(|c| i32::from(u16::from_le_bytes([f.data[i + c * 2], f.data[i + c * 2 + 1]])))
+        };
+        for y in 0..2 {
+            for x in 0..18 {
+                let [r, g, b] = px(x, y);
+                let group = y * stride(13) / 4 + (x / 6) * 4;
+                let words: Vec<u32> = (0..4).map(|w| word(&out, group + w)).collect();
+                // Luma sits at fixed places in the four words of a group.
+                let at = [(0, 10), (1, 0), (1, 20), (2, 10), (3, 0), (3, 20)][x % 6];
+                assert_eq!((words[at.0] >> at.1) & 1023, luma(r, g, b), "pixel {x},{y}");
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_frames_give_empty_output() {
+        let mut f = solid(8, 8, [1, 2, 3]);
+        f.data.truncate(10);
+        let mut out = vec![1, 2, 3];
+        pack(&f, &mut out);
+        assert!(out.is_empty());
+    }
+}

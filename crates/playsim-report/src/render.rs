@@ -1,0 +1,481 @@
+//! The plain-text summary printed at the end of a run.
+//!
+//! It reads like the tools engineers already know: Flame's dropped-frame
+//! counters by cause (video disk, GPU, broadcast), then frametest's frame and
+//! data rates, then per-stage latency percentiles and CPU use.
+
+use std::collections::BTreeSet;
+
+use crate::model::{Drops, Percentiles, Report, RunStatus, StreamReport};
+
+/// Width of the label column of `label  value` lines.
+const LABEL: usize = 20;
+/// Unreadable frames listed by name; the rest are counted.
+const UNREADABLE_SHOWN: usize = 5;
+
+/// The end-of-run summary: plain text, no colour, about 30 lines for one stream.
+///
+/// ```
+/// let report = playsim_report::Report { schema_version: 1, ..Default::default() };
+/// let text = playsim_report::render::summary(&report);
+/// assert!(text.starts_with("playsim : complete in 0.00 s"));
+/// ```
+pub fn summary(report: &Report) -> String {
+    let mut out = Vec::new();
+    out.push(header(report));
+    sources(report, &mut out);
+    out.push(line("settings", &settings(report)));
+    out.push(String::new());
+    drops_table(report, &mut out);
+    out.push(String::new());
+    rates(report, &mut out);
+    for s in &report.streams {
+        out.push(String::new());
+        latency_table(s, report.streams.len() > 1, &mut out);
+    }
+    out.push(String::new());
+    cpu(report, &mut out);
+    unreadable(report, &mut out);
+    if let Some(error) = &report.error {
+        out.push(line("error", error));
+    }
+    let mut text = out.join("\n");
+    text.push('\n');
+    text
+}
+
+/// `playsim 0.1.0: complete in 10.50 s, fps 24, transport nfs, source /mnt/shot`.
+fn header(r: &Report) -> String {
+    let duration = format!("{:.2} s", r.duration_s);
+    let status = match r.status {
+        RunStatus::Complete => format!("complete in {duration}"),
+        RunStatus::Partial => format!("partial, stopped after {duration}"),
+        RunStatus::Failed => format!("failed after {duration}"),
+    };
+    let mut h = format!("playsim {}: {status}", r.playsim_version);
+    let fps = if r.settings.fps.is_empty() {
+        distinct(r.streams.iter().map(|s| s.fps.as_str()))
+    } else {
+        r.settings.fps.clone()
+    };
+    if !fps.is_empty() {
+        h.push_str(&format!(", fps {fps}"));
+    }
+    let transports = distinct(r.streams.iter().map(|s| s.storage.transport.as_str()));
+    if !transports.is_empty() {
+        h.push_str(&format!(", transport {transports}"));
+    }
+    match r.streams.as_slice() {
+        [] => {}
+        [s] => h.push_str(&format!(", source {}", s.source.location)),
+        many => {
+            let sources: Vec<&str> = many.iter().map(|s| s.source.location.as_str()).collect();
+            h.push_str(&format!(", sources {}", sources.join(", ")));
+        }
+    }
+    h
+}
+
+/// The media and storage lines, one of each per stream.
+fn sources(r: &Report, out: &mut Vec<String>) {
+    let several = r.streams.len() > 1;
+    let tag = |s: &StreamReport| if several { format!("[{}] ", s.name) } else { String::new() };
+    for s in &r.streams {
+        let src = &s.source;
+        let mut media = format!("{}{}, {}", tag(s), src.pattern, src.format);
+        if src.width > 0 && src.height > 0 {
+            media.push_str(&format!(" {}x{}", src.width, src.height));
+        }
+        media.push_str(&format!(", frames {}-{} ({} frames", src.first_frame, src.last_frame, src.n_frames));
+        match src.gaps.len() {
+            0 => media.push(')'),
+            1 => media.push_str(", 1 gap)"),
+            n => media.push_str(&format!(", {n} gaps)")),
+        }
+        out.push(line("media", &media));
+    }
+    for s in &r.streams {
+        let st = &s.storage;
+        let mut parts =
+            vec![format!("{}{}", tag(s), st.transport), format!("{} blocks", bytes(st.block_size))];
+        if st.direct {
+            parts.push("direct".into());
+        }
+        parts.push(format!("{} reads", st.n_reads));
+        if st.cold.requested {
+            let mut cold = format!("cold: {} files dropped", st.cold.files_dropped);
+            if let Some(m) = &st.cold.message {
+                cold.push_str(&format!(" ({m})"));
+            }
+            parts.push(cold);
+        }
+        // Options last: mount options can be long.
+        parts.extend(st.options.iter().map(|(k, v)| format!("{k}={v}")));
+        out.push(line("storage", &parts.join(", ")));
+    }
+}
+
+fn settings(r: &Report) -> String {
+    let s = &r.settings;
+    let mut parts = vec![
+        format!("preroll {}", s.preroll),
+        format!("prefetch {}", s.prefetch),
+        format!("io depth {}", s.io_depth),
+        format!("decode threads {}", s.decode_threads),
+        format!("output {}", s.output_stage),
+    ];
+    for (on, name) in [(s.no_drop, "no-drop"), (s.loop_playback, "loop"), (s.verify, "verify")] {
+        if on {
+            parts.push(name.into());
+        }
+    }
+    if let Some(n) = s.frames {
+        parts.push(format!("frames {n}"));
+    }
+    if let Some(d) = s.duration_s {
+        parts.push(format!("duration {d} s"));
+    }
+    if let Some(n) = s.max_drops {
+        parts.push(format!("max drops {n}"));
+    }
+    parts.join(", ")
+}
+
+/// Flame's counters: one row per cause, one column per stream, and a total
+/// column when there are several.
+fn drops_table(r: &Report, out: &mut Vec<String>) {
+    let mut columns: Vec<(String, Drops)> = r.streams.iter().map(|s| (s.name.clone(), s.dropped)).collect();
+    if columns.len() != 1 {
+        columns.push(("total".into(), r.totals.dropped));
+    }
+    let widths: Vec<usize> = columns.iter().map(|(name, _)| name.len().max(6)).collect();
+    let row = |label: &str, cell: &dyn Fn(&Drops) -> String| {
+        let mut l = format!("{label:<22}");
+        for ((_, d), w) in columns.iter().zip(&widths) {
+            l.push_str(&format!("  {:>w$}", cell(d)));
+        }
+        l.trim_end().to_owned()
+    };
+    let mut head = format!("{:<22}", "dropped frames");
+    for ((name, _), w) in columns.iter().zip(&widths) {
+        head.push_str(&format!("  {name:>w$}"));
+    }
+    out.push(head.trim_end().to_owned());
+    out.push(row("  storage (video disk)", &|d| d.storage.to_string()));
+    out.push(row("  decode (CPU/GPU)", &|d| d.decode.to_string()));
+    out.push(row("  output (broadcast)", &|d| d.output.to_string()));
+    out.push(row("  unreadable", &|d| d.unreadable.to_string()));
+    out.push(row("  total", &|d| d.total().to_string()));
+}
+
+/// frametest's lines: frames, fastest and slowest frame, data and frame rate.
+fn rates(r: &Report, out: &mut Vec<String>) {
+    let t = &r.totals;
+    let dropped = t.dropped.total();
+    out.push(line(
+        "frames presented",
+        &format!("{} of {} due{}", t.presented, t.frames_due, percent(t.presented, t.frames_due)),
+    ));
+    out.push(line("frames dropped", &format!("{dropped}{}", percent(dropped, t.frames_due))));
+    if r.settings.no_drop {
+        let late: u64 = r.streams.iter().map(|s| s.late_frames).sum();
+        out.push(line("frames late", &format!("{late}, waited {:.1} ms in all", t.stall_ms)));
+    }
+    // The MB/s of a frame is the mean frame size over that frame's read time.
+    let frames_read: u64 = r.streams.iter().map(|s| s.latency.read.count).sum();
+    let mean_frame_bytes = if frames_read > 0 { t.bytes_read as f64 / frames_read as f64 } else { 0.0 };
+    let read = r.streams.iter().map(|s| &s.latency.read).filter(|p| p.count > 0);
+    let fastest = read.clone().map(|p| p.min_ms).reduce(f64::min);
+    let slowest = read.map(|p| p.max_ms).reduce(f64::max);
+    for (label, ms) in [("fastest frame", fastest), ("slowest frame", slowest)] {
+        let text = match ms {
+            Some(ms) if ms > 0.0 => format!("{ms:.3} ms ({:.1} MB/s)", mean_frame_bytes / 1e6 / (ms / 1e3)),
+            Some(ms) => format!("{ms:.3} ms"),
+            None => "-".into(),
+        };
+        out.push(line(label, &text));
+    }
+    out.push(line("data rate", &format!("{:.1} MB/s", t.mb_per_s)));
+    out.push(line("frame rate", &format!("{:.2} fps", t.fps)));
+}
+
+fn latency_table(s: &StreamReport, named: bool, out: &mut Vec<String>) {
+    let title = if named { format!("latency ms, {}", s.name) } else { "latency ms".to_owned() };
+    out.push(format!("{title:<16}{:>9}{:>9}{:>9}{:>9}{:>9}", "p50", "p90", "p99", "p99.9", "max"));
+    let l = &s.latency;
+    let rows = [
+        ("open", &l.open),
+        ("read", &l.read),
+        ("close", &l.close),
+        ("decode", &l.decode),
+        ("output", &l.output),
+        ("slack", &l.slack),
+        ("pacing error", &l.pacing_error),
+    ];
+    for (name, p) in rows {
+        let mut row = format!("  {name:<14}");
+        for v in [p.p50_ms, p.p90_ms, p.p99_ms, p.p999_ms, p.max_ms] {
+            row.push_str(&format!("{:>9}", cell_ms(p, v)));
+        }
+        out.push(row);
+    }
+}
+
+fn cpu(r: &Report, out: &mut Vec<String>) {
+    let c = &r.cpu;
+    let mut process = format!("user {}, sys {}", secs(c.process_user_s), secs(c.process_sys_s));
+    if r.totals.bytes_read > 0 {
+        process.push_str(&format!(
+            "; per GB read: user {}, sys {}",
+            secs(c.user_s_per_gb),
+            secs(c.sys_s_per_gb)
+        ));
+    }
+    out.push(line("cpu process", &process));
+    let st = &c.stages;
+    out.push(line(
+        "cpu stages",
+        &format!("read {}, decode {}, output {}", secs(st.read_s), secs(st.decode_s), secs(st.output_s)),
+    ));
+    let sy = &c.system;
+    out.push(line(
+        "cpu system",
+        &format!(
+            "user {}, sys {}, softirq {}, iowait {}",
+            secs(sy.user_s),
+            secs(sy.system_s),
+            secs(sy.softirq_s),
+            secs(sy.iowait_s)
+        ),
+    ));
+}
+
+fn unreadable(r: &Report, out: &mut Vec<String>) {
+    let listed: usize = r.streams.iter().map(|s| s.unreadable.len()).sum();
+    let counted = usize::try_from(r.totals.dropped.unreadable).unwrap_or(usize::MAX);
+    let total = listed.max(counted);
+    if total == 0 {
+        return;
+    }
+    out.push(line("unreadable frames", &total.to_string()));
+    let several = r.streams.len() > 1;
+    let frames = r.streams.iter().flat_map(|s| s.unreadable.iter().map(move |u| (s, u)));
+    let mut shown = 0;
+    for (s, u) in frames.take(UNREADABLE_SHOWN) {
+        let tag = if several { format!("[{}] ", s.name) } else { String::new() };
+        out.push(format!("  {tag}#{}: {}", u.frame_idx, u.message));
+        shown += 1;
+    }
+    if total > shown {
+        out.push(format!("  ... and {} more", total - shown));
+    }
+}
+
+/// A `label  value` line with the value in the second column.
+fn line(label: &str, value: &str) -> String {
+    format!("{label:<LABEL$}{value}")
+}
+
+/// The distinct values, in order of first appearance, comma-separated.
+fn distinct<'a>(values: impl Iterator<Item = &'a str>) -> String {
+    let mut seen = BTreeSet::new();
+    let kept: Vec<&str> = values.filter(|v| !v.is_empty() && seen.insert(*v)).collect();
+    kept.join(", ")
+}
+
+/// ` (97.5%)`, or nothing when there is nothing to divide by.
+fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return String::new();
+    }
+    format!(" ({:.1}%)", part as f64 * 100.0 / whole as f64)
+}
+
+/// Milliseconds to about four significant figures; "-" for no samples.
+fn cell_ms(p: &Percentiles, v: f64) -> String {
+    if p.count == 0 {
+        return "-".into();
+    }
+    let decimals = match v.abs() {
+        a if a < 10.0 => 3,
+        a if a < 100.0 => 2,
+        a if a < 10_000.0 => 1,
+        _ => 0,
+    };
+    format!("{v:.decimals$}")
+}
+
+fn secs(s: f64) -> String {
+    format!("{s:.2} s")
+}
+
+/// A byte count in the largest binary unit that divides it.
+fn bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if n >= size && n % size == 0 {
+            return format!("{} {unit}", n / size);
+        }
+    }
+    format!("{n} B")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::model::{RunStatus, UnreadableFrame};
+    use crate::testutil::sample_report;
+
+    #[test]
+    fn one_stream() {
+        let text = summary(&sample_report());
+        println!("{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "playsim 0.1.0: complete in 10.50 s, fps 24, transport nfs, source /mnt/nfs/shot"
+        );
+        let expected_blocks = [
+            "dropped frames          stream 0\n\
+             \x20 storage (video disk)         3\n\
+             \x20 decode (CPU/GPU)             1\n\
+             \x20 output (broadcast)           0\n\
+             \x20 unreadable                   2\n\
+             \x20 total                        6\n",
+            "frames presented    234 of 240 due (97.5%)\n\
+             frames dropped      6 (2.5%)\n\
+             fastest frame       12.345 ms (2867.4 MB/s)\n\
+             slowest frame       88.100 ms (401.8 MB/s)\n\
+             data rate           842.5 MB/s\n\
+             frame rate          23.40 fps\n",
+            "latency ms            p50      p90      p99    p99.9      max\n\
+             \x20 open              0.120    0.250    0.900    1.200    1.500\n\
+             \x20 read              20.10    30.00    55.00    80.00    88.10\n\
+             \x20 close             0.006    0.011    0.050    0.061    0.061\n\
+             \x20 decode            14.20    17.90    25.31    31.00    31.00\n\
+             \x20 output            2.400    2.900    3.300    3.400    3.400\n\
+             \x20 slack             21.30    35.70    39.40    40.10    41.00\n\
+             \x20 pacing error      0.012    0.098    0.410    1.750    2.300\n",
+            "cpu process         user 41.25 s, sys 6.50 s; per GB read: user 4.90 s, sys 0.77 s\n\
+             cpu stages          read 5.75 s, decode 38.00 s, output 3.12 s\n\
+             cpu system          user 42.00 s, sys 9.25 s, softirq 2.75 s, iowait 1.50 s\n\
+             unreadable frames   2\n\
+             \x20 #99: frame 1100: /mnt/nfs/shot/shot.0001100.dpx: no such file\n\
+             \x20 #150: frame 1151: /mnt/nfs/shot/shot.0001151.dpx: bad magic 0x00000000 at offset 0\n",
+        ];
+        for block in expected_blocks {
+            assert!(text.contains(block), "missing block:\n{block}\nin:\n{text}");
+        }
+        assert!(lines.contains(
+            &"media               shot.%07d.dpx, dpx 4096x2160, frames 1001-1240 (240 frames, 1 gap)"
+        ));
+        assert!(lines.contains(
+            &"storage             nfs, 1 MiB blocks, direct, 8092 reads, cold: 239 files dropped, \
+              server=10.0.0.5:/export"
+        ));
+        assert!(lines.contains(
+            &"settings            preroll 4, prefetch 8, io depth 4, decode threads 8, output v210, max drops 10"
+        ));
+        assert!(lines.len() <= 34, "{} lines", lines.len());
+        assert!(lines.iter().all(|l| l.len() <= 110 && l.trim_end() == *l), "{text}");
+        assert!(!text.contains('\x1b'));
+    }
+
+    #[test]
+    fn several_streams_get_columns_and_a_total() {
+        let mut r = sample_report();
+        let mut b = r.streams[0].clone();
+        b.name = "B".into();
+        b.source.location = "/mnt/local/shot".into();
+        b.storage.transport = "local".into();
+        b.dropped = Drops { storage: 10, decode: 0, output: 2, unreadable: 0 };
+        b.unreadable.clear();
+        r.streams[0].name = "A".into();
+        r.totals.dropped = Drops { storage: 13, decode: 1, output: 2, unreadable: 2 };
+        r.totals.frames_due = 480;
+        r.totals.presented = 462;
+        r.totals.bytes_read *= 2;
+        r.totals.mb_per_s *= 2.0;
+        r.totals.fps = 46.2;
+        r.streams.push(b);
+        let text = summary(&r);
+        println!("{text}");
+        assert!(text.starts_with(
+            "playsim 0.1.0: complete in 10.50 s, fps 24, transport nfs, local, sources /mnt/nfs/shot, /mnt/local/shot\n"
+        ));
+        assert!(text.contains(
+            "dropped frames               A       B   total\n\
+             \x20 storage (video disk)       3      10      13\n\
+             \x20 decode (CPU/GPU)           1       0       1\n\
+             \x20 output (broadcast)         0       2       2\n\
+             \x20 unreadable                 2       0       2\n\
+             \x20 total                      6      12      18\n"
+        ));
+        assert!(text.contains(
+            "frames presented    462 of 480 due (96.2%)\n\
+             frames dropped      18 (3.8%)\n\
+             fastest frame       12.345 ms (2867.4 MB/s)\n\
+             slowest frame       88.100 ms (401.8 MB/s)\n\
+             data rate           1684.9 MB/s\n\
+             frame rate          46.20 fps\n"
+        ));
+        assert!(text.contains("\nlatency ms, A         p50"));
+        assert!(text.contains("\nlatency ms, B         p50"));
+        assert!(text.contains("\nmedia               [B] shot.%07d.dpx, dpx 4096x2160"));
+        assert!(text.contains("\n  [A] #99: frame 1100"));
+    }
+
+    #[test]
+    fn failed_run_shows_the_error_and_more_unreadable_frames() {
+        let mut r = sample_report();
+        r.status = RunStatus::Failed;
+        r.error = Some("reading /mnt/nfs/shot/shot.0001200.dpx: connection reset".into());
+        r.totals.dropped.unreadable = 9;
+        r.streams[0].unreadable = (0..8)
+            .map(|i| UnreadableFrame {
+                frame_idx: i,
+                message: format!("bad frame {i}"),
+                ..Default::default()
+            })
+            .collect();
+        let text = summary(&r);
+        assert!(text.starts_with("playsim 0.1.0: failed after 10.50 s,"));
+        assert!(text.contains("\nunreadable frames   9\n  #0: bad frame 0\n"));
+        assert!(text.contains("\n  #4: bad frame 4\n  ... and 4 more\n"));
+        assert!(text
+            .ends_with("\nerror               reading /mnt/nfs/shot/shot.0001200.dpx: connection reset\n"));
+
+        r.status = RunStatus::Partial;
+        r.error = Some("interrupted".into());
+        let text = summary(&r);
+        assert!(text.starts_with("playsim 0.1.0: partial, stopped after 10.50 s,"));
+        assert!(text.ends_with("\nerror               interrupted\n"));
+    }
+
+    #[test]
+    fn empty_report_renders_dashes_not_nan() {
+        let text = summary(&Report::default());
+        println!("{text}");
+        assert!(text.contains("\nfastest frame       -\n"));
+        assert!(text.contains("\nframes presented    0 of 0 due\n"));
+        assert!(!text.contains("NaN") && !text.contains("inf"));
+        let mut r = sample_report();
+        r.streams[0].latency.close = Percentiles::default();
+        r.settings.no_drop = true;
+        r.totals.stall_ms = 1234.56;
+        let text = summary(&r);
+        assert!(text.contains("\n  close                 -        -        -        -        -\n"));
+        assert!(text.contains("\nframes late         4, waited 1234.6 ms in all\n"));
+    }
+
+    #[test]
+    fn byte_units() {
+        assert_eq!(bytes(1 << 20), "1 MiB");
+        assert_eq!(bytes(4 << 20), "4 MiB");
+        assert_eq!(bytes(65536), "64 KiB");
+        assert_eq!(bytes(1000), "1000 B");
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(3 << 30), "3 GiB");
+    }
+}

@@ -1,0 +1,172 @@
+//! A hand-built report shared by the tests of the renderers.
+
+use std::collections::BTreeMap;
+
+use crate::model::*;
+
+/// 4096x2160 10-bit DPX: 4 bytes a pixel plus an 8 KiB header.
+pub const FRAME_BYTES: u64 = 4096 * 2160 * 4 + 8192;
+
+/// One stream of 240 4K DPX frames over NFS at 24 fps, with 6 drops.
+pub fn sample_report() -> Report {
+    let frames_read = 238;
+    let bytes_read = frames_read * FRAME_BYTES;
+    let latency = StageLatency {
+        open: p(238, [0.081, 0.12, 0.25, 0.9, 1.2, 1.5]),
+        read: p(238, [12.345, 20.1, 30.0, 55.0, 80.0, 88.1]),
+        close: p(238, [0.004, 0.006, 0.011, 0.05, 0.061, 0.061]),
+        decode: p(237, [9.5, 14.2, 17.9, 25.31, 31.0, 31.0]),
+        output: p(236, [2.1, 2.4, 2.9, 3.3, 3.4, 3.4]),
+        slack: p(234, [-12.0, 21.3, 35.7, 39.4, 40.1, 41.0]),
+        pacing_error: p(234, [-0.05, 0.012, 0.098, 0.41, 1.75, 2.3]),
+    };
+    let dropped = Drops { storage: 3, decode: 1, output: 0, unreadable: 2 };
+    let stream = StreamReport {
+        name: "stream 0".into(),
+        source: SourceReport {
+            location: "/mnt/nfs/shot".into(),
+            pattern: "shot.%07d.dpx".into(),
+            format: "dpx".into(),
+            width: 4096,
+            height: 2160,
+            first_frame: 1001,
+            last_frame: 1240,
+            n_frames: 240,
+            gaps: vec![1100],
+        },
+        storage: StorageReport {
+            transport: "nfs".into(),
+            block_size: 1 << 20,
+            direct: true,
+            options: BTreeMap::from([("server".to_owned(), "10.0.0.5:/export".to_owned())]),
+            cold: ColdCache { requested: true, files_dropped: 239, message: None },
+            n_reads: frames_read * 34,
+        },
+        fps: "24".into(),
+        t0_ns: 250_000_000,
+        span_ns: 10_000_000_000,
+        frames_due: 240,
+        presented: 234,
+        dropped,
+        late_frames: 4,
+        bytes_read,
+        fps_achieved: 23.4,
+        mb_per_s: bytes_read as f64 / 1e6 / 10.0,
+        stall_ms: 0.0,
+        latency,
+        pool_buffers: PoolBuffers { encoded: 8, decoded: 2, output: 3 },
+        unreadable: vec![
+            UnreadableFrame {
+                frame_idx: 99,
+                frame_number: 1100,
+                path: "/mnt/nfs/shot/shot.0001100.dpx".into(),
+                message: "frame 1100: /mnt/nfs/shot/shot.0001100.dpx: no such file".into(),
+            },
+            UnreadableFrame {
+                frame_idx: 150,
+                frame_number: 1151,
+                path: "/mnt/nfs/shot/shot.0001151.dpx".into(),
+                message: "frame 1151: /mnt/nfs/shot/shot.0001151.dpx: bad magic 0x00000000 at offset 0"
+                    .into(),
+            },
+        ],
+        timeline: vec![
+            FrameRecord {
+                frame_idx: 0,
+                frame_number: 1001,
+                due_ns: 250_000_000,
+                read_start_ns: Some(1_000_000),
+                read_done_ns: Some(21_000_000),
+                decode_done_ns: Some(35_000_000),
+                output_done_ns: Some(38_000_000),
+                presented_ns: Some(250_010_000),
+                cause: None,
+                bytes: FRAME_BYTES,
+            },
+            FrameRecord {
+                frame_idx: 1,
+                frame_number: 1002,
+                due_ns: 291_666_666,
+                read_start_ns: Some(2_000_000),
+                read_done_ns: None,
+                decode_done_ns: None,
+                output_done_ns: None,
+                presented_ns: None,
+                cause: Some(DropCauseName::Storage),
+                bytes: FRAME_BYTES / 2,
+            },
+        ],
+    };
+    Report {
+        schema_version: SCHEMA_VERSION,
+        status: RunStatus::Complete,
+        error: None,
+        playsim_version: "0.1.0".into(),
+        started_at_unix_s: 1_767_225_600,
+        duration_s: 10.5,
+        environment: Environment {
+            hostname: "render7".into(),
+            kernel: "Linux 6.1.0-18-amd64".into(),
+            cpus: 16,
+            libraries: BTreeMap::from([("ffmpeg".to_owned(), "7.1".to_owned())]),
+        },
+        settings: Settings {
+            fps: "24".into(),
+            preroll: 4,
+            prefetch: 8,
+            io_depth: 4,
+            decode_threads: 8,
+            output_stage: "v210".into(),
+            block_size: 1 << 20,
+            direct: true,
+            cold: true,
+            no_drop: false,
+            loop_playback: false,
+            frames: None,
+            duration_s: None,
+            max_drops: Some(10),
+            verify: false,
+        },
+        totals: Totals {
+            frames_due: 240,
+            presented: 234,
+            dropped,
+            bytes_read,
+            fps: 23.4,
+            mb_per_s: bytes_read as f64 / 1e6 / 10.0,
+            stall_ms: 0.0,
+        },
+        cpu: CpuReport {
+            process_user_s: 41.25,
+            process_sys_s: 6.5,
+            user_s_per_gb: 41.25 / (bytes_read as f64 / 1e9),
+            sys_s_per_gb: 6.5 / (bytes_read as f64 / 1e9),
+            stages: StageCpu { read_s: 5.75, decode_s: 38.0, output_s: 3.125 },
+            system: SystemCpu {
+                user_s: 42.0,
+                nice_s: 0.0,
+                system_s: 9.25,
+                idle_s: 115.0,
+                iowait_s: 1.5,
+                irq_s: 0.0,
+                softirq_s: 2.75,
+                steal_s: 0.0,
+            },
+        },
+        streams: vec![stream],
+    }
+}
+
+/// Percentiles from `[min, p50, p90, p99, p99.9, max]`; the mean is the median.
+fn p(count: u64, v: [f64; 6]) -> Percentiles {
+    Percentiles {
+        count,
+        min_ms: v[0],
+        mean_ms: v[1],
+        p50_ms: v[1],
+        p90_ms: v[2],
+        p99_ms: v[3],
+        p999_ms: v[4],
+        max_ms: v[5],
+    }
+}

@@ -1,0 +1,331 @@
+//! `cargo xtask bench`: measures playsim against an anchor (FFmpeg today; fio, EXR and ProRes later),
+//! one [`BenchRow`] per comparison, and writes `target/bench/report.{md,json}`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::{deps, process};
+
+/// Frames in the bench's DPX sequence: enough for FFmpeg's timing to be well above its start-up cost.
+const DPX_N_FRAMES: u32 = 24;
+/// FFmpeg runs per anchor; the best is kept, as the least disturbed by the rest of the machine.
+const FFMPEG_RUNS: usize = 3;
+
+/// One comparison: playsim's figure, the anchor's, and the ratio we aim for.
+#[derive(Serialize)]
+pub struct BenchRow {
+    pub name: String,
+    /// Unit of `playsim` and `anchor`, e.g. `ms/frame`.
+    pub unit: &'static str,
+    pub playsim: f64,
+    /// What the anchor is, e.g. `ffmpeg dpx decoder, 1 thread, wall time`.
+    pub anchor_name: String,
+    pub anchor: f64,
+    /// How many times better playsim is than the anchor (> 1 means playsim is better).
+    pub ratio: f64,
+    pub target_ratio: f64,
+    pub pass: bool,
+    /// Further figures worth keeping, by name with their unit in it.
+    pub extra: BTreeMap<String, f64>,
+}
+
+impl BenchRow {
+    /// A row where lower is better (times): the ratio is anchor / playsim.
+    pub fn time(name: &str, unit: &'static str, playsim: f64, anchor_name: &str, anchor: f64) -> BenchRow {
+        let ratio = anchor / playsim;
+        BenchRow {
+            name: name.to_owned(),
+            unit,
+            playsim,
+            anchor_name: anchor_name.to_owned(),
+            anchor,
+            ratio,
+            target_ratio: 1.0,
+            pass: ratio >= 1.0,
+            extra: BTreeMap::new(),
+        }
+    }
+
+    pub fn target(mut self, target_ratio: f64) -> BenchRow {
+        self.target_ratio = target_ratio;
+        self.pass = self.ratio >= target_ratio;
+        self
+    }
+
+    pub fn extra(mut self, name: &str, value: f64) -> BenchRow {
+        self.extra.insert(name.to_owned(), value);
+        self
+    }
+}
+
+/// What the figures were measured on.
+#[derive(Serialize)]
+pub struct Machine {
+    pub os: String,
+    pub cpu: String,
+    pub n_cpus: String,
+    /// `/proc/loadavg` at the end: a busy machine slows both sides, FFmpeg's wall time the most.
+    pub load_avg: String,
+    pub ffmpeg: String,
+}
+
+#[derive(Serialize)]
+struct Report {
+    machine: Machine,
+    rows: Vec<BenchRow>,
+}
+
+pub fn run() -> Result<()> {
+    deps::run()?;
+    let target = crate::target_dir()?;
+    let playsim = crate::build_playsim(&target)?;
+    let dpx_dir = target.join("bench").join("dpx-4k-dci");
+    crate::ensure_sequence(&playsim, "4k-dci", DPX_N_FRAMES, &dpx_dir)?;
+
+    let rows = vec![dpx_decode(&target, &dpx_dir)?];
+
+    let report = Report { machine: Machine::probe()?, rows };
+    let markdown = render_markdown(&report);
+    let json = serde_json::to_string_pretty(&report)?;
+    let out_dir = target.join("bench");
+    for (name, text) in [("report.md", &markdown), ("report.json", &json)] {
+        let path = out_dir.join(name);
+        fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    println!("\n{markdown}");
+    println!("wrote {} and {}", out_dir.join("report.md").display(), out_dir.join("report.json").display());
+    // A miss is a finding, not a failure: the command measures, CI does not gate on it.
+    Ok(())
+}
+
+/// playsim's DPX decode (criterion, one frame, one thread) against FFmpeg's DPX decoder on one thread.
+fn dpx_decode(target: &Path, dpx_dir: &Path) -> Result<BenchRow> {
+    let first_frame = std::env::current_dir()?.join(dpx_dir).join(crate::frame_name(0));
+    let estimates = criterion_dir(target).join("dpx_decode/4k-dci-10bit/new/estimates.json");
+    let started = SystemTime::now();
+    process::run(
+        process::cargo()
+            .args(["bench", "--bench", "dpx_decode", "--", "--noplot"])
+            .env("PLAYSIM_BENCH_DPX", &first_frame),
+    )?;
+    let playsim_ms = criterion_mean_ns(&estimates, started)? / 1e6;
+
+    warm_page_cache(dpx_dir)?;
+    let pattern = dpx_dir.join("frame.%07d.dpx");
+    let runs = (0..FFMPEG_RUNS).map(|_| ffmpeg_decode(&pattern, DPX_N_FRAMES)).collect::<Result<Vec<_>>>()?;
+    let best = runs.into_iter().min_by(|a, b| a.rtime_s.total_cmp(&b.rtime_s)).context("no ffmpeg run")?;
+    let per_frame_ms = |s: f64| s * 1e3 / f64::from(DPX_N_FRAMES);
+
+    Ok(BenchRow::time(
+        "DPX decode, 4K DCI 10-bit, 1 thread",
+        "ms/frame",
+        playsim_ms,
+        "ffmpeg dpx decoder, -threads 1, wall time (best of 3)",
+        per_frame_ms(best.rtime_s),
+    )
+    .target(2.0)
+    .extra("ffmpeg_utime_ms_per_frame", per_frame_ms(best.utime_s))
+    .extra("ffmpeg_stime_ms_per_frame", per_frame_ms(best.stime_s)))
+}
+
+impl Machine {
+    fn probe() -> Result<Machine> {
+        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix("model name")?.split_once(':').map(|(_, v)| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| "unknown".to_owned());
+        let ffmpeg = process::read(Command::new("ffmpeg").arg("-version"))?;
+        Ok(Machine {
+            os: process::read(Command::new("uname").arg("-sr"))?,
+            cpu,
+            n_cpus: process::read(&mut Command::new("nproc"))?,
+            load_avg: load_avg(),
+            ffmpeg: ffmpeg.lines().next().unwrap_or_default().to_owned(),
+        })
+    }
+}
+
+/// The 1, 5 and 15 minute load averages.
+fn load_avg() -> String {
+    let loadavg = fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    loadavg.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+/// Where criterion writes, by criterion's own rule.
+fn criterion_dir(target: &Path) -> PathBuf {
+    std::env::var_os("CRITERION_HOME").map_or_else(|| target.join("criterion"), PathBuf::from)
+}
+
+/// The mean in `estimates.json`, refusing a file older than this run (the bench id may have changed).
+fn criterion_mean_ns(estimates: &Path, started: SystemTime) -> Result<f64> {
+    let modified = fs::metadata(estimates)
+        .and_then(|m| m.modified())
+        .with_context(|| format!("criterion wrote no {}", estimates.display()))?;
+    // Slack for file systems whose timestamps are coarser than the clock.
+    if modified + Duration::from_secs(2) < started {
+        bail!(
+            "{} is from an earlier run: is the bench still named dpx_decode/4k-dci-10bit?",
+            estimates.display()
+        );
+    }
+    let text =
+        fs::read_to_string(estimates).with_context(|| format!("cannot read {}", estimates.display()))?;
+    parse_criterion_mean_ns(&text)
+        .with_context(|| format!("no mean.point_estimate in {}", estimates.display()))
+}
+
+fn parse_criterion_mean_ns(text: &str) -> Option<f64> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    value["mean"]["point_estimate"].as_f64()
+}
+
+/// Reads every file once so that FFmpeg, like criterion (which loads its input before timing),
+/// is timed on decode and not on the disk.
+fn warm_page_cache(dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        let mut file = fs::File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+        std::io::copy(&mut file, &mut std::io::sink())
+            .with_context(|| format!("cannot read {}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, PartialEq)]
+struct FfmpegTimes {
+    utime_s: f64,
+    stime_s: f64,
+    rtime_s: f64,
+}
+
+fn ffmpeg_decode(pattern: &Path, n_frames: u32) -> Result<FfmpegTimes> {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-hide_banner", "-nostats", "-threads", "1", "-benchmark", "-i"])
+        .arg(pattern)
+        .args(["-f", "null", "-"]);
+    let output = process::run_capture(&mut cmd)?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Timing the wrong number of frames would give a wrong ms/frame without any other sign.
+    if let Some(decoded) = parse_ffmpeg_frames(&stderr) {
+        if decoded != n_frames {
+            bail!("ffmpeg decoded {decoded} frames of {}, expected {n_frames}", pattern.display());
+        }
+    }
+    let times = parse_ffmpeg_bench(&stderr).context("no `bench: utime=..` line in ffmpeg's output")?;
+    println!("  utime={}s stime={}s rtime={}s", times.utime_s, times.stime_s, times.rtime_s);
+    Ok(times)
+}
+
+/// Parses `bench: utime=0.123s stime=0.010s rtime=0.140s` from `ffmpeg -benchmark`.
+fn parse_ffmpeg_bench(stderr: &str) -> Option<FfmpegTimes> {
+    let line = stderr.lines().find_map(|line| line.trim().strip_prefix("bench: utime="))?;
+    let mut fields = BTreeMap::new();
+    for field in format!("utime={line}").split_whitespace() {
+        let (key, value) = field.split_once('=')?;
+        fields.insert(key.to_owned(), value.strip_suffix('s')?.parse::<f64>().ok()?);
+    }
+    Some(FfmpegTimes {
+        utime_s: *fields.get("utime")?,
+        stime_s: *fields.get("stime")?,
+        rtime_s: *fields.get("rtime")?,
+    })
+}
+
+/// The count in ffmpeg's last `frame=   24 fps=...` report, if it printed one.
+fn parse_ffmpeg_frames(stderr: &str) -> Option<u32> {
+    let (_, rest) = stderr.rsplit_once("frame=")?;
+    let digits: String = rest.trim_start().chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+fn render_markdown(report: &Report) -> String {
+    let mut md = String::from("# playsim bench\n\n");
+    md.push_str("| row | playsim | anchor | ratio | target |\n|---|---|---|---|---|\n");
+    for row in &report.rows {
+        let verdict = if row.pass { "PASS" } else { "BELOW TARGET" };
+        let _ = writeln!(
+            md,
+            "| {} | {:.2} {unit} | {:.2} {unit} ({}) | {:.2}× | ≥ {:.1}× {verdict} |",
+            row.name,
+            row.playsim,
+            row.anchor,
+            row.anchor_name,
+            row.ratio,
+            row.target_ratio,
+            unit = row.unit,
+        );
+    }
+    for row in report.rows.iter().filter(|row| !row.extra.is_empty()) {
+        let _ = writeln!(md, "\n{}:", row.name);
+        for (name, value) in &row.extra {
+            let _ = writeln!(md, "- {name}: {value:.2}");
+        }
+    }
+    let m = &report.machine;
+    let _ = write!(
+        md,
+        "\n## Machine\n\n- OS: {}\n- CPU: {}\n- CPUs: {}\n- load average: {}\n- {}\n",
+        m.os, m.cpu, m.n_cpus, m.load_avg, m.ffmpeg
+    );
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FFMPEG_STDERR: &str = "Output #0, null, to 'pipe:':\n\
+        frame=   24 fps=0.0 q=-0.0 Lsize=N/A time=00:00:00.96 bitrate=N/A speed=1.2x    \r\n\
+        video:13kB audio:0kB subtitle:0kB other streams:0kB global headers:0kB muxing overhead: unknown\n\
+        bench: utime=0.712s stime=0.105s rtime=0.830s\n\
+        bench: maxrss=50772kB\n";
+
+    #[test]
+    fn parses_ffmpeg_benchmark_output() {
+        let times = parse_ffmpeg_bench(FFMPEG_STDERR).unwrap();
+        assert_eq!(times, FfmpegTimes { utime_s: 0.712, stime_s: 0.105, rtime_s: 0.830 });
+        assert_eq!(parse_ffmpeg_frames(FFMPEG_STDERR), Some(24));
+        assert_eq!(parse_ffmpeg_bench("bench: maxrss=1kB\n"), None);
+    }
+
+    #[test]
+    fn parses_criterion_estimates() {
+        let json = r#"{"mean":{"confidence_interval":{"confidence_level":0.95,"lower_bound":1.0,
+            "upper_bound":2.0},"point_estimate":12345678.5,"standard_error":3.0},"median":{}}"#;
+        assert_eq!(parse_criterion_mean_ns(json), Some(12345678.5));
+        assert_eq!(parse_criterion_mean_ns("{}"), None);
+    }
+
+    #[test]
+    fn row_ratio_and_verdict() {
+        let row = BenchRow::time("r", "ms/frame", 10.0, "a", 25.0).target(2.0);
+        assert!((row.ratio - 2.5).abs() < 1e-9 && row.pass);
+        let row = BenchRow::time("r", "ms/frame", 20.0, "a", 25.0).target(2.0);
+        assert!(!row.pass);
+        let report = Report {
+            machine: Machine {
+                os: "Linux 6".into(),
+                cpu: "c".into(),
+                n_cpus: "2".into(),
+                load_avg: "0.00".into(),
+                ffmpeg: "f".into(),
+            },
+            rows: vec![row.extra("x_ms", 1.0)],
+        };
+        let md = render_markdown(&report);
+        assert!(
+            md.contains("| r | 20.00 ms/frame | 25.00 ms/frame (a) | 1.25× | ≥ 2.0× BELOW TARGET |"),
+            "{md}"
+        );
+    }
+}
