@@ -218,7 +218,7 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     };
     let request = PlayRequest {
         source: args.source,
-        engine: engine.clone(),
+        engine,
         block_size: args.block_size,
         direct: args.direct,
         cold: args.cold,
@@ -228,7 +228,8 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     let mut report = match playsim::prepare(&request) {
         Ok(sim) => runtime.block_on(run_with_progress(sim, !args.quiet && std::io::stderr().is_terminal())),
         Err(e) => {
-            let report = playsim::failed_report(&engine, &e.to_string());
+            let mut report = playsim::failed_report(&request, &e.to_string());
+            report.settings.max_drops = args.max_drops;
             finish_report(&report, args.json.as_deref())?;
             return Err(anyhow::anyhow!(e));
         }

@@ -78,7 +78,7 @@ fn probe_dimensions(source: &dyn Source) -> Option<(u32, u32)> {
 }
 
 /// The report of a run that could not start, so that `--json` still gets one.
-pub fn failed_report(engine: &EngineConfig, error: &str) -> Report {
+pub fn failed_report(request: &PlayRequest, error: &str) -> Report {
     Report {
         schema_version: SCHEMA_VERSION,
         status: RunStatus::Failed,
@@ -86,18 +86,10 @@ pub fn failed_report(engine: &EngineConfig, error: &str) -> Report {
         playsim_version: env!("CARGO_PKG_VERSION").to_owned(),
         environment: playsim_engine::probe::environment(),
         settings: playsim_report::Settings {
-            fps: engine.pacing.to_string(),
-            preroll: engine.preroll,
-            prefetch: engine.prefetch,
-            io_depth: engine.io_depth,
-            decode_threads: engine.decode_threads,
-            output_stage: engine.output.name().to_owned(),
-            no_drop: engine.no_drop,
-            loop_playback: engine.loop_playback,
-            frames: engine.frames,
-            duration_s: engine.duration.map(|d| d.as_secs_f64()),
-            verify: engine.verify,
-            ..Default::default()
+            block_size: request.block_size as u64,
+            direct: request.direct,
+            cold: request.cold,
+            ..playsim_engine::report_settings(&request.engine)
         },
         ..Default::default()
     }

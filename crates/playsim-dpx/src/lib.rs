@@ -1,51 +1,60 @@
-//! DPX (SMPTE 268M) reading and writing. API stub; the bodies are being written.
+//! DPX (SMPTE 268M) reading and writing for playsim.
+//!
+//! [`DpxDecoder`] turns a DPX file's bytes into playsim's canonical frame:
+//! interleaved 16-bit little-endian RGB ([`PixelFormat::Rgb48Le`]) or RGBA
+//! ([`PixelFormat::Rgba64Le`]) when the file has alpha. It reads RGB and RGBA
+//! elements at 8, 10 (filled method A or B) and 16 bits, in either byte
+//! order, and widens samples by bit replication (10-bit `v << 6 | v >> 4`,
+//! 8-bit `v * 257`), which is also what FFmpeg produces for `rgb48le`.
+//!
+//! The header is validated with [`DpxHeader::parse`] before anything is
+//! allocated: wrong magic, truncation, absurd dimensions and unsupported
+//! variants are refused with a message naming the value and its offset, and
+//! no input can make the decoder panic.
+//!
+//! [`write_dpx`] writes canonical frames back as 8-, 10- or 16-bit DPX that
+//! FFmpeg reads; narrowing drops low bits, so a decoded frame round-trips
+//! bit-exactly.
+//!
+//! ```
+//! use playsim_core::{DecodedFrame, Decoder, PixelFormat};
+//! use playsim_dpx::{write_dpx, DpxDecoder, Endian, WriteOptions};
+//!
+//! // A 4x2 frame of 10-bit values, widened to 16 bits the way a decode widens them.
+//! let mut frame = DecodedFrame::default();
+//! frame.reset(4, 2, PixelFormat::Rgb48Le);
+//! for (i, sample) in frame.data.chunks_exact_mut(2).enumerate() {
+//!     let v10 = (i as u16 * 97) & 0x3ff;
+//!     sample.copy_from_slice(&(v10 << 6 | v10 >> 4).to_le_bytes());
+//! }
+//!
+//! let mut file = Vec::new();
+//! write_dpx(&frame, &WriteOptions { bit_depth: 10, endian: Endian::Little }, &mut file)?;
+//! assert_eq!(&file[..4], b"XPDS");
+//!
+//! let mut decoded = DecodedFrame::default();
+//! DpxDecoder.decode(&file, &mut decoded)?;
+//! assert_eq!((decoded.width, decoded.height), (4, 2));
+//! assert_eq!(decoded.format, Some(PixelFormat::Rgb48Le));
+//! assert_eq!(decoded.data, frame.data);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+#![warn(clippy::unwrap_used)]
 
-use playsim_core::{DecodeError, DecodedFrame, Decoder};
+mod decode;
+mod encode;
+mod error;
+mod header;
 
-/// Byte order of a DPX file: `SDPX` (big) or `XPDS` (little).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Endian {
-    /// Big-endian, magic `SDPX`.
-    #[default]
-    Big,
-    /// Little-endian, magic `XPDS`.
-    Little,
-}
+pub use decode::DpxDecoder;
+pub use encode::{write_dpx, WriteOptions, WRITE_DATA_OFFSET};
+pub use error::{Error, ErrorKind};
+pub use header::{DpxHeader, Endian, DESCRIPTOR_RGB, DESCRIPTOR_RGBA, MAX_PIXELS, MIN_HEADER_BYTES};
 
-/// How [`write_dpx`] encodes a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WriteOptions {
-    /// 8, 10 or 16.
-    pub bit_depth: u8,
-    /// Byte order.
-    pub endian: Endian,
-}
+#[cfg(doc)]
+use playsim_core::PixelFormat;
 
-impl Default for WriteOptions {
-    fn default() -> Self {
-        WriteOptions { bit_depth: 10, endian: Endian::Big }
-    }
-}
-
-/// A DPX error.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Error(String);
-
-/// Encodes a canonical frame (rgb48le or rgba64le) as a DPX file into `out`.
-pub fn write_dpx(_frame: &DecodedFrame, _opts: &WriteOptions, _out: &mut Vec<u8>) -> Result<(), Error> {
-    Err(Error("not written yet".into()))
-}
-
-/// The DPX decoder.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DpxDecoder;
-
-impl Decoder for DpxDecoder {
-    fn name(&self) -> &'static str {
-        "dpx"
-    }
-    fn decode(&self, _encoded: &[u8], _out: &mut DecodedFrame) -> Result<(), DecodeError> {
-        Err(DecodeError::unsupported("not written yet"))
-    }
-}
+#[cfg(test)]
+mod testutil;

@@ -22,7 +22,7 @@ pub use clock::{PreciseClock, TokioClock};
 pub use config::{default_decode_threads, EngineConfig, OutputStage};
 pub use exec::{DecodeExecutor, DecodeJob, DecodePool, JobFuture, OutputExecutor, OutputJob, V210Output};
 pub use live::{LiveCounters, LiveSnapshot};
-pub use run::{Simulation, SimulationBuilder, StreamSpec};
+pub use run::{report_settings, Simulation, SimulationBuilder, StreamSpec};
 pub use stream::MAX_FRAME_BYTES;
 
 #[cfg(test)]

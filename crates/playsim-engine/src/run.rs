@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use playsim_core::{Clock, Pacing, Source, Storage};
 use playsim_report::{
-    ColdCache, CpuReport, Drops, FrameRecord, PoolBuffers, Report, RunStatus, Settings, SourceReport, StageCpu,
-    StageLatency, StorageReport, StreamReport, Totals, SCHEMA_VERSION,
+    ColdCache, CpuReport, Drops, FrameRecord, PoolBuffers, Report, RunStatus, Settings, SourceReport,
+    StageCpu, StageLatency, StorageReport, StreamReport, Totals, SCHEMA_VERSION,
 };
 use tokio::sync::Semaphore;
 
@@ -239,21 +239,28 @@ impl Simulation {
 fn settings(cfg: &EngineConfig, streams: &[StreamSpec]) -> Settings {
     let info = streams.first().map(|s| s.storage.info()).unwrap_or_default();
     Settings {
+        block_size: info.block_size as u64,
+        direct: info.direct,
+        cold: streams.iter().any(|s| s.cold.requested),
+        ..report_settings(cfg)
+    }
+}
+
+/// The report's settings section for `cfg` (storage fields left at their defaults).
+pub fn report_settings(cfg: &EngineConfig) -> Settings {
+    Settings {
         fps: cfg.pacing.to_string(),
         preroll: cfg.preroll,
         prefetch: cfg.prefetch,
         io_depth: cfg.io_depth,
         decode_threads: cfg.decode_threads,
         output_stage: cfg.output.name().to_owned(),
-        block_size: info.block_size as u64,
-        direct: info.direct,
-        cold: streams.iter().any(|s| s.cold.requested),
         no_drop: cfg.no_drop,
         loop_playback: cfg.loop_playback,
         frames: cfg.frames,
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),
-        max_drops: None,
         verify: cfg.verify,
+        ..Settings::default()
     }
 }
 

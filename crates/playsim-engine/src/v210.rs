@@ -64,7 +64,7 @@ fn pack_row(src: &[u8], bpp: usize, width: usize, dst: &mut [u8]) {
             let i = x * bpp + ch * 2;
             i32::from(u16::from_le_bytes([px[i], px[i + 1]]))
         };
-        pack_group(|x, ch| c(x, ch), out);
+        pack_group(c, out);
     }
     // The last, partial group repeats the row's last pixel.
     if width % 6 != 0 {

@@ -1,1 +1,38 @@
-//! placeholder
+//! Media on disk for playsim: finding sequences, opening them, and making test content.
+//!
+//! - [`Sequence::discover`] finds a numbered image sequence from a directory,
+//!   a pattern (`shot.%07d.dpx`, `shot.####.dpx`, `shot.@@@.dpx`) or one of
+//!   its files, with its first and last frame numbers and its gaps.
+//! - [`SequenceSource`] plays a sequence as a [`playsim_core::Source`]: one
+//!   file per frame, gaps as [`playsim_core::FrameExtent::Missing`].
+//! - [`open_source`] does both and picks the decoder from a table of
+//!   [`formats`] by file extension.
+//! - [`render_frame`] paints synthetic frames that do not compress away and
+//!   carry their index in the pixels ([`read_frame_index`]), and
+//!   [`generate_sequence`] writes them to disk as a test sequence.
+//!
+//! ```
+//! use playsim_core::DecodedFrame;
+//! use playsim_media::{read_frame_index, render_frame};
+//!
+//! let mut frame = DecodedFrame::default();
+//! render_frame(1920, 1080, 1001, false, &mut frame);
+//! assert_eq!(frame.data.len(), 1920 * 1080 * 6);
+//! assert_eq!(read_frame_index(&frame), Some(1001));
+//! ```
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
+mod error;
+mod generate;
+mod registry;
+mod sequence;
+mod source;
+mod synthetic;
+
+pub use error::Error;
+pub use generate::{generate_sequence, GenerateFormat, GenerateOptions, GenerateSummary, GENERATED_PADDING};
+pub use registry::{format_for_extension, formats, open_source, Format};
+pub use sequence::{Sequence, MAX_FRAME_RANGE};
+pub use source::SequenceSource;
+pub use synthetic::{read_frame_index, render_frame, MIN_CODE_HEIGHT, MIN_CODE_WIDTH};

@@ -1,0 +1,357 @@
+//! Synthetic frames that cost real storage and decode work, with their index in the pixels.
+//!
+//! A synthetic frame is a smooth gradient, per-pixel noise (film grain, so
+//! the bytes do not compress away), a box and a bar that move with the frame
+//! index, and, along the top-left edge, a row of black and white blocks that
+//! spell the frame index. Every sample is a 10-bit value widened by bit
+//! replication (`v << 6 | v >> 4`), so a 10-bit DPX round trip is bit-exact;
+//! the blocks are pure black and white, so the index survives 8-bit
+//! quantisation too.
+
+use playsim_core::{DecodedFrame, PixelFormat, MAX_DIMENSION};
+
+/// The narrowest frame that carries its index: 80 blocks of 2×2 pixels.
+pub const MIN_CODE_WIDTH: u32 = CODE_BLOCKS * MIN_BLOCK;
+
+/// The least height of a frame that carries its index, reached at [`MIN_CODE_WIDTH`]; wider frames need `width / 80` rows.
+pub const MIN_CODE_HEIGHT: u32 = MIN_BLOCK;
+
+/// Fills `out` with synthetic frame `frame_index`: `rgb48le`, or `rgba64le`
+/// when `alpha` is set. The same arguments always give the same pixels.
+///
+/// The index is readable with [`read_frame_index`] when the frame is at least
+/// [`MIN_CODE_WIDTH`] wide and tall enough for one row of its blocks (a block
+/// is `width / 80` pixels square); smaller frames get no code. Dimensions
+/// above [`MAX_DIMENSION`] are clamped to it.
+pub fn render_frame(width: u32, height: u32, frame_index: u64, alpha: bool, out: &mut DecodedFrame) {
+    let (width, height) = (width.min(MAX_DIMENSION), height.min(MAX_DIMENSION));
+    if alpha {
+        out.reset(width, height, PixelFormat::Rgba64Le);
+        fill::<4>(width, height, frame_index, &mut out.data);
+    } else {
+        out.reset(width, height, PixelFormat::Rgb48Le);
+        fill::<3>(width, height, frame_index, &mut out.data);
+    }
+    if let Some(block) = code_block(width, height) {
+        draw_code(out, block, frame_index);
+    }
+}
+
+/// The frame index written by [`render_frame`], or `None` when the frame
+/// does not carry one (not synthetic, too small, or damaged).
+pub fn read_frame_index(frame: &DecodedFrame) -> Option<u64> {
+    let channels = frame.format?.channels();
+    let block = code_block(frame.width, frame.height)?;
+    let (block, width) = (block as usize, frame.width as usize);
+    let stride = width.checked_mul(channels * 2)?;
+    let strip = frame.data.get(..stride.checked_mul(block)?)?;
+    let mut bits: u128 = 0;
+    for i in 0..CODE_BLOCKS as usize {
+        let x0 = i * block;
+        // Three points along the block's diagonal, away from its edges, must agree.
+        let mut bit = None;
+        for (dx, dy) in [(block / 4, block / 4), (block / 2, block / 2), (block * 3 / 4, block * 3 / 4)] {
+            let offset = dy * stride + (x0 + dx) * channels * 2;
+            let sample = classify(strip.get(offset..offset + 6)?)?;
+            if bit.is_some_and(|b| b != sample) {
+                return None;
+            }
+            bit = Some(sample);
+        }
+        bits = bits << 1 | u128::from(bit?);
+    }
+    let marker = (bits >> (CODE_BLOCKS - 8)) as u8;
+    let index = (bits >> 8) as u64;
+    let check = bits as u8;
+    (marker == CODE_MARKER && check == checksum(index)).then_some(index)
+}
+
+/// Blocks in the code row: 8 marker bits, 64 index bits, 8 check bits.
+const CODE_BLOCKS: u32 = 80;
+
+/// The smallest block side, in pixels.
+const MIN_BLOCK: u32 = 2;
+
+/// The start marker, an irregular pattern unlikely in real pictures.
+const CODE_MARKER: u8 = 0b1011_0010;
+
+/// Bits of per-pixel noise in each 10-bit sample.
+const NOISE_BITS: u32 = 7;
+
+/// The largest value of the picture before its noise is added.
+const BASE_MAX: u32 = 1023 - ((1 << NOISE_BITS) - 1);
+
+/// The side of a code block, or `None` when the frame is too small for the code.
+fn code_block(width: u32, height: u32) -> Option<u32> {
+    let block = width / CODE_BLOCKS;
+    (block >= MIN_BLOCK && block <= height).then_some(block)
+}
+
+fn checksum(index: u64) -> u8 {
+    (splitmix64(index ^ 0x0c0d_e5ee_d000_0001) >> 56) as u8
+}
+
+/// 1 for white, 0 for black, `None` for anything else (colour or grey).
+fn classify(rgb: &[u8]) -> Option<u8> {
+    let mut class = None;
+    for channel in rgb.chunks_exact(2) {
+        let value = u16::from_le_bytes([*channel.first()?, *channel.get(1)?]);
+        let c = match value {
+            0..=0x3fff => 0,
+            0xc000..=0xffff => 1,
+            _ => return None,
+        };
+        if class.is_some_and(|k| k != c) {
+            return None;
+        }
+        class = Some(c);
+    }
+    class
+}
+
+/// Widens a 10-bit value to 16 bits by bit replication.
+#[inline(always)]
+fn widen(v10: u32) -> [u8; 2] {
+    ((v10 << 6 | v10 >> 4) as u16).to_le_bytes()
+}
+
+/// The SplitMix64 output function: a fast, well-mixed hash of `z`.
+#[inline(always)]
+fn splitmix64(z: u64) -> u64 {
+    let z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The wyrand output function: one 64×64→128-bit multiply, good enough noise
+/// at half the cost of SplitMix64 in the per-pixel loop.
+#[inline(always)]
+fn wyrand_mix(state: u64) -> u64 {
+    let t = u128::from(state) * u128::from(state ^ 0xe703_7ed1_a0b4_28db);
+    (t >> 64) as u64 ^ t as u64
+}
+
+/// Paints the gradient, the moving box and bar, and the noise, for `CH` channels.
+fn fill<const CH: usize>(width: u32, height: u32, frame_index: u64, data: &mut [u8]) {
+    let (w, h) = (u64::from(width), u64::from(height));
+    if w == 0 || h == 0 {
+        return;
+    }
+    let (box_w, box_h) = ((w / 6).max(1), (h / 6).max(1));
+    let box_x = frame_index.wrapping_mul((w / 97).max(1)) % (w - box_w + 1);
+    let box_y = frame_index.wrapping_mul((h / 53).max(1)) % (h - box_h + 1);
+    let bar_w = (w / 64).max(1);
+    let bar_x = frame_index.wrapping_mul((w / 131).max(1)) % w;
+    let bar = bar_x..(bar_x + bar_w).min(w);
+    let seed = splitmix64(frame_index);
+    let mut painter = Painter {
+        // The red gradient advances in 16.16 fixed point so the inner loop has no division.
+        x_step: (u64::from(BASE_MAX) << 16) / (w - 1).max(1),
+        green: 0,
+        row_state: 0,
+    };
+    for (y, row) in (0..h).zip(data.chunks_exact_mut(width as usize * CH * 2)) {
+        painter.green = (y * u64::from(BASE_MAX) / (h - 1).max(1)) as u32;
+        painter.row_state = seed ^ y.wrapping_mul(0xd1b5_4a32_d192_ed03);
+        let the_box = if (box_y..box_y + box_h).contains(&y) { box_x..box_x + box_w } else { 0..0 };
+        // Cut the row where the box and the bar start and end, so that each span is
+        // painted by a loop with no per-pixel test of what it is in.
+        let mut cuts = [0, w, the_box.start, the_box.end, bar.start, bar.end];
+        cuts.sort_unstable();
+        for pair in cuts.windows(2) {
+            let &[x0, x1] = pair else { continue };
+            let Some(span) = row.get_mut(x0 as usize * CH * 2..x1 as usize * CH * 2) else { continue };
+            if bar.contains(&x0) {
+                painter.paint::<CH, BAR>(span, x0);
+            } else if the_box.contains(&x0) {
+                painter.paint::<CH, BOX>(span, x0);
+            } else {
+                painter.paint::<CH, PLAIN>(span, x0);
+            }
+        }
+    }
+}
+
+/// What a span of a row shows, as a const parameter of [`Painter::paint`].
+const PLAIN: u8 = 0;
+const BOX: u8 = 1;
+const BAR: u8 = 2;
+
+/// The increment of the noise generator's state, per pixel.
+const NOISE_STEP: u64 = 0xa076_1d64_78bd_642f;
+
+/// The per-row parameters of [`fill`].
+struct Painter {
+    x_step: u64,
+    green: u32,
+    row_state: u64,
+}
+
+impl Painter {
+    /// Paints the pixels of `span`, which starts at column `x0`.
+    #[inline(always)]
+    fn paint<const CH: usize, const WHAT: u8>(&self, span: &mut [u8], x0: u64) {
+        let noise_mask = (1u64 << NOISE_BITS) - 1;
+        let green = self.green;
+        // Both the gradient and the noise state are affine in x, so a span can start anywhere.
+        let mut red_fixed = x0 * self.x_step;
+        let mut state = self.row_state.wrapping_add(x0.wrapping_mul(NOISE_STEP));
+        for px in span.chunks_exact_mut(CH * 2) {
+            state = state.wrapping_add(NOISE_STEP);
+            let noise = wyrand_mix(state);
+            let red = (red_fixed >> 16) as u32;
+            red_fixed += self.x_step;
+            let (r, g, b) = match WHAT {
+                PLAIN => (red, green, (BASE_MAX - red + green) / 2),
+                BOX => (BASE_MAX - red, BASE_MAX - green, (BASE_MAX - red + green) / 4 + BASE_MAX / 4),
+                _ => (BASE_MAX * 7 / 8, BASE_MAX * 7 / 8, BASE_MAX * 7 / 8),
+            };
+            let [r0, r1] = widen(r + (noise & noise_mask) as u32);
+            let [g0, g1] = widen(g + (noise >> 16 & noise_mask) as u32);
+            let [b0, b1] = widen(b + (noise >> 32 & noise_mask) as u32);
+            // A nearly opaque matte with a little noise of its own.
+            let [a0, a1] = widen(1023 - (green >> 3) - (noise >> 48 & 0x1f) as u32);
+            px.copy_from_slice(&[r0, r1, g0, g1, b0, b1, a0, a1][..CH * 2]);
+        }
+    }
+}
+
+/// Paints the code row: the marker, the index and its check, most significant bit first.
+fn draw_code(out: &mut DecodedFrame, block: u32, frame_index: u64) {
+    let Some(format) = out.format else { return };
+    let bpp = format.bytes_per_pixel();
+    let (block, stride) = (block as usize, out.width as usize * bpp);
+    let bits =
+        u128::from(CODE_MARKER) << 72 | u128::from(frame_index) << 8 | u128::from(checksum(frame_index));
+    let [black, white] = [widen(0), widen(1023)];
+    for row in out.data.chunks_exact_mut(stride).take(block) {
+        for (i, cell) in row.chunks_exact_mut(block * bpp).take(CODE_BLOCKS as usize).enumerate() {
+            let bit = bits >> (CODE_BLOCKS as usize - 1 - i) & 1;
+            let value = if bit == 1 { white } else { black };
+            for px in cell.chunks_exact_mut(2) {
+                px.copy_from_slice(&value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn frame(width: u32, height: u32, index: u64, alpha: bool) -> DecodedFrame {
+        let mut out = DecodedFrame::default();
+        render_frame(width, height, index, alpha, &mut out);
+        out
+    }
+
+    #[test]
+    fn index_round_trips_at_many_sizes() {
+        let indices = [0, 1, 2, 23, 24, 1000, 86_399, 1 << 32, u64::MAX - 1, u64::MAX];
+        // The code only needs the top rows, so wide frames are kept short to keep the test quick.
+        let sizes =
+            [(160, 2), (160, 90), (161, 90), (320, 240), (999, 17), (1920, 24), (4096, 52), (8192, 103)];
+        for (width, height) in sizes {
+            for alpha in [false, true] {
+                for index in indices {
+                    let f = frame(width, height, index, alpha);
+                    assert_eq!(
+                        read_frame_index(&f),
+                        Some(index),
+                        "{width}x{height} alpha={alpha} index={index}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn index_round_trips_at_full_size() {
+        assert_eq!(read_frame_index(&frame(1920, 1080, 86_400, false)), Some(86_400));
+    }
+
+    #[test]
+    fn index_survives_8_bit_quantisation() {
+        let mut f = frame(640, 360, 123_456_789, false);
+        for pair in f.data.chunks_exact_mut(2) {
+            let v8 = u16::from_le_bytes([pair[0], pair[1]]) >> 8;
+            pair.copy_from_slice(&(v8 << 8 | v8).to_le_bytes());
+        }
+        assert_eq!(read_frame_index(&f), Some(123_456_789));
+    }
+
+    #[test]
+    fn tiny_frames_have_no_code_and_do_not_panic() {
+        for (width, height) in [(0, 0), (1, 1), (64, 32), (159, 100), (1000, 1), (0, 10), (10, 0)] {
+            let f = frame(width, height, 42, false);
+            assert_eq!(f.data.len(), width as usize * height as usize * 6);
+            assert_eq!(read_frame_index(&f), None, "{width}x{height}");
+        }
+    }
+
+    #[test]
+    fn frames_that_are_not_synthetic_have_no_index() {
+        let mut f = frame(320, 200, 7, false);
+        f.data.fill(0);
+        assert_eq!(read_frame_index(&f), None);
+        f.data.fill(0xff);
+        assert_eq!(read_frame_index(&f), None);
+        let mut f = frame(320, 200, 7, false);
+        f.data.truncate(100);
+        assert_eq!(read_frame_index(&f), None);
+        let mut f = frame(320, 200, 7, false);
+        // Flip one index bit: the check no longer matches.
+        let block = 320 / 80;
+        let offset = (block / 2 * 320 + 40 * block + block / 2) * 6;
+        for b in &mut f.data[offset - 6 * 2..offset + 6 * 2] {
+            *b = !*b;
+        }
+        assert_eq!(read_frame_index(&f), None);
+        assert_eq!(read_frame_index(&DecodedFrame::default()), None);
+    }
+
+    #[test]
+    fn samples_are_replicated_10_bit_values() {
+        for alpha in [false, true] {
+            let f = frame(400, 300, 5, alpha);
+            for pair in f.data.chunks_exact(2) {
+                let v = u32::from(u16::from_le_bytes([pair[0], pair[1]]));
+                let v10 = v >> 6;
+                assert_eq!(v, v10 << 6 | v10 >> 4);
+            }
+        }
+    }
+
+    #[test]
+    fn consecutive_frames_differ_and_repeat_exactly() {
+        let a = frame(320, 180, 10, false);
+        let b = frame(320, 180, 11, false);
+        assert_ne!(a.data, b.data);
+        assert_eq!(a.data, frame(320, 180, 10, false).data);
+        // The box moves, not just the noise: compare with the noise masked off.
+        let base = |f: &DecodedFrame| f.data.chunks_exact(2).map(|p| p[1] >> 4).collect::<Vec<_>>();
+        assert_ne!(base(&a), base(&b));
+    }
+
+    #[test]
+    fn frames_do_not_compress_well() {
+        for alpha in [false, true] {
+            let f = frame(512, 256, 3, alpha);
+            let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            enc.write_all(&f.data).unwrap();
+            let compressed = enc.finish().unwrap();
+            let ratio = compressed.len() as f64 / f.data.len() as f64;
+            assert!(ratio > 0.5, "alpha={alpha}: deflate to {ratio:.2} of the raw size");
+        }
+    }
+
+    #[test]
+    fn absurd_dimensions_are_clamped() {
+        let mut out = DecodedFrame::default();
+        render_frame(MAX_DIMENSION + 1, 1, 0, false, &mut out);
+        assert_eq!((out.width, out.height), (MAX_DIMENSION, 1));
+    }
+}
