@@ -40,34 +40,34 @@ struct PlayArgs {
     /// A directory, a pattern (shot.%07d.dpx, shot.####.dpx) or one file of the sequence.
     source: PathBuf,
     /// Frame rate: 24, 23.976, 25, 29.97, 59.94, 60000/1001, ... or max (no pacing).
-    #[arg(long, default_value = "24", value_parser = parse_pacing)]
+    #[arg(long, default_value = "24", value_parser = parse_pacing, allow_hyphen_values = true)]
     fps: Pacing,
     /// Frames to play (with --loop, the source repeats until then).
-    #[arg(long, value_parser = parse_positive, conflicts_with = "duration")]
+    #[arg(long, value_parser = parse_positive, conflicts_with = "duration", allow_hyphen_values = true)]
     frames: Option<u64>,
     /// Playback time, e.g. 10s, 1.5m, 600.
-    #[arg(long, value_parser = units::parse_duration)]
+    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
     duration: Option<Duration>,
     /// Start again at the first frame after the last.
     #[arg(long = "loop")]
     loop_playback: bool,
     /// Frames that must be ready before playback starts (frametest -b).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = parse_preroll, allow_hyphen_values = true)]
     preroll: u32,
     /// Frames the pipeline may hold ahead of presentation.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = parse_count, allow_hyphen_values = true)]
     prefetch: u32,
     /// Frame reads in flight at once.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = parse_count, allow_hyphen_values = true)]
     io_depth: u32,
     /// Decode threads [default: all cores].
-    #[arg(long)]
+    #[arg(long, value_parser = parse_count, allow_hyphen_values = true)]
     decode_threads: Option<u32>,
     /// Work done per frame before its deadline.
     #[arg(long, value_enum, default_value_t = OutputArg::V210)]
     output_stage: OutputArg,
     /// Bytes per read request, e.g. 1M, 512K, 4096.
-    #[arg(long, default_value = "1M", value_parser = units::parse_bytes)]
+    #[arg(long, default_value = "1M", value_parser = units::parse_bytes, allow_hyphen_values = true)]
     block_size: usize,
     /// Read with O_DIRECT, bypassing the page cache.
     #[arg(long)]
@@ -85,7 +85,7 @@ struct PlayArgs {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Exit with status 3 when more frames than this are dropped.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_whole, allow_hyphen_values = true)]
     max_drops: Option<u64>,
     /// No live progress line.
     #[arg(long, short)]
@@ -108,7 +108,7 @@ struct DecodeArgs {
     #[arg(long, required = true)]
     md5: bool,
     /// Decode at most this many frames.
-    #[arg(long, value_parser = parse_positive)]
+    #[arg(long, value_parser = parse_positive, allow_hyphen_values = true)]
     frames: Option<u64>,
 }
 
@@ -123,10 +123,10 @@ struct GenerateArgs {
     #[arg(long, value_enum, default_value_t = FormatArg::Dpx)]
     format: FormatArg,
     /// Frames to write.
-    #[arg(long, default_value_t = 96, value_parser = parse_positive)]
+    #[arg(long, default_value_t = 96, value_parser = parse_positive, allow_hyphen_values = true)]
     frames: u64,
     /// Bits per sample: 8, 10 or 16.
-    #[arg(long, default_value_t = 10, value_parser = parse_bit_depth)]
+    #[arg(long, default_value_t = 10, value_parser = parse_bit_depth, allow_hyphen_values = true)]
     bit_depth: u8,
     /// Byte order.
     #[arg(long, value_enum, default_value_t = EndianArg::Big)]
@@ -135,13 +135,13 @@ struct GenerateArgs {
     #[arg(long)]
     alpha: bool,
     /// Number of the first frame.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = parse_whole, allow_hyphen_values = true)]
     start: u64,
     /// File name stem: files are NAME.%07d.dpx.
     #[arg(long, default_value = "frame")]
     name: String,
     /// Writer threads [default: all cores].
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = parse_whole_usize, allow_hyphen_values = true)]
     threads: usize,
 }
 
@@ -171,6 +171,28 @@ fn parse_positive(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("'{s}' is not a positive whole number (for example 96)")),
+    }
+}
+
+fn parse_whole(s: &str) -> Result<u64, String> {
+    s.trim().parse::<u64>().map_err(|_| format!("'{s}' is not a whole number (for example 0 or 10)"))
+}
+
+fn parse_whole_usize(s: &str) -> Result<usize, String> {
+    s.trim().parse::<usize>().map_err(|_| format!("'{s}' is not a whole number (for example 0 or 4)"))
+}
+
+fn parse_preroll(s: &str) -> Result<u32, String> {
+    s.trim()
+        .parse::<u32>()
+        .map_err(|_| format!("'{s}' is not a whole number (for example 5, or 0 to start at once)"))
+}
+
+fn parse_count(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        Ok(_) => Err(format!("'{s}' must be at least 1 (for example 8)")),
+        Err(_) => Err(format!("'{s}' is not a positive whole number (for example 8)")),
     }
 }
 

@@ -64,17 +64,16 @@ fn drop_cache(storage: &LocalStorage, source: &dyn Source) -> ColdCache {
     ColdCache { requested: true, files_dropped: outcome.files_dropped, message: outcome.message }
 }
 
-/// The frame size from the first frame's header, when the format allows it cheaply.
+/// The frame size from the first readable frame header, when the format allows it cheaply.
 fn probe_dimensions(source: &dyn Source) -> Option<(u32, u32)> {
-    let path = (0..source.n_frames().min(16)).find_map(|i| match source.extent(i) {
-        FrameExtent::File { path } => Some(path),
-        _ => None,
-    })?;
-    let mut head = Vec::with_capacity(2048);
     use std::io::Read;
-    std::fs::File::open(path).ok()?.take(2048).read_to_end(&mut head).ok()?;
-    let header = playsim_dpx::DpxHeader::parse(&head).ok()?;
-    Some((header.width, header.height))
+    (0..source.n_frames().min(16)).find_map(|i| {
+        let FrameExtent::File { path } = source.extent(i) else { return None };
+        let mut head = Vec::with_capacity(2048);
+        std::fs::File::open(path).ok()?.take(2048).read_to_end(&mut head).ok()?;
+        let header = playsim_dpx::DpxHeader::parse(&head).ok()?;
+        Some((header.width, header.height))
+    })
 }
 
 /// The report of a run that could not start, so that `--json` still gets one.

@@ -1,3 +1,6 @@
 //! playsim's integration tests: one binary, one module per area.
 
+mod bad_input;
+mod cli;
 mod dpx_ffmpeg;
+mod util;

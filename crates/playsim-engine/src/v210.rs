@@ -50,57 +50,80 @@ pub fn pack(frame: &DecodedFrame, out: &mut Vec<u8>) {
     let stride = stride(frame.width);
     out.resize(stride * height, 0);
     let src_stride = width * bpp;
+    let mut row = RowScratch::new(width);
     for (src_row, dst_row) in frame.data.chunks_exact(src_stride).zip(out.chunks_exact_mut(stride)) {
-        pack_row(src_row, bpp, width, dst_row);
+        // A constant pixel size lets the compiler vectorise the conversion loops.
+        match bpp {
+            6 => row.convert::<6>(src_row),
+            _ => row.convert::<8>(src_row),
+        }
+        row.pack(dst_row);
     }
 }
 
-fn pack_row(src: &[u8], bpp: usize, width: usize, dst: &mut [u8]) {
-    let full_groups = width / 6;
-    let (full_dst, tail_dst) = dst.split_at_mut(full_groups * 16);
-    // Full groups of six pixels: straight-line code the compiler can keep in registers.
-    for (px, out) in src.chunks_exact(6 * bpp).zip(full_dst.chunks_exact_mut(16)) {
-        let c = |x: usize, ch: usize| -> i32 {
-            let i = x * bpp + ch * 2;
-            i32::from(u16::from_le_bytes([px[i], px[i + 1]]))
-        };
-        pack_group(c, out);
+/// One row as planar 10-bit Y, Cb, Cr, padded to a whole number of six-pixel groups.
+struct RowScratch {
+    y: Vec<u32>,
+    cb: Vec<u32>,
+    cr: Vec<u32>,
+    width: usize,
+}
+
+impl RowScratch {
+    fn new(width: usize) -> RowScratch {
+        let padded = width.div_ceil(6) * 6;
+        RowScratch { y: vec![0; padded], cb: vec![0; padded / 2], cr: vec![0; padded / 2], width }
     }
-    // The last, partial group repeats the row's last pixel.
-    if width % 6 != 0 {
-        let x0 = full_groups * 6;
-        let c = |x: usize, ch: usize| -> i32 {
-            let i = (x0 + x).min(width - 1) * bpp + ch * 2;
-            i32::from(u16::from_le_bytes([src[i], src[i + 1]]))
-        };
-        if let Some(out) = tail_dst.get_mut(..16) {
-            pack_group(c, out);
+
+    /// Converts one row of interleaved 16-bit RGB(A); the padding repeats the last pixel.
+    fn convert<const BPP: usize>(&mut self, src: &[u8]) {
+        let component = |px: &[u8], c: usize| i32::from(u16::from_le_bytes([px[c * 2], px[c * 2 + 1]]));
+        // Pixel pairs: two lumas and one chroma sample from their sum.
+        let pairs = src.chunks_exact(2 * BPP);
+        let odd_tail = pairs.remainder();
+        for (((px, y), cb), cr) in
+            pairs.zip(self.y.chunks_exact_mut(2)).zip(self.cb.iter_mut()).zip(self.cr.iter_mut())
+        {
+            let (ra, ga, ba) = (component(px, 0), component(px, 1), component(px, 2));
+            let (rb, gb, bb) = (component(&px[BPP..], 0), component(&px[BPP..], 1), component(&px[BPP..], 2));
+            y[0] = luma(ra, ga, ba);
+            y[1] = luma(rb, gb, bb);
+            (*cb, *cr) = chroma(ra + rb, ga + gb, ba + bb);
+        }
+        // An odd last pixel pairs with itself; then the padding repeats the last pair.
+        let n_pairs = self.width / 2;
+        if odd_tail.len() >= BPP {
+            let (r, g, b) = (component(odd_tail, 0), component(odd_tail, 1), component(odd_tail, 2));
+            let l = luma(r, g, b);
+            let (cb, cr) = chroma(2 * r, 2 * g, 2 * b);
+            self.y[2 * n_pairs] = l;
+            self.y[2 * n_pairs + 1] = l;
+            self.cb[n_pairs] = cb;
+            self.cr[n_pairs] = cr;
+        }
+        let filled_pairs = self.width.div_ceil(2);
+        for p in filled_pairs..self.cb.len() {
+            self.y[2 * p] = self.y[2 * filled_pairs - 1];
+            self.y[2 * p + 1] = self.y[2 * filled_pairs - 1];
+            self.cb[p] = self.cb[filled_pairs - 1];
+            self.cr[p] = self.cr[filled_pairs - 1];
         }
     }
-}
 
-/// Packs six pixels, read through `c(pixel, channel)`, into four v210 words.
-#[inline(always)]
-fn pack_group(c: impl Fn(usize, usize) -> i32, out: &mut [u8]) {
-    let mut y = [0u32; 6];
-    let mut cb = [0u32; 3];
-    let mut cr = [0u32; 3];
-    for pair in 0..3 {
-        let a = pair * 2;
-        let (ra, ga, ba) = (c(a, 0), c(a, 1), c(a, 2));
-        let (rb, gb, bb) = (c(a + 1, 0), c(a + 1, 1), c(a + 1, 2));
-        y[a] = luma(ra, ga, ba);
-        y[a + 1] = luma(rb, gb, bb);
-        (cb[pair], cr[pair]) = chroma(ra + rb, ga + gb, ba + bb);
-    }
-    let words = [
-        cb[0] | y[0] << 10 | cr[0] << 20,
-        y[1] | cb[1] << 10 | y[2] << 20,
-        cr[1] | y[3] << 10 | cb[2] << 20,
-        y[4] | cr[2] << 10 | y[5] << 20,
-    ];
-    for (dst, word) in out.chunks_exact_mut(4).zip(words) {
-        dst.copy_from_slice(&word.to_le_bytes());
+    /// Packs the planar row into v210 words, six pixels per four words.
+    fn pack(&self, dst: &mut [u8]) {
+        let groups = self.y.chunks_exact(6).zip(self.cb.chunks_exact(3)).zip(self.cr.chunks_exact(3));
+        for (((y, cb), cr), out) in groups.zip(dst.chunks_exact_mut(16)) {
+            let words = [
+                cb[0] | y[0] << 10 | cr[0] << 20,
+                y[1] | cb[1] << 10 | y[2] << 20,
+                cr[1] | y[3] << 10 | cb[2] << 20,
+                y[4] | cr[2] << 10 | y[5] << 20,
+            ];
+            for (dst, word) in out.chunks_exact_mut(4).zip(words) {
+                dst.copy_from_slice(&word.to_le_bytes());
+            }
+        }
     }
 }
 
@@ -151,21 +174,21 @@ mod tests {
     #[test]
     fn full_groups_and_the_tail_match_a_per_pixel_reference() {
         let mut f = DecodedFrame::default();
-        f.reset(13, 2, PixelFormat::Rgb48Le);
+        f.reset(53, 2, PixelFormat::Rgb48Le);
         for (i, b) in f.data.iter_mut().enumerate() {
             *b = (i * 37 % 251) as u8;
         }
         let mut out = Vec::new();
         pack(&f, &mut out);
         let px = |x: usize, y: usize| -> [i32; 3] {
-            let x = x.min(12);
-            let i = (y * 13 + x) * 6;
+            let x = x.min(52);
+            let i = (y * 53 + x) * 6;
             [0, 1, 2].map(|c| i32::from(u16::from_le_bytes([f.data[i + c * 2], f.data[i + c * 2 + 1]])))
         };
         for y in 0..2 {
-            for x in 0..18 {
+            for x in 0..54 {
                 let [r, g, b] = px(x, y);
-                let group = y * stride(13) / 4 + (x / 6) * 4;
+                let group = y * stride(53) / 4 + (x / 6) * 4;
                 let words: Vec<u32> = (0..4).map(|w| word(&out, group + w)).collect();
                 // Luma sits at fixed places in the four words of a group.
                 let at = [(0, 10), (1, 0), (1, 20), (2, 10), (3, 0), (3, 20)][x % 6];

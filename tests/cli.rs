@@ -1,0 +1,349 @@
+//! The `playsim` command line end to end: refusals, exit codes, Ctrl-C, --verify, reports, generate, decode.
+
+use std::fs::File;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use playsim::report::{Drops, RunStatus, SCHEMA_VERSION};
+
+use crate::util::{
+    ffmpeg, file_names, frame_path, generate, playsim, read_report, run, Damage, Run, SMALL_PRESET,
+};
+
+/// Every refused value gets clap's usage error (2), or the engine's (1), and a valid example.
+#[test]
+fn bad_values_are_refused_with_an_example() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let seq = tmp.path().join("seq");
+    generate(&seq, SMALL_PRESET, 4, &[])?;
+    let seq = seq.to_str().context("temporary path is not utf-8")?;
+    let out = tmp.path().join("out");
+    let out = out.to_str().context("temporary path is not utf-8")?;
+    let cases: &[(&[&str], i32)] = &[
+        (&["play", seq, "--fps", "abc"], 2),
+        (&["play", seq, "--fps", "0"], 2),
+        (&["play", seq, "--block-size", "1X"], 2),
+        (&["play", seq, "--duration", "-5"], 2),
+        (&["play", seq, "--duration=-5"], 2),
+        (&["play", seq, "--frames", "0"], 2),
+        (&["generate", "--preset", "5k", out], 2),
+        (&["generate", "--bit-depth", "12", out], 2),
+        // Refused by the engine, after parsing.
+        (&["play", seq, "--prefetch", "2", "--preroll", "5"], 1),
+    ];
+    let mut failures = Vec::new();
+    for (args, code) in cases {
+        let done = run(playsim().args(*args))?;
+        if done.code != Some(*code)
+            || !done.stderr.contains("for example")
+            || done.stderr.contains("panicked")
+        {
+            failures.push(format!(
+                "`playsim {}`: expected exit code {code} and an example in the message\n{done}",
+                args.join(" ")
+            ));
+        }
+    }
+    ensure!(!std::path::Path::new(out).exists(), "a refused generate wrote {out}");
+    ensure!(failures.is_empty(), "{}", failures.join("\n"));
+    Ok(())
+}
+
+/// A source that does not exist is an error naming it; `--json` still gets a failed report.
+#[test]
+fn missing_source_fails_with_a_report() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let source = tmp.path().join("no-such-shot");
+    let json = tmp.path().join("r.json");
+    let done =
+        run(playsim().arg("play").arg(&source).args(["--fps", "max", "--quiet", "--json"]).arg(&json))?;
+    done.ensure_no_panic()?;
+    ensure!(done.code.is_some_and(|c| c != 0), "a missing source should fail:\n{done}");
+    let shown = source.display().to_string();
+    ensure!(
+        done.stderr.lines().any(|l| l.contains("error") && l.contains(&shown)),
+        "the error should name {shown}:\n{done}"
+    );
+    let report = read_report(&json)?;
+    ensure!(report.schema_version == SCHEMA_VERSION);
+    ensure!(report.status == RunStatus::Failed, "status {:?}", report.status);
+    let error = report.error.as_deref().unwrap_or_default();
+    ensure!(error.contains(&shown), "report error {error:?} should name {shown}");
+    ensure!(report.settings.fps == "max", "settings not kept: {:?}", report.settings);
+
+    let done = run(playsim().arg("decode").arg(&source).arg("--md5"))?;
+    done.ensure_no_panic()?;
+    ensure!(done.code.is_some_and(|c| c != 0), "decode of a missing source should fail:\n{done}");
+    ensure!(done.stderr.contains(&shown), "decode error should name {shown}:\n{done}");
+    Ok(())
+}
+
+/// `--max-drops N` turns more than N drops into exit status 3.
+#[test]
+fn max_drops_sets_the_exit_code() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let seq = tmp.path().join("seq");
+    generate(&seq, SMALL_PRESET, 8, &[])?;
+    Damage::Truncate.apply(&frame_path(&seq, 3))?;
+    for (max_drops, code) in [("0", 3), ("1", 0)] {
+        let json = tmp.path().join(format!("max-{max_drops}.json"));
+        let done = run(playsim()
+            .arg("play")
+            .arg(&seq)
+            .args(["--fps", "max", "--quiet", "--max-drops", max_drops, "--json"])
+            .arg(&json))?;
+        done.ensure_code(code).with_context(|| format!("--max-drops {max_drops}"))?;
+        let report = read_report(&json)?;
+        ensure!(report.status == RunStatus::Complete, "status {:?}", report.status);
+        ensure!(report.totals.dropped.total() == 1, "drops {:?}", report.totals.dropped);
+        ensure!(report.settings.max_drops == max_drops.parse().ok(), "settings {:?}", report.settings);
+        if code == 3 {
+            ensure!(done.stderr.contains("--max-drops"), "the refusal should say why:\n{done}");
+        }
+    }
+    Ok(())
+}
+
+/// SIGINT ends a looping run with status 130 and a partial report.
+#[test]
+fn ctrl_c_writes_a_partial_report() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let seq = tmp.path().join("seq");
+    generate(&seq, SMALL_PRESET, 12, &[])?;
+    let json = tmp.path().join("r.json");
+    let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
+    let child = playsim()
+        .arg("play")
+        .arg(&seq)
+        .args(["--fps", "50", "--loop", "--quiet", "--json"])
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stdout(File::create(&stdout)?)
+        .stderr(File::create(&stderr)?)
+        .spawn()?;
+    let mut child = KillOnDrop(child);
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = child.0.id().to_string();
+    let kill = Command::new("kill").args(["-INT", &pid]).status().context("cannot run kill")?;
+    ensure!(kill.success(), "kill -INT {pid} failed: {kill}");
+    let status = child.wait_for(Duration::from_secs(20))?;
+    let done = Run {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&stdout)?,
+        stderr: std::fs::read_to_string(&stderr)?,
+    };
+    done.ensure_code(130)?;
+    let report = read_report(&json)?;
+    ensure!(report.status == RunStatus::Partial, "status {:?}:\n{done}", report.status);
+    ensure!(report.totals.presented > 0, "nothing presented before the interrupt:\n{done}");
+    let error = report.error.as_deref().unwrap_or_default();
+    ensure!(error.contains("interrupt"), "report error {error:?} should mention the interruption");
+    ensure!(done.stdout.contains("partial"), "the summary should say partial:\n{done}");
+    Ok(())
+}
+
+/// `--verify` passes a generated sequence and catches two swapped frames.
+#[test]
+fn verify_catches_swapped_frames() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let seq = tmp.path().join("seq");
+    let n_frames = 12;
+    generate(&seq, SMALL_PRESET, n_frames, &[])?;
+    let play = |name: &str, verify: bool| -> Result<playsim::report::Report> {
+        let json = tmp.path().join(format!("{name}.json"));
+        let mut cmd = playsim();
+        cmd.arg("play").arg(&seq).args(["--fps", "max", "--quiet", "--json"]).arg(&json);
+        if verify {
+            cmd.arg("--verify");
+        }
+        run(&mut cmd)?.ensure_code(0).with_context(|| name.to_owned())?;
+        read_report(&json)
+    };
+
+    let clean = play("clean", true)?;
+    ensure!(clean.settings.verify, "settings {:?}", clean.settings);
+    ensure!(clean.totals.presented == n_frames, "presented {}", clean.totals.presented);
+    ensure!(clean.totals.dropped == Drops::default(), "drops {:?}", clean.totals.dropped);
+
+    let (a, b) = (3, 8);
+    let spare = tmp.path().join("spare.dpx");
+    std::fs::rename(frame_path(&seq, a), &spare)?;
+    std::fs::rename(frame_path(&seq, b), frame_path(&seq, a))?;
+    std::fs::rename(&spare, frame_path(&seq, b))?;
+
+    let unverified = play("unverified", false)?;
+    ensure!(unverified.totals.presented == n_frames, "without --verify a swap is not visible");
+
+    let swapped = play("swapped", true)?;
+    ensure!(swapped.status == RunStatus::Complete);
+    ensure!(
+        swapped.totals.dropped == Drops { unreadable: 2, ..Drops::default() },
+        "drops {:?}",
+        swapped.totals.dropped
+    );
+    ensure!(swapped.totals.presented == n_frames - 2, "presented {}", swapped.totals.presented);
+    let unreadable = &swapped.streams[0].unreadable;
+    let frames: Vec<u64> = unreadable.iter().map(|u| u.frame_number).collect();
+    ensure!(frames == [a, b], "unreadable frames {frames:?}, expected [{a}, {b}]");
+    for u in unreadable {
+        ensure!(
+            u.message.contains("frame index"),
+            "message should be about the frame index: {:?}",
+            u.message
+        );
+    }
+    Ok(())
+}
+
+/// `playsim decode --md5` of sequences the ffmpeg CLI wrote, in both byte
+/// orders at 10 and 16 bits, equals FFmpeg's own framemd5 in rgb48le.
+#[test]
+fn decode_md5_matches_ffmpeg_framemd5() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let mut failures = Vec::new();
+    for pix_fmt in ["gbrp10be", "gbrp10le", "rgb48be", "rgb48le"] {
+        let dir = tmp.path().join(pix_fmt);
+        std::fs::create_dir(&dir)?;
+        let pattern = dir.join("f.%03d.dpx");
+        let pattern = pattern.to_str().context("temporary path is not utf-8")?;
+        let source = "testsrc2=size=128x96:rate=24";
+        ffmpeg(&["-f", "lavfi", "-i", source, "-frames:v", "3", "-pix_fmt", pix_fmt, pattern])?;
+        ensure!(
+            file_names(&dir)? == ["f.001.dpx", "f.002.dpx", "f.003.dpx"],
+            "ffmpeg wrote {:?}",
+            file_names(&dir)?
+        );
+        let expected: Vec<String> = ffmpeg(&["-i", pattern, "-pix_fmt", "rgb48le", "-f", "framemd5", "-"])?
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .filter_map(|l| l.rsplit(',').next())
+            .map(|h| h.trim().to_owned())
+            .collect();
+        ensure!(expected.len() == 3, "ffmpeg framemd5 gave {expected:?}");
+
+        let done = run(playsim().arg("decode").arg(&dir).arg("--md5"))?;
+        done.ensure_code(0).with_context(|| format!("decode of {pix_fmt}"))?;
+        let lines: Vec<Vec<&str>> = done.stdout.lines().map(|l| l.split_whitespace().collect()).collect();
+        let numbers: Vec<&str> = lines.iter().filter_map(|f| f.first().copied()).collect();
+        let md5s: Vec<&str> = lines.iter().filter_map(|f| f.last().copied()).collect();
+        if numbers != ["1", "2", "3"] || md5s != expected {
+            failures.push(format!("{pix_fmt}: ffmpeg framemd5 {expected:?}\n{done}"));
+        }
+    }
+    ensure!(failures.is_empty(), "{}", failures.join("\n"));
+    Ok(())
+}
+
+/// The JSON report of a clean paced run: shape, counts and an exact timeline.
+#[test]
+fn json_report_of_a_clean_paced_run() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let seq = tmp.path().join("seq");
+    let n_frames = 20;
+    generate(&seq, SMALL_PRESET, n_frames, &[])?;
+    let json = tmp.path().join("r.json");
+    let done = run(playsim()
+        .arg("play")
+        .arg(&seq)
+        .args(["--fps", "100", "--frames", "20", "--quiet", "--json"])
+        .arg(&json))?;
+    done.ensure_code(0)?;
+    let text = std::fs::read_to_string(&json)?;
+    let raw: serde_json::Value = serde_json::from_str(&text)?;
+    ensure!(raw["schema_version"] == 1, "raw schema_version {}", raw["schema_version"]);
+    ensure!(raw["status"] == "complete", "raw status {}", raw["status"]);
+    let report = read_report(&json)?;
+    ensure!(report.schema_version == 1);
+    ensure!(
+        report.status == RunStatus::Complete && report.error.is_none(),
+        "{:?} {:?}",
+        report.status,
+        report.error
+    );
+    ensure!(report.settings.fps == "100", "settings.fps {:?}", report.settings.fps);
+    ensure!(report.settings.frames == Some(n_frames), "settings.frames {:?}", report.settings.frames);
+    ensure!(!report.environment.kernel.is_empty(), "environment.kernel is empty");
+    ensure!(report.totals.presented == n_frames, "presented {}:\n{done}", report.totals.presented);
+    ensure!(report.totals.dropped == Drops::default(), "drops {:?}:\n{done}", report.totals.dropped);
+    ensure!(report.streams.len() == 1, "{} streams", report.streams.len());
+    let stream = &report.streams[0];
+    ensure!(stream.timeline.len() == n_frames as usize, "timeline of {} records", stream.timeline.len());
+    for (i, record) in stream.timeline.iter().enumerate() {
+        let i = i as u64;
+        ensure!(record.frame_idx == i && record.frame_number == i, "record {i}: {record:?}");
+        ensure!(
+            record.due_ns == stream.t0_ns + i * 10_000_000,
+            "record {i} due at {} ns, expected t0 {} + {i} × 10 ms",
+            record.due_ns,
+            stream.t0_ns
+        );
+        ensure!(
+            record.presented_ns.is_some() && record.cause.is_none(),
+            "record {i} not presented: {record:?}"
+        );
+    }
+    Ok(())
+}
+
+/// generate names files NAME.%07d.dpx from --start; 16-bit little-endian RGBA decodes.
+#[test]
+fn generate_names_files_and_writes_decodable_rgba() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("shot");
+    let flags = ["--start", "100", "--name", "shot", "--alpha", "--bit-depth", "16", "--endian", "little"];
+    generate(&dir, SMALL_PRESET, 3, &flags)?;
+    ensure!(
+        file_names(&dir)? == ["shot.0000100.dpx", "shot.0000101.dpx", "shot.0000102.dpx"],
+        "generate wrote {:?}",
+        file_names(&dir)?
+    );
+    let head = std::fs::read(dir.join("shot.0000100.dpx"))?;
+    ensure!(head.starts_with(b"XPDS"), "not a little-endian DPX: {:?}", head.get(..4));
+
+    let done = run(playsim().arg("decode").arg(&dir).arg("--md5"))?;
+    done.ensure_code(0)?;
+    let lines: Vec<Vec<&str>> = done.stdout.lines().map(|l| l.split_whitespace().collect()).collect();
+    ensure!(lines.len() == 3, "expected 3 lines:\n{done}");
+    for (line, number) in lines.iter().zip(100..) {
+        ensure!(
+            line.first() == Some(&number.to_string().as_str())
+                && line.contains(&"rgba64le")
+                && line.contains(&"160x32"),
+            "line {line:?} should be frame {number}, rgba64le 160x32"
+        );
+    }
+    // The default name and start: frame.0000000.dpx onwards.
+    let plain = tmp.path().join("plain");
+    generate(&plain, SMALL_PRESET, 2, &["--bit-depth", "8"])?;
+    ensure!(file_names(&plain)? == ["frame.0000000.dpx", "frame.0000001.dpx"], "{:?}", file_names(&plain)?);
+    Ok(())
+}
+
+/// Kills the child if the test ends before it does.
+struct KillOnDrop(Child);
+
+impl KillOnDrop {
+    /// Waits for the child to exit, at most `limit`.
+    fn wait_for(&mut self, limit: Duration) -> Result<std::process::ExitStatus> {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.0.try_wait()? {
+                return Ok(status);
+            }
+            if start.elapsed() > limit {
+                bail!("playsim did not exit within {limit:?} of SIGINT");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}

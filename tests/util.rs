@@ -1,0 +1,195 @@
+//! Helpers shared by the command-line tests: running playsim and ffmpeg, generated sequences, damage, reports.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use anyhow::{bail, ensure, Context, Result};
+use playsim::report::Report;
+
+/// The smallest frame that still carries its index in the pixels (so `--verify`
+/// works), and cheap enough that a debug build keeps up with 100 fps on a
+/// loaded 2-core machine.
+pub const SMALL_PRESET: &str = "160x32";
+
+/// A finished command: exit code and its output as text.
+pub struct Run {
+    /// The exit code; `None` when a signal ended the process.
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Run {
+    fn from_output(output: Output) -> Run {
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Fails when either stream shows a Rust panic.
+    pub fn ensure_no_panic(&self) -> Result<()> {
+        ensure!(
+            !self.stdout.contains("panicked") && !self.stderr.contains("panicked"),
+            "playsim panicked:\n{self}"
+        );
+        Ok(())
+    }
+
+    /// Fails unless the process exited with `code`, and checks it did not panic.
+    pub fn ensure_code(&self, code: i32) -> Result<()> {
+        ensure!(self.code == Some(code), "expected exit code {code}, got {:?}:\n{self}", self.code);
+        self.ensure_no_panic()
+    }
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--- exit code {:?}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+/// A `playsim` command for the binary under test.
+pub fn playsim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_playsim"))
+}
+
+/// Runs `cmd` to the end and collects its output.
+pub fn run(cmd: &mut Command) -> Result<Run> {
+    let output = cmd.output().with_context(|| format!("cannot run {cmd:?}"))?;
+    Ok(Run::from_output(output))
+}
+
+/// Writes `n_frames` frames of `preset` into `dir` with `playsim generate` and
+/// any `extra` flags; files are `frame.%07d.dpx` unless `extra` says otherwise.
+pub fn generate(dir: &Path, preset: &str, n_frames: u64, extra: &[&str]) -> Result<()> {
+    let done = run(playsim()
+        .arg("generate")
+        .args(["--preset", preset, "--frames", &n_frames.to_string(), "--threads", "1"])
+        .args(extra)
+        .arg(dir))?;
+    done.ensure_code(0).context("playsim generate failed")
+}
+
+/// The path of frame `frame` of a default-named generated sequence in `dir`.
+pub fn frame_path(dir: &Path, frame: u64) -> PathBuf {
+    dir.join(format!("frame.{frame:07}.dpx"))
+}
+
+/// Reads a JSON report written by `--json`.
+pub fn read_report(path: &Path) -> Result<Report> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    playsim::report::json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// The file names in `dir`, sorted.
+pub fn file_names(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        names.push(entry?.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Ways to make one frame of a sequence unreadable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Damage {
+    /// Cut the file to half its length.
+    Truncate,
+    /// Overwrite the magic number.
+    WrongMagic,
+    /// Patch the header to 1,000,000 × 1,000,000 pixels.
+    AbsurdDimensions,
+    /// Patch the header to 65,536 × 65,536 pixels: each side within the
+    /// limit, the area (and a 24 GiB frame buffer) not.
+    HugeArea,
+    /// Empty the file.
+    ZeroLength,
+    /// Delete the file, leaving a gap in the sequence.
+    Missing,
+    /// Replace the file with a directory of the same name.
+    Directory,
+    /// Replace the file with a symlink to nowhere.
+    DanglingSymlink,
+}
+
+impl Damage {
+    /// Damages the file at `path` (a frame of a generated sequence).
+    pub fn apply(self, path: &Path) -> Result<()> {
+        let what = || format!("damaging {} ({self:?})", path.display());
+        match self {
+            Damage::Truncate => {
+                let bytes = std::fs::read(path).with_context(what)?;
+                std::fs::write(path, &bytes[..bytes.len() / 2]).with_context(what)
+            }
+            Damage::WrongMagic => patch(path, 0, b"JUNK").with_context(what),
+            Damage::AbsurdDimensions => {
+                // Pixels per line and lines per element, in the file's byte order.
+                patch_u32(path, 772, 1_000_000).with_context(what)?;
+                patch_u32(path, 776, 1_000_000).with_context(what)
+            }
+            Damage::HugeArea => {
+                patch_u32(path, 772, 65_536).with_context(what)?;
+                patch_u32(path, 776, 65_536).with_context(what)
+            }
+            Damage::ZeroLength => std::fs::write(path, b"").with_context(what),
+            Damage::Missing => std::fs::remove_file(path).with_context(what),
+            Damage::Directory => {
+                std::fs::remove_file(path).with_context(what)?;
+                std::fs::create_dir(path).with_context(what)
+            }
+            Damage::DanglingSymlink => {
+                std::fs::remove_file(path).with_context(what)?;
+                let target = path.with_file_name("nowhere").join("frame.dpx");
+                std::os::unix::fs::symlink(target, path).with_context(what)
+            }
+        }
+    }
+}
+
+/// Overwrites `bytes` at `offset` in the file at `path`.
+fn patch(path: &Path, offset: usize, bytes: &[u8]) -> Result<()> {
+    let mut data = std::fs::read(path)?;
+    ensure!(data.len() >= offset + bytes.len(), "{} is too short to patch", path.display());
+    data[offset..offset + bytes.len()].copy_from_slice(bytes);
+    std::fs::write(path, data)?;
+    Ok(())
+}
+
+/// Overwrites a u32 at `offset` in the DPX file at `path`, in the byte order its magic says.
+fn patch_u32(path: &Path, offset: usize, value: u32) -> Result<()> {
+    let data = std::fs::read(path)?;
+    let bytes = match data.get(..4) {
+        Some(b"SDPX") => value.to_be_bytes(),
+        Some(b"XPDS") => value.to_le_bytes(),
+        _ => bail!("{} is not a DPX file", path.display()),
+    };
+    patch(path, offset, &bytes)
+}
+
+/// Runs the ffmpeg CLI with `args` and returns its standard output.
+pub fn ffmpeg(args: &[&str]) -> Result<String> {
+    let output = match Command::new("ffmpeg")
+        .args(["-nostdin", "-hide_banner", "-v", "error"])
+        .args(args)
+        .output()
+    {
+        Ok(output) => output,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("the ffmpeg CLI is not installed (needed to check DPX against FFmpeg): run `cargo xtask deps`")
+        }
+        Err(e) => return Err(e).context("cannot run ffmpeg"),
+    };
+    ensure!(
+        output.status.success(),
+        "ffmpeg {} failed ({}): {}",
+        args.join(" "),
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).context("ffmpeg printed non-utf-8")
+}
