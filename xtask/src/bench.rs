@@ -120,18 +120,22 @@ fn dpx_decode(target: &Path, dpx_dir: &Path) -> Result<BenchRow> {
     warm_page_cache(dpx_dir)?;
     let pattern = dpx_dir.join("frame.%07d.dpx");
     let runs = (0..FFMPEG_RUNS).map(|_| ffmpeg_decode(&pattern, DPX_N_FRAMES)).collect::<Result<Vec<_>>>()?;
-    let best = runs.into_iter().min_by(|a, b| a.rtime_s.total_cmp(&b.rtime_s)).context("no ffmpeg run")?;
+    // FFmpeg's wall time includes reading the files (its system time); playsim's
+    // figure is decode from memory. So the ratio is taken against FFmpeg's user
+    // time, its decode work, which is the stricter comparison; wall time is kept
+    // as an extra figure.
+    let best = runs.into_iter().min_by(|a, b| a.utime_s.total_cmp(&b.utime_s)).context("no ffmpeg run")?;
     let per_frame_ms = |s: f64| s * 1e3 / f64::from(DPX_N_FRAMES);
 
     Ok(BenchRow::time(
         "DPX decode, 4K DCI 10-bit, 1 thread",
         "ms/frame",
         playsim_ms,
-        "ffmpeg dpx decoder, -threads 1, wall time (best of 3)",
-        per_frame_ms(best.rtime_s),
+        "ffmpeg dpx decoder, -threads 1, user CPU time (best of 3)",
+        per_frame_ms(best.utime_s),
     )
     .target(2.0)
-    .extra("ffmpeg_utime_ms_per_frame", per_frame_ms(best.utime_s))
+    .extra("ffmpeg_rtime_ms_per_frame", per_frame_ms(best.rtime_s))
     .extra("ffmpeg_stime_ms_per_frame", per_frame_ms(best.stime_s)))
 }
 
