@@ -50,18 +50,26 @@ pub fn pack(frame: &DecodedFrame, out: &mut Vec<u8>) {
     let stride = stride(frame.width);
     out.resize(stride * height, 0);
     let src_stride = width * bpp;
-    let mut row = RowScratch::new(width);
-    for (src_row, dst_row) in frame.data.chunks_exact(src_stride).zip(out.chunks_exact_mut(stride)) {
-        // A constant pixel size lets the compiler vectorise the conversion loops.
-        match bpp {
-            6 => row.convert::<6>(src_row),
-            _ => row.convert::<8>(src_row),
+    // Each output thread keeps one row of scratch, so steady state allocates nothing.
+    ROW_SCRATCH.with_borrow_mut(|row| {
+        row.resize(width);
+        for (src_row, dst_row) in frame.data.chunks_exact(src_stride).zip(out.chunks_exact_mut(stride)) {
+            // A constant pixel size lets the compiler drop bounds checks in the conversion loop.
+            match bpp {
+                6 => row.convert::<6>(src_row),
+                _ => row.convert::<8>(src_row),
+            }
+            row.pack(dst_row);
         }
-        row.pack(dst_row);
-    }
+    });
+}
+
+thread_local! {
+    static ROW_SCRATCH: std::cell::RefCell<RowScratch> = std::cell::RefCell::new(RowScratch::default());
 }
 
 /// One row as planar 10-bit Y, Cb, Cr, padded to a whole number of six-pixel groups.
+#[derive(Default)]
 struct RowScratch {
     y: Vec<u32>,
     cb: Vec<u32>,
@@ -70,9 +78,13 @@ struct RowScratch {
 }
 
 impl RowScratch {
-    fn new(width: usize) -> RowScratch {
+    /// Sizes the planes for rows of `width` pixels, keeping the allocations.
+    fn resize(&mut self, width: usize) {
         let padded = width.div_ceil(6) * 6;
-        RowScratch { y: vec![0; padded], cb: vec![0; padded / 2], cr: vec![0; padded / 2], width }
+        self.y.resize(padded, 0);
+        self.cb.resize(padded / 2, 0);
+        self.cr.resize(padded / 2, 0);
+        self.width = width;
     }
 
     /// Converts one row of interleaved 16-bit RGB(A); the padding repeats the last pixel.
