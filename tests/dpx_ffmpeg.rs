@@ -5,35 +5,13 @@
 //! files `write_dpx` writes decode in FFmpeg to the same bytes as in playsim.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use md5::{Digest, Md5};
 use playsim_core::{DecodedFrame, Decoder, PixelFormat};
 use playsim_dpx::{write_dpx, DpxDecoder, Endian, WriteOptions};
 
-/// Runs ffmpeg with `args` and returns its standard output.
-fn ffmpeg(args: &[&str]) -> Result<String> {
-    let out = match Command::new("ffmpeg")
-        .args(["-nostdin", "-hide_banner", "-v", "error"])
-        .args(args)
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            bail!("the ffmpeg CLI is not installed (needed to check DPX against FFmpeg): run `cargo xtask deps`")
-        }
-        Err(e) => return Err(e).context("cannot run ffmpeg"),
-    };
-    ensure!(
-        out.status.success(),
-        "ffmpeg {} failed ({}): {}",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).context("ffmpeg printed non-utf-8")
-}
+use crate::util::ffmpeg;
 
 /// FFmpeg's per-frame md5 of the sequence `pattern`, converted to `pix_fmt`:
 /// the hash column (last comma field) of `-f framemd5`.
