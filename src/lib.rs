@@ -18,6 +18,8 @@
 //! println!("{}", playsim::report::render::summary(&report));
 //! # Ok(()) }
 //! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
 mod decode;

@@ -12,6 +12,7 @@
 //! // Frame 35,999 falls due 600.583 s after the start, exactly.
 //! assert_eq!(rate.due_offset_ns(35_999), 600_583_316_666);
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 

@@ -5,6 +5,8 @@
 //! stage, and presents each frame at its exact rational due time, or drops it
 //! and records why (see [`stream`](crate::stream) for the rule). Only the
 //! engine reads the clock, through the injected [`playsim_core::Clock`].
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
 mod cancel;

@@ -20,6 +20,7 @@
 //! assert_eq!(frame.data.len(), 1920 * 1080 * 6);
 //! assert_eq!(read_frame_index(&frame), Some(1001));
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 

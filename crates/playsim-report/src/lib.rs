@@ -37,6 +37,7 @@
 //! assert_eq!(back, report);
 //! # Ok::<(), playsim_report::Error>(())
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 

@@ -36,6 +36,7 @@
 //! # Ok(())
 //! # }
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
