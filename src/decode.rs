@@ -36,9 +36,7 @@ pub fn decode_md5(
         let frame_number = source.frame_number(idx);
         let extent = source.extent(idx);
         let result = match &extent {
-            FrameExtent::File { path } => {
-                std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-            }
+            FrameExtent::File { path } => read_limited(path),
             FrameExtent::Range { .. } => Err("byte-range frames are not decodable here yet".into()),
             FrameExtent::Missing { expected } => {
                 Err(format!("{} is missing from the sequence (a gap)", expected.display()))
@@ -64,6 +62,18 @@ pub fn decode_md5(
         }
     }
     Ok(summary)
+}
+
+/// Reads a whole frame file, refusing one larger than the engine's frame limit
+/// before allocating for it.
+fn read_limited(path: &Path) -> Result<Vec<u8>, String> {
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let size = std::fs::metadata(path).map_err(cannot)?.len();
+    if size > playsim_engine::MAX_FRAME_BYTES {
+        let limit = playsim_engine::MAX_FRAME_BYTES;
+        return Err(format!("{} is {size} bytes, more than the {limit}-byte frame limit", path.display()));
+    }
+    std::fs::read(path).map_err(cannot)
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -39,6 +39,14 @@ fn huge_area_is_unreadable_without_allocating() -> Result<()> {
 }
 
 #[test]
+fn oversized_frame_is_unreadable_without_reading_it() -> Result<()> {
+    let report = one_damaged_frame(Damage::Oversized)?;
+    let message = &report.streams[0].unreadable[0].message;
+    ensure!(message.contains("frame limit"), "unexpected message: {message}");
+    Ok(())
+}
+
+#[test]
 fn zero_length_frame_is_unreadable() -> Result<()> {
     one_damaged_frame(Damage::ZeroLength).map(drop)
 }

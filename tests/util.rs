@@ -115,6 +115,8 @@ pub enum Damage {
     Directory,
     /// Replace the file with a symlink to nowhere.
     DanglingSymlink,
+    /// Grow the file (sparsely) past the 4 GiB frame limit, keeping a valid header.
+    Oversized,
 }
 
 impl Damage {
@@ -137,6 +139,11 @@ impl Damage {
                 patch_u32(path, 776, 65_536).with_context(what)
             }
             Damage::ZeroLength => std::fs::write(path, b"").with_context(what),
+            Damage::Oversized => std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .and_then(|f| f.set_len(playsim::engine::MAX_FRAME_BYTES + 1))
+                .with_context(what),
             Damage::Missing => std::fs::remove_file(path).with_context(what),
             Damage::Directory => {
                 std::fs::remove_file(path).with_context(what)?;
