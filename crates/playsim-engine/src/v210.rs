@@ -11,30 +11,48 @@ pub fn stride(width: u32) -> usize {
     (width as usize).div_ceil(48) * 128
 }
 
-// Y = 64 + 876/65535 * (0.2126 R + 0.7152 G + 0.0722 B), scaled by 2^16.
-const Y_R: i32 = 186;
-const Y_G: i32 = 627;
-const Y_B: i32 = 63;
-// Cb, Cr = 512 + 896/65535 * (...), scaled by 2^16; each row sums to zero.
-const CB_R: i32 = -103;
-const CB_G: i32 = -345;
-const CB_B: i32 = 448;
-const CR_R: i32 = 448;
-const CR_G: i32 = -407;
-const CR_B: i32 = -41;
-const ROUND: i32 = 1 << 15;
+// BT.709, 10-bit narrow range, in u16 fixed point with 6 fractional bits:
+// each term is the high half of a u16 x u16 product (SSE2's pmulhuw), so the
+// loops below vectorise on x86-64's baseline instruction set.
+// Y = 64 + 876/65535 (0.2126 R + 0.7152 G + 0.0722 B); the three sum to 876 << 6.
+const KY_R: u16 = 11_919;
+const KY_G: u16 = 40_097;
+const KY_B: u16 = 4_048;
+// Cb = 512 + 896/65535 (-0.1146 R - 0.3854 G + 0.5 B); Cr = 512 + 896/65535 (0.5 R - 0.4542 G - 0.0458 B).
+const KCB_R: u16 = 6_570;
+const KCB_G: u16 = 22_102;
+const KC_HALF: u16 = 28_672;
+const KCR_G: u16 = 26_043;
+const KCR_B: u16 = 2_629;
+/// 512 << 6: the chroma offset, which also keeps the subtractions from wrapping.
+const C_OFFSET: u16 = 32_768;
 
 #[inline(always)]
-fn luma(r: i32, g: i32, b: i32) -> u32 {
-    (64 + ((Y_R * r + Y_G * g + Y_B * b + ROUND) >> 16)) as u32
+fn mulhi(x: u16, k: u16) -> u16 {
+    ((u32::from(x) * u32::from(k)) >> 16) as u16
 }
 
-/// Cb and Cr from the sum of two pixels' components.
 #[inline(always)]
-fn chroma(r2: i32, g2: i32, b2: i32) -> (u32, u32) {
-    let cb = 512 + ((CB_R * r2 + CB_G * g2 + CB_B * b2 + (ROUND << 1)) >> 17);
-    let cr = 512 + ((CR_R * r2 + CR_G * g2 + CR_B * b2 + (ROUND << 1)) >> 17);
-    (cb.clamp(0, 1023) as u32, cr.clamp(0, 1023) as u32)
+fn round6(x: u16) -> u32 {
+    ((u32::from(x) + 32) >> 6) & 1023
+}
+
+#[inline(always)]
+fn luma(r: u16, g: u16, b: u16) -> u32 {
+    64 + round6(mulhi(r, KY_R) + mulhi(g, KY_G) + mulhi(b, KY_B))
+}
+
+/// Cb and Cr from the mean of a pixel pair's components.
+#[inline(always)]
+fn chroma(r: u16, g: u16, b: u16) -> (u32, u32) {
+    let cb = C_OFFSET + mulhi(b, KC_HALF) - mulhi(r, KCB_R) - mulhi(g, KCB_G);
+    let cr = C_OFFSET + mulhi(r, KC_HALF) - mulhi(g, KCR_G) - mulhi(b, KCR_B);
+    (round6(cb), round6(cr))
+}
+
+#[inline(always)]
+fn mean(a: u16, b: u16) -> u16 {
+    ((u32::from(a) + u32::from(b) + 1) >> 1) as u16
 }
 
 /// Packs `frame` (rgb48le or rgba64le; alpha is ignored) into `out` as v210,
@@ -71,6 +89,7 @@ thread_local! {
 /// One row as planar 10-bit Y, Cb, Cr, padded to a whole number of six-pixel groups.
 #[derive(Default)]
 struct RowScratch {
+    rgb: [Vec<u16>; 3],
     y: Vec<u32>,
     cb: Vec<u32>,
     cr: Vec<u32>,
@@ -81,6 +100,9 @@ impl RowScratch {
     /// Sizes the planes for rows of `width` pixels, keeping the allocations.
     fn resize(&mut self, width: usize) {
         let padded = width.div_ceil(6) * 6;
+        for plane in &mut self.rgb {
+            plane.resize(padded, 0);
+        }
         self.y.resize(padded, 0);
         self.cb.resize(padded / 2, 0);
         self.cr.resize(padded / 2, 0);
@@ -89,36 +111,25 @@ impl RowScratch {
 
     /// Converts one row of interleaved 16-bit RGB(A); the padding repeats the last pixel.
     fn convert<const BPP: usize>(&mut self, src: &[u8]) {
-        let component = |px: &[u8], c: usize| i32::from(u16::from_le_bytes([px[c * 2], px[c * 2 + 1]]));
-        // Pixel pairs: two lumas and one chroma sample from their sum.
-        let pairs = src.chunks_exact(2 * BPP);
-        let odd_tail = pairs.remainder();
-        for (((px, y), cb), cr) in
-            pairs.zip(self.y.chunks_exact_mut(2)).zip(self.cb.iter_mut()).zip(self.cr.iter_mut())
-        {
-            let (ra, ga, ba) = (component(px, 0), component(px, 1), component(px, 2));
-            let (rb, gb, bb) = (component(&px[BPP..], 0), component(&px[BPP..], 1), component(&px[BPP..], 2));
-            y[0] = luma(ra, ga, ba);
-            y[1] = luma(rb, gb, bb);
-            (*cb, *cr) = chroma(ra + rb, ga + gb, ba + bb);
+        let [r, g, b] = &mut self.rgb;
+        // Deinterleave to planes; the padding repeats the row's last pixel.
+        for (((px, r), g), b) in src.chunks_exact(BPP).zip(r.iter_mut()).zip(g.iter_mut()).zip(b.iter_mut()) {
+            *r = u16::from_le_bytes([px[0], px[1]]);
+            *g = u16::from_le_bytes([px[2], px[3]]);
+            *b = u16::from_le_bytes([px[4], px[5]]);
         }
-        // An odd last pixel pairs with itself; then the padding repeats the last pair.
-        let n_pairs = self.width / 2;
-        if odd_tail.len() >= BPP {
-            let (r, g, b) = (component(odd_tail, 0), component(odd_tail, 1), component(odd_tail, 2));
-            let l = luma(r, g, b);
-            let (cb, cr) = chroma(2 * r, 2 * g, 2 * b);
-            self.y[2 * n_pairs] = l;
-            self.y[2 * n_pairs + 1] = l;
-            self.cb[n_pairs] = cb;
-            self.cr[n_pairs] = cr;
+        if let Some(last) = self.width.checked_sub(1) {
+            for plane in [&mut *r, &mut *g, &mut *b] {
+                let v = plane[last];
+                plane[self.width..].fill(v);
+            }
         }
-        let filled_pairs = self.width.div_ceil(2);
-        for p in filled_pairs..self.cb.len() {
-            self.y[2 * p] = self.y[2 * filled_pairs - 1];
-            self.y[2 * p + 1] = self.y[2 * filled_pairs - 1];
-            self.cb[p] = self.cb[filled_pairs - 1];
-            self.cr[p] = self.cr[filled_pairs - 1];
+        for (((y, r), g), b) in self.y.iter_mut().zip(r.iter()).zip(g.iter()).zip(b.iter()) {
+            *y = luma(*r, *g, *b);
+        }
+        let pairs = r.chunks_exact(2).zip(g.chunks_exact(2)).zip(b.chunks_exact(2));
+        for (((r, g), b), (cb, cr)) in pairs.zip(self.cb.iter_mut().zip(self.cr.iter_mut())) {
+            (*cb, *cr) = chroma(mean(r[0], r[1]), mean(g[0], g[1]), mean(b[0], b[1]));
         }
     }
 
@@ -192,10 +203,10 @@ mod tests {
         }
         let mut out = Vec::new();
         pack(&f, &mut out);
-        let px = |x: usize, y: usize| -> [i32; 3] {
+        let px = |x: usize, y: usize| -> [u16; 3] {
             let x = x.min(52);
             let i = (y * 53 + x) * 6;
-            [0, 1, 2].map(|c| i32::from(u16::from_le_bytes([f.data[i + c * 2], f.data[i + c * 2 + 1]])))
+            [0, 1, 2].map(|c| u16::from_le_bytes([f.data[i + c * 2], f.data[i + c * 2 + 1]]))
         };
         for y in 0..2 {
             for x in 0..54 {
