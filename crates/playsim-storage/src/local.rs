@@ -440,7 +440,7 @@ fn read_into(
 /// Drops the cached pages of one file; the error names the path.
 fn drop_file_cache(path: &Path) -> Result<(), String> {
     let (file, _) = open_regular(path, false).map_err(|err| err.message)?;
-    rustix::fs::fadvise(&file, 0, 0, Advice::DontNeed)
+    rustix::fs::fadvise(&file, 0, None, Advice::DontNeed)
         .map_err(|errno| format!("cannot drop the cached pages of {}: {errno}", path.display()))
 }
 
