@@ -318,6 +318,8 @@ impl StreamCtx {
             };
             let Some(idx) = self.next_to_admit() else { break };
             tasks.spawn(Arc::clone(&self).frame_task(idx, permit));
+            // Reap finished frame tasks so a long run keeps only the window's worth.
+            while tasks.try_join_next().is_some() {}
         }
         let _ = presenter.await;
         // Work still in flight finishes on its own; on cancellation, give it a grace period.
