@@ -3,4 +3,5 @@
 mod bad_input;
 mod cli;
 mod dpx_ffmpeg;
+mod fixtures;
 mod util;
