@@ -412,10 +412,8 @@ impl StreamCtx {
         let unreadable = |detail: String| format!("frame {frame_number} (index {idx}) in {path}: {detail}");
 
         // Read.
-        let io = tokio::select! {
-            biased;
-            _ = cancel.notified() => return self.retire(idx, slot),
-            p = Arc::clone(&self.io_slots).acquire_owned() => p,
+        let Some(io) = acquire_unless_dropped(&self.io_slots, &cancel).await else {
+            return self.retire(idx, slot);
         };
         let t = self.now_ns();
         if !self.advance(idx, Phase::Reading, |e| e.read_start_ns = Some(t)) {
@@ -441,10 +439,8 @@ impl StreamCtx {
         }
 
         // Decode.
-        let permit = tokio::select! {
-            biased;
-            _ = cancel.notified() => return self.retire(idx, slot),
-            p = Arc::clone(&self.decode_slots).acquire_owned() => p,
+        let Some(permit) = acquire_unless_dropped(&self.decode_slots, &cancel).await else {
+            return self.retire(idx, slot);
         };
         let start = self.now();
         if !self.advance(idx, Phase::Decoding, |_| {}) {
@@ -487,10 +483,8 @@ impl StreamCtx {
         if !self.advance(idx, Phase::OutputQueued, |e| e.decode_done_ns = Some(t)) {
             return self.retire(idx, slot);
         }
-        let permit = tokio::select! {
-            biased;
-            _ = cancel.notified() => return self.retire(idx, slot),
-            p = Arc::clone(&self.output_slots).acquire_owned() => p,
+        let Some(permit) = acquire_unless_dropped(&self.output_slots, &cancel).await else {
+            return self.retire(idx, slot);
         };
         let start = self.now();
         if !self.advance(idx, Phase::Outputting, |_| {}) {
@@ -677,6 +671,15 @@ impl StreamCtx {
             }
         }
         true
+    }
+}
+
+/// A permit of `stage`, or `None` if the frame is dropped while it waits.
+async fn acquire_unless_dropped(stage: &Arc<Semaphore>, dropped: &Notify) -> Option<OwnedSemaphorePermit> {
+    tokio::select! {
+        biased;
+        _ = dropped.notified() => None,
+        permit = Arc::clone(stage).acquire_owned() => permit.ok(),
     }
 }
 
