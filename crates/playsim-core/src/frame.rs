@@ -14,22 +14,38 @@ pub enum PixelFormat {
     Rgb48Le,
     /// Interleaved R, G, B, A, 16 bits each, little-endian (FFmpeg `rgba64le`).
     Rgba64Le,
+    /// Interleaved R, G, B as 32-bit floats, little-endian (EXR half or float RGB).
+    RgbF32Le,
+    /// Interleaved R, G, B, A as 32-bit floats, little-endian (EXR half or float RGBA).
+    RgbaF32Le,
+    /// Any other set of channels, interleaved, 4 bytes each, little-endian: f32
+    /// for half and float channels, u32 for uint channels, in the decoder's documented order.
+    Samples32Le {
+        /// Channels per pixel.
+        channels: u8,
+    },
 }
 
 impl PixelFormat {
     /// Bytes per pixel.
     pub fn bytes_per_pixel(&self) -> usize {
+        self.channels() * self.bytes_per_sample()
+    }
+
+    /// Bytes per channel sample.
+    pub fn bytes_per_sample(&self) -> usize {
         match self {
-            PixelFormat::Rgb48Le => 6,
-            PixelFormat::Rgba64Le => 8,
+            PixelFormat::Rgb48Le | PixelFormat::Rgba64Le => 2,
+            PixelFormat::RgbF32Le | PixelFormat::RgbaF32Le | PixelFormat::Samples32Le { .. } => 4,
         }
     }
 
     /// Channels per pixel.
     pub fn channels(&self) -> usize {
-        match self {
-            PixelFormat::Rgb48Le => 3,
-            PixelFormat::Rgba64Le => 4,
+        match *self {
+            PixelFormat::Rgb48Le | PixelFormat::RgbF32Le => 3,
+            PixelFormat::Rgba64Le | PixelFormat::RgbaF32Le => 4,
+            PixelFormat::Samples32Le { channels } => usize::from(channels),
         }
     }
 
@@ -38,6 +54,9 @@ impl PixelFormat {
         match self {
             PixelFormat::Rgb48Le => "rgb48le",
             PixelFormat::Rgba64Le => "rgba64le",
+            PixelFormat::RgbF32Le => "rgbf32le",
+            PixelFormat::RgbaF32Le => "rgbaf32le",
+            PixelFormat::Samples32Le { .. } => "samples32le",
         }
     }
 }

@@ -4,7 +4,7 @@
 //! 16-bit component times it sums to 10-bit code values in the upper 16 bits
 //! of an `i32`, with no overflow. Chroma is the mean of each pixel pair.
 
-use playsim_core::DecodedFrame;
+use playsim_core::{DecodedFrame, PixelFormat};
 
 /// Bytes per v210 row: 48 pixels per 128 bytes, rounded up.
 pub fn stride(width: u32) -> usize {
@@ -62,7 +62,11 @@ pub fn pack(frame: &DecodedFrame, out: &mut Vec<u8>) {
     let height = frame.height as usize;
     let bpp = frame.format.map_or(0, |f| f.bytes_per_pixel());
     out.clear();
-    if width == 0 || height == 0 || bpp == 0 || frame.data.len() < width * height * bpp {
+    let packable = matches!(
+        frame.format,
+        Some(PixelFormat::Rgb48Le | PixelFormat::Rgba64Le | PixelFormat::RgbF32Le | PixelFormat::RgbaF32Le)
+    );
+    if !packable || width == 0 || height == 0 || frame.data.len() < width * height * bpp {
         return;
     }
     let stride = stride(frame.width);
@@ -74,9 +78,12 @@ pub fn pack(frame: &DecodedFrame, out: &mut Vec<u8>) {
         for (src_row, dst_row) in frame.data.chunks_exact(src_stride).zip(out.chunks_exact_mut(stride)) {
             // A constant pixel size lets the compiler drop bounds checks in the conversion loop.
             match bpp {
-                6 => row.convert::<6>(src_row),
-                _ => row.convert::<8>(src_row),
+                6 => row.load_u16::<6>(src_row),
+                8 => row.load_u16::<8>(src_row),
+                12 => row.load_f32::<12>(src_row),
+                _ => row.load_f32::<16>(src_row),
             }
+            row.derive();
             row.pack(dst_row);
         }
     });
@@ -109,15 +116,35 @@ impl RowScratch {
         self.width = width;
     }
 
-    /// Converts one row of interleaved 16-bit RGB(A); the padding repeats the last pixel.
-    fn convert<const BPP: usize>(&mut self, src: &[u8]) {
+    /// Deinterleaves one row of 16-bit RGB(A) into the planes.
+    fn load_u16<const BPP: usize>(&mut self, src: &[u8]) {
         let [r, g, b] = &mut self.rgb;
-        // Deinterleave to planes; the padding repeats the row's last pixel.
         for (((px, r), g), b) in src.chunks_exact(BPP).zip(r.iter_mut()).zip(g.iter_mut()).zip(b.iter_mut()) {
             *r = u16::from_le_bytes([px[0], px[1]]);
             *g = u16::from_le_bytes([px[2], px[3]]);
             *b = u16::from_le_bytes([px[4], px[5]]);
         }
+    }
+
+    /// Deinterleaves one row of f32 RGB(A), clamping linear values to 0..=1 as
+    /// 16-bit code values (no display transform: the cost, not the look, matters here).
+    fn load_f32<const BPP: usize>(&mut self, src: &[u8]) {
+        let to_u16 = |b: &[u8]| {
+            let v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            // NaN clamps to 0: `max` returns the non-NaN operand.
+            (v.max(0.0).min(1.0) * 65535.0 + 0.5) as u16
+        };
+        let [r, g, b] = &mut self.rgb;
+        for (((px, r), g), b) in src.chunks_exact(BPP).zip(r.iter_mut()).zip(g.iter_mut()).zip(b.iter_mut()) {
+            *r = to_u16(&px[0..4]);
+            *g = to_u16(&px[4..8]);
+            *b = to_u16(&px[8..12]);
+        }
+    }
+
+    /// Computes planar Y, Cb, Cr from the loaded planes; the padding repeats the last pixel.
+    fn derive(&mut self) {
+        let [r, g, b] = &mut self.rgb;
         if let Some(last) = self.width.checked_sub(1) {
             for plane in [&mut *r, &mut *g, &mut *b] {
                 let v = plane[last];
@@ -153,7 +180,6 @@ impl RowScratch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use playsim_core::PixelFormat;
 
     fn solid(width: u32, height: u32, rgb: [u16; 3]) -> DecodedFrame {
         let mut f = DecodedFrame::default();
@@ -218,6 +244,38 @@ mod tests {
                 assert_eq!((words[at.0] >> at.1) & 1023, luma(r, g, b), "pixel {x},{y}");
             }
         }
+    }
+
+    #[test]
+    fn float_frames_pack_like_the_same_16_bit_frame() {
+        let mut f16 = DecodedFrame::default();
+        f16.reset(50, 3, PixelFormat::Rgb48Le);
+        let mut f32_frame = DecodedFrame::default();
+        f32_frame.reset(50, 3, PixelFormat::RgbaF32Le);
+        for (i, (px16, px32)) in
+            f16.data.chunks_exact_mut(6).zip(f32_frame.data.chunks_exact_mut(16)).enumerate()
+        {
+            for c in 0..3 {
+                let v = ((i * 7919 + c * 104_729) % 65536) as u16;
+                px16[c * 2..c * 2 + 2].copy_from_slice(&v.to_le_bytes());
+                px32[c * 4..c * 4 + 4].copy_from_slice(&(f32::from(v) / 65535.0).to_le_bytes());
+            }
+            px32[12..16].copy_from_slice(&0.5f32.to_le_bytes());
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        pack(&f16, &mut a);
+        pack(&f32_frame, &mut b);
+        assert!(!a.is_empty());
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn frames_without_rgb_give_empty_output() {
+        let mut f = DecodedFrame::default();
+        f.reset(8, 8, PixelFormat::Samples32Le { channels: 1 });
+        let mut out = vec![1];
+        pack(&f, &mut out);
+        assert!(out.is_empty());
     }
 
     #[test]

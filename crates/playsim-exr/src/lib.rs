@@ -1,0 +1,156 @@
+//! OpenEXR decoding for playsim, with two backends that produce the same pixels.
+//!
+//! - [`Backend::OpenExr`]: the OpenEXR C++ library that Resolve, Flame and Nuke
+//!   use, through a small C++ shim that reads from playsim's buffer (so the
+//!   storage read stays playsim's, and is measured by the engine).
+//! - [`Backend::Exrs`]: the pure-Rust `exr` crate, for machines without the library.
+//!
+//! Canonical pixels: the data window, row by row; channels R, G, B, A (those that
+//! exist), or, with none of them, all channels in the file's (alphabetical) order;
+//! `--exr-layer NAME` picks the channels named `NAME.*`. Half and float samples
+//! become f32 little-endian, converted exactly; uint samples become u32 little-endian.
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
+mod channels;
+mod error;
+mod exrs;
+mod header;
+mod openexr;
+
+pub use channels::{select_channels, SelectedChannels, MAX_DECODED_BYTES, MAX_PIXELS};
+pub use error::{Error, ErrorKind};
+pub use header::{ChannelInfo, Compression, ExrInfo, SampleType};
+
+use std::fmt;
+use std::str::FromStr;
+
+use playsim_core::{DecodeError, DecodedFrame, Decoder};
+
+/// Which library decodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// The OpenEXR C++ library, through playsim's shim.
+    OpenExr,
+    /// The pure-Rust `exr` crate.
+    Exrs,
+}
+
+impl Backend {
+    /// The backends compiled into this build, the default first.
+    pub fn available() -> &'static [Backend] {
+        if openexr::AVAILABLE {
+            &[Backend::OpenExr, Backend::Exrs]
+        } else {
+            &[Backend::Exrs]
+        }
+    }
+
+    /// `openexr` when the library was found at build time, else `exrs`.
+    pub fn default_available() -> Backend {
+        Backend::available()[0]
+    }
+
+    /// The name used on the command line and in reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::OpenExr => "openexr",
+            Backend::Exrs => "exrs",
+        }
+    }
+
+    /// Whether this backend can decode `compression`.
+    pub fn supports(&self, compression: Compression) -> bool {
+        match self {
+            Backend::OpenExr => true,
+            Backend::Exrs => !matches!(compression, Compression::Dwaa | Compression::Dwab),
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Backend, String> {
+        let backend = match s.trim() {
+            "openexr" => Backend::OpenExr,
+            "exrs" => Backend::Exrs,
+            _ => return Err(format!("unknown EXR backend '{s}' (for example openexr or exrs)")),
+        };
+        if !Backend::available().contains(&backend) {
+            return Err(format!(
+                "the {backend} backend is not in this build: the OpenEXR library was not found when \
+                 playsim was built (install libopenexr-dev and rebuild, or use --exr-backend exrs)"
+            ));
+        }
+        Ok(backend)
+    }
+}
+
+/// How EXR frames are decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExrOptions {
+    /// The decoding library.
+    pub backend: Backend,
+    /// Threads used inside one frame (OpenEXR's per-file thread count, exrs'
+    /// parallel block decompression); 1 decodes a frame on the calling thread only.
+    pub codec_threads: u32,
+    /// The layer to decode (`NAME` picks channels `NAME.R`, `NAME.G`, ...); `None` for the default layer.
+    pub layer: Option<String>,
+}
+
+impl Default for ExrOptions {
+    fn default() -> Self {
+        ExrOptions { backend: Backend::default_available(), codec_threads: 1, layer: None }
+    }
+}
+
+/// Decodes EXR frames to canonical pixels with the chosen backend.
+#[derive(Clone, Debug, Default)]
+pub struct ExrDecoder {
+    options: ExrOptions,
+}
+
+impl ExrDecoder {
+    /// A decoder with `options`.
+    pub fn new(options: ExrOptions) -> ExrDecoder {
+        ExrDecoder { options }
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> &ExrOptions {
+        &self.options
+    }
+
+    /// Decodes `encoded` into `out`, returning the file's header summary.
+    pub fn decode_exr(&self, encoded: &[u8], out: &mut DecodedFrame) -> Result<ExrInfo, Error> {
+        match self.options.backend {
+            Backend::OpenExr => openexr::decode(encoded, &self.options, out),
+            Backend::Exrs => exrs::decode(encoded, &self.options, out),
+        }
+    }
+}
+
+impl Decoder for ExrDecoder {
+    fn name(&self) -> &'static str {
+        match self.options.backend {
+            Backend::OpenExr => "exr (openexr)",
+            Backend::Exrs => "exr (exrs)",
+        }
+    }
+
+    fn decode(&self, encoded: &[u8], out: &mut DecodedFrame) -> Result<(), DecodeError> {
+        self.decode_exr(encoded, out).map(drop).map_err(DecodeError::from)
+    }
+}
+
+/// The OpenEXR library's version, when the `openexr` backend is compiled in.
+pub fn openexr_version() -> Option<String> {
+    openexr::version()
+}
