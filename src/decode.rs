@@ -5,6 +5,7 @@ use std::path::Path;
 
 use md5::{Digest, Md5};
 use playsim_core::{DecodedFrame, FrameExtent};
+use playsim_media::DecodeOptions;
 
 use crate::Error;
 
@@ -23,11 +24,12 @@ pub struct DecodeSummary {
 /// with their file and frame, and the pass goes on.
 pub fn decode_md5(
     source: &Path,
+    options: &DecodeOptions,
     max_frames: Option<u64>,
     out: &mut dyn Write,
     errors: &mut dyn Write,
 ) -> Result<DecodeSummary, Error> {
-    let source = playsim_media::open_source(source).map_err(Error::Source)?;
+    let source = playsim_media::open_source_with(source, options).map_err(Error::Source)?;
     let decoder = source.decoder();
     let mut frame = DecodedFrame::default();
     let mut summary = DecodeSummary::default();

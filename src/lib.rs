@@ -30,9 +30,10 @@ pub use decode::{decode_md5, DecodeSummary};
 pub use play::{failed_report, prepare, PlayRequest};
 pub use playsim_core::{FramePreset, FrameRate, Pacing, ParseError};
 pub use playsim_engine::{EngineConfig, OutputStage, Simulation};
+pub use playsim_media::DecodeOptions;
 pub use playsim_report as report;
-pub use playsim_storage as storage;
 pub use {playsim_core as core, playsim_dpx as dpx, playsim_engine as engine, playsim_media as media};
+pub use {playsim_exr as exr, playsim_storage as storage};
 
 /// An error before a run could start: a source, storage or setting that cannot be used.
 #[derive(Debug)]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use playsim_core::{FrameExtent, Source, Storage};
 use playsim_engine::{EngineConfig, Simulation, StreamSpec};
+use playsim_media::DecodeOptions;
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
 use playsim_storage::{LocalOptions, LocalStorage};
 
@@ -23,6 +24,8 @@ pub struct PlayRequest {
     pub direct: bool,
     /// Drop the sequence's pages from the page cache before the run.
     pub cold: bool,
+    /// Decoder settings (EXR backend, threads inside a frame, layer).
+    pub decode: DecodeOptions,
 }
 
 impl PlayRequest {
@@ -34,19 +37,24 @@ impl PlayRequest {
             block_size: playsim_storage::DEFAULT_BLOCK_SIZE,
             direct: false,
             cold: false,
+            decode: DecodeOptions::default(),
         }
     }
 }
 
 /// Opens the source and storage and builds the simulation, ready to run.
 pub fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
-    let source = playsim_media::open_source(&request.source).map_err(Error::Source)?;
+    let source = playsim_media::open_source_with(&request.source, &request.decode).map_err(Error::Source)?;
     let storage = LocalStorage::new(LocalOptions { block_size: request.block_size, direct: request.direct })
         .map_err(Error::Storage)?;
     let cold = if request.cold { drop_cache(&storage, source.as_ref()) } else { ColdCache::default() };
     let dimensions = probe_dimensions(source.as_ref());
     let storage: Arc<dyn Storage> = Arc::new(storage);
-    Simulation::builder()
+    let mut builder = Simulation::builder();
+    if let Some(version) = playsim_exr::openexr_version() {
+        builder = builder.library("openexr", &version);
+    }
+    builder
         .config(request.engine.clone())
         .stream(StreamSpec { name: "stream 0".into(), source, storage, cold, dimensions })
         .build()

@@ -93,7 +93,7 @@ fn paced_run_with_many_damaged_frames() -> Result<()> {
         damage.apply(&frame_path(&seq, frame))?;
     }
     let json = tmp.path().join("r.json");
-    let done = run(playsim().arg("play").arg(&seq).args(["--fps", "100", "--quiet", "--json"]).arg(&json))?;
+    let done = run(playsim().arg("play").arg(&seq).args(["--fps", "25", "--quiet", "--json"]).arg(&json))?;
     done.ensure_code(0)?;
     let report = read_report(&json)?;
     let n_damaged = damaged.len() as u64;

@@ -246,7 +246,7 @@ fn json_report_of_a_clean_paced_run() -> Result<()> {
     let done = run(playsim()
         .arg("play")
         .arg(&seq)
-        .args(["--fps", "100", "--frames", "20", "--quiet", "--json"])
+        .args(["--fps", "25", "--frames", "20", "--quiet", "--json"])
         .arg(&json))?;
     done.ensure_code(0)?;
     let text = std::fs::read_to_string(&json)?;
@@ -261,7 +261,7 @@ fn json_report_of_a_clean_paced_run() -> Result<()> {
         report.status,
         report.error
     );
-    ensure!(report.settings.fps == "100", "settings.fps {:?}", report.settings.fps);
+    ensure!(report.settings.fps == "25", "settings.fps {:?}", report.settings.fps);
     ensure!(report.settings.frames == Some(n_frames), "settings.frames {:?}", report.settings.frames);
     ensure!(!report.environment.kernel.is_empty(), "environment.kernel is empty");
     ensure!(report.totals.presented == n_frames, "presented {}:\n{done}", report.totals.presented);
@@ -273,8 +273,8 @@ fn json_report_of_a_clean_paced_run() -> Result<()> {
         let i = i as u64;
         ensure!(record.frame_idx == i && record.frame_number == i, "record {i}: {record:?}");
         ensure!(
-            record.due_ns == stream.t0_ns + i * 10_000_000,
-            "record {i} due at {} ns, expected t0 {} + {i} × 10 ms",
+            record.due_ns == stream.t0_ns + i * 40_000_000,
+            "record {i} due at {} ns, expected t0 {} + {i} × 40 ms",
             record.due_ns,
             stream.t0_ns
         );

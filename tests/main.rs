@@ -3,5 +3,7 @@
 mod bad_input;
 mod cli;
 mod dpx_ffmpeg;
+mod exr_bad_input;
+mod exr_ffmpeg;
 mod fixtures;
 mod util;

@@ -21,6 +21,11 @@ pub const PACKAGES: &[Package] = &[
     },
     Package { name: "pkg-config", why: "-sys crates find native libraries (libav*, OpenEXR) through it" },
     Package { name: "build-essential", why: "cc/c++/make for crates that build C or C++ code" },
+    Package {
+        name: "libopenexr-dev",
+        why:
+            "the OpenEXR C++ library (3.1) behind playsim-exr's openexr backend and the bench's plain reader",
+    },
 ];
 
 /// Installs whichever of [`PACKAGES`] are missing; does nothing when all are present.

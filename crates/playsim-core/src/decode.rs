@@ -49,6 +49,11 @@ pub trait Decoder: Send + Sync + 'static {
     /// A short name for reports, e.g. "dpx".
     fn name(&self) -> &'static str;
 
+    /// The decoder and its settings for the report, e.g. "exr: openexr 3.1.5, 1 codec thread".
+    fn describe(&self) -> String {
+        self.name().to_owned()
+    }
+
     /// Decodes one encoded frame into `out`, reusing `out`'s allocation.
     fn decode(&self, encoded: &[u8], out: &mut DecodedFrame) -> Result<(), DecodeError>;
 }

@@ -49,6 +49,9 @@ pub struct EngineConfig {
     pub no_drop: bool,
     /// Check each decoded frame against the frame index in its pixels (synthetic media).
     pub verify: bool,
+    /// Threads inside one frame's decode, for codecs that can use them (recorded in the report;
+    /// the decoder is built with it).
+    pub codec_threads: u32,
 }
 
 impl Default for EngineConfig {
@@ -65,6 +68,7 @@ impl Default for EngineConfig {
             loop_playback: false,
             no_drop: false,
             verify: false,
+            codec_threads: 1,
         }
     }
 }
@@ -85,6 +89,9 @@ impl EngineConfig {
         }
         if self.decode_threads == 0 {
             return Err("--decode-threads must be at least 1 (for example --decode-threads 4)".into());
+        }
+        if self.codec_threads == 0 {
+            return Err("--codec-threads must be at least 1 (for example --codec-threads 2)".into());
         }
         if self.preroll > self.prefetch {
             return Err(format!(

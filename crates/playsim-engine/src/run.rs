@@ -260,6 +260,7 @@ pub fn report_settings(cfg: &EngineConfig) -> Settings {
         frames: cfg.frames,
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),
         verify: cfg.verify,
+        codec_threads: cfg.codec_threads,
         ..Settings::default()
     }
 }
@@ -305,13 +306,16 @@ fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> Stre
             }
         })
         .collect();
-    let (width, height) = spec.dimensions.unwrap_or((0, 0));
+    let decoded = st.decoded_geometry;
+    let (width, height) = spec.dimensions.or(decoded.map(|(w, h, _)| (w, h))).unwrap_or((0, 0));
     StreamReport {
         name: ctx.name.clone(),
         source: SourceReport {
             location: info.location,
             pattern: info.pattern,
             format: info.format,
+            decoder: ctx.source.decoder().describe(),
+            pixel_format: decoded.map(|(_, _, f)| f.to_owned()).unwrap_or_default(),
             width,
             height,
             first_frame: info.first_frame,

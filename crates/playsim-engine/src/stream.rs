@@ -179,6 +179,8 @@ pub(crate) struct StreamState {
     pub t0_ns: Option<u64>,
     pub end_ns: Option<u64>,
     pub frames_due: u64,
+    /// Width, height and pixel format of the first frame decoded.
+    pub decoded_geometry: Option<(u32, u32, &'static str)>,
 }
 
 impl StreamState {
@@ -473,6 +475,13 @@ impl StreamCtx {
             }
         }
         let DecodeJob { decoded, .. } = job;
+        {
+            let mut st = self.lock();
+            if st.decoded_geometry.is_none() {
+                let format = decoded.format.map_or("", |f| f.name());
+                st.decoded_geometry = Some((decoded.width, decoded.height, format));
+            }
+        }
         let t = u64::try_from(end.as_nanos()).unwrap_or(u64::MAX);
 
         // Output.

@@ -131,8 +131,8 @@ impl RowScratch {
     fn load_f32<const BPP: usize>(&mut self, src: &[u8]) {
         let to_u16 = |b: &[u8]| {
             let v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            // NaN clamps to 0: `max` returns the non-NaN operand.
-            (v.max(0.0).min(1.0) * 65535.0 + 0.5) as u16
+            // NaN stays NaN through clamp, and the saturating cast turns it into 0.
+            (v.clamp(0.0, 1.0) * 65535.0 + 0.5) as u16
         };
         let [r, g, b] = &mut self.rgb;
         for (((px, r), g), b) in src.chunks_exact(BPP).zip(r.iter_mut()).zip(g.iter_mut()).zip(b.iter_mut()) {

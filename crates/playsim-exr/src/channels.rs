@@ -85,7 +85,8 @@ pub fn select_channels(info: &ExrInfo, layer: Option<&str>) -> Result<SelectedCh
         _ => PixelFormat::Samples32Le { channels: n },
     };
     // Both fit: their product is at most MAX_PIXELS.
-    let (width, height) = (u32::try_from(width).unwrap_or(u32::MAX), u32::try_from(height).unwrap_or(u32::MAX));
+    let (width, height) =
+        (u32::try_from(width).unwrap_or(u32::MAX), u32::try_from(height).unwrap_or(u32::MAX));
     Ok(SelectedChannels { channels, format, width, height })
 }
 

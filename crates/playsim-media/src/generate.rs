@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use playsim_core::{DecodedFrame, FramePreset, MAX_DIMENSION};
-use playsim_dpx::{Endian, WriteOptions};
+use playsim_dpx::Endian;
+use playsim_exr::{Compression, SampleType};
 
-use crate::synthetic::render_frame;
+use crate::synthetic::{render_frame, render_frame_f32};
 use crate::Error;
 
 /// Digits of the frame number in generated file names.
@@ -24,6 +25,12 @@ pub enum GenerateFormat {
         /// Byte order.
         endian: Endian,
     },
+    /// Scanline OpenEXR files of half samples (see [`render_frame_f32`]),
+    /// written with the `exr` crate, one thread per file.
+    Exr {
+        /// The compression; DWAA and DWAB cannot be written.
+        compression: Compression,
+    },
 }
 
 impl GenerateFormat {
@@ -31,6 +38,7 @@ impl GenerateFormat {
     pub fn extension(&self) -> &'static str {
         match self {
             GenerateFormat::Dpx { .. } => "dpx",
+            GenerateFormat::Exr { .. } => "exr",
         }
     }
 }
@@ -103,7 +111,8 @@ pub struct GenerateSummary {
     pub mean_frame_bytes: u64,
 }
 
-/// Writes `opts.n_frames` synthetic frames (see [`render_frame`]) as a sequence.
+/// Writes `opts.n_frames` synthetic frames as a sequence: [`render_frame`]'s
+/// for DPX, [`render_frame_f32`]'s for EXR.
 ///
 /// Frame number `n` carries `n` as its index in the pixels. Frames are spread
 /// over `opts.threads` workers, each reusing its own frame and output buffer.
@@ -126,6 +135,19 @@ pub fn generate_sequence(
     }
     if opts.start_frame.checked_add(opts.n_frames - 1).is_none() {
         return Err(invalid(format!("frames {} + {} overflow", opts.start_frame, opts.n_frames)));
+    }
+    if let GenerateFormat::Exr { compression } = opts.format {
+        if !playsim_exr::write::can_write(compression) {
+            let writable: Vec<&str> = Compression::ALL
+                .into_iter()
+                .filter(|c| playsim_exr::write::can_write(*c))
+                .map(|c| c.name())
+                .collect();
+            return Err(invalid(format!(
+                "{compression} exr files cannot be written (playsim writes {})",
+                writable.join(", ")
+            )));
+        }
     }
     std::fs::create_dir_all(&opts.dir).map_err(|e| Error::io("create directory", &opts.dir, e))?;
 
@@ -209,12 +231,23 @@ fn write_frame(
     encoded: &mut Vec<u8>,
 ) -> Result<u64, Error> {
     let path = opts.path_for(number);
-    render_frame(width, height, number, opts.alpha, frame);
+    let encode_error = |message: String| Error::Encode { path: path.clone(), message };
     encoded.clear();
     match opts.format {
         GenerateFormat::Dpx { bit_depth, endian } => {
-            playsim_dpx::write_dpx(frame, &WriteOptions { bit_depth, endian }, encoded)
-                .map_err(|e| Error::Encode { path: path.clone(), message: e.to_string() })?;
+            render_frame(width, height, number, opts.alpha, frame);
+            playsim_dpx::write_dpx(frame, &playsim_dpx::WriteOptions { bit_depth, endian }, encoded)
+                .map_err(|e| encode_error(e.to_string()))?;
+        }
+        GenerateFormat::Exr { compression } => {
+            render_frame_f32(width, height, number, opts.alpha, frame);
+            // Each worker compresses its own file on its own thread: the
+            // workers already fill the cores, and a rayon pool on top would
+            // only contend with them.
+            let exr_opts =
+                playsim_exr::write::WriteOptions { compression, sample: SampleType::Half, parallel: false };
+            playsim_exr::write::write_exr(frame, &exr_opts, encoded)
+                .map_err(|e| encode_error(e.to_string()))?;
         }
     }
     std::fs::write(&path, &encoded[..]).map_err(|e| Error::io("write", &path, e))?;
@@ -226,7 +259,7 @@ fn write_frame(
 mod tests {
     use super::*;
     use crate::{open_source, read_frame_index, Sequence};
-    use playsim_core::FrameExtent;
+    use playsim_core::{FrameExtent, PixelFormat};
     use std::sync::atomic::AtomicU64;
 
     fn small(dir: &std::path::Path, n_frames: u64) -> GenerateOptions {
@@ -327,5 +360,107 @@ mod tests {
         assert!(summary.mean_frame_bytes >= 320 * 180 * 8, "{summary:?}");
         let bytes = std::fs::read(opts.path_for(99)).unwrap();
         assert_eq!(bytes.get(..4), Some(&b"XPDS"[..]));
+    }
+
+    fn exr(compression: Compression) -> GenerateFormat {
+        GenerateFormat::Exr { compression }
+    }
+
+    /// Decodes an EXR file with the `exr` crate into canonical pixels (R, G, B
+    /// and A when present, as f32), with the file's compression.
+    fn read_with_exr_crate(bytes: &[u8]) -> (exr::prelude::Compression, DecodedFrame) {
+        use exr::prelude::{read, FlatSamples, ReadChannels, ReadLayers};
+        let image = read()
+            .no_deep_data()
+            .largest_resolution_level()
+            .all_channels()
+            .first_valid_layer()
+            .all_attributes()
+            .from_buffered(std::io::Cursor::new(bytes))
+            .unwrap();
+        let layer = image.layer_data;
+        let planes: Vec<Vec<f32>> = ["R", "G", "B", "A"]
+            .iter()
+            .filter_map(|name| layer.channel_data.list.iter().find(|c| c.name.to_string() == *name))
+            .map(|c| match &c.sample_data {
+                FlatSamples::F16(v) => v.iter().map(|h| h.to_f32()).collect(),
+                other => panic!("channel {} is not half: {other:?}", c.name),
+            })
+            .collect();
+        let format = if planes.len() == 4 { PixelFormat::RgbaF32Le } else { PixelFormat::RgbF32Le };
+        let mut frame = DecodedFrame::default();
+        frame.reset(layer.size.0 as u32, layer.size.1 as u32, format);
+        for (i, sample) in frame.data.chunks_exact_mut(4).enumerate() {
+            sample.copy_from_slice(&planes[i % planes.len()][i / planes.len()].to_le_bytes());
+        }
+        (layer.encoding.compression, frame)
+    }
+
+    #[test]
+    fn writes_exr_that_reads_back_bit_exactly_with_its_indices() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("exr");
+        use exr::prelude::Compression as ExrCompression;
+        let cases = [
+            (true, Compression::Piz, ExrCompression::PIZ, 3),
+            (false, Compression::Zip, ExrCompression::ZIP16, 1),
+        ];
+        for (alpha, compression, exr_compression, n_frames) in cases {
+            let opts = GenerateOptions { format: exr(compression), alpha, ..small(&dir, n_frames) };
+            let summary = generate_sequence(&opts, |_| {}).unwrap();
+            assert_eq!(summary.pattern, dir.join("frame.%07d.exr"));
+            assert_eq!(opts.path_for(98), dir.join("frame.0000098.exr"));
+            // Grain keeps the files at roughly half of the raw half-float size.
+            let raw = 320 * 180 * if alpha { 8 } else { 6 };
+            assert!(summary.mean_frame_bytes > raw / 3 && summary.mean_frame_bytes < raw, "{summary:?}");
+            for number in 98..98 + n_frames {
+                let path = opts.path_for(number);
+                let (written, decoded) = read_with_exr_crate(&std::fs::read(&path).unwrap());
+                assert_eq!(written, exr_compression);
+                assert_eq!(read_frame_index(&decoded), Some(number), "{}", path.display());
+                let mut expected = DecodedFrame::default();
+                render_frame_f32(320, 180, number, alpha, &mut expected);
+                assert_eq!(decoded.format, expected.format);
+                assert!(decoded.data == expected.data, "{} does not round-trip", path.display());
+            }
+        }
+    }
+
+    // Needs playsim-exr's decoders: the exrs backend, and the openexr one where
+    // the OpenEXR library was found at build time.
+    #[test]
+    fn generated_exr_decodes_with_every_backend() {
+        use playsim_exr::{Backend, ExrDecoder, ExrOptions};
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = GenerateOptions { format: exr(Compression::Piz), alpha: true, ..small(tmp.path(), 2) };
+        generate_sequence(&opts, |_| {}).unwrap();
+        for &backend in Backend::available() {
+            let decoder = ExrDecoder::new(ExrOptions { backend, ..ExrOptions::default() });
+            let mut decoded = DecodedFrame::default();
+            for number in [98, 99] {
+                let path = opts.path_for(number);
+                let info = decoder.decode_exr(&std::fs::read(&path).unwrap(), &mut decoded).unwrap();
+                assert_eq!((info.compression, info.tiled), (Compression::Piz, false));
+                assert_eq!(read_frame_index(&decoded), Some(number), "{backend}: {}", path.display());
+                let mut expected = DecodedFrame::default();
+                render_frame_f32(320, 180, number, true, &mut expected);
+                assert!(decoded.data == expected.data, "{backend}: {} does not round-trip", path.display());
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_exr_compressions_it_cannot_write_before_writing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("out");
+        for compression in [Compression::Dwaa, Compression::Dwab] {
+            let err =
+                generate_sequence(&GenerateOptions { format: exr(compression), ..small(&dir, 1) }, |_| {})
+                    .unwrap_err();
+            assert!(matches!(err, Error::InvalidOptions { .. }), "{err}");
+            assert!(err.to_string().contains(compression.name()), "{err}");
+        }
+        assert!(!dir.exists());
+        assert_eq!(exr(Compression::Piz).extension(), "exr");
     }
 }

@@ -33,7 +33,9 @@ mod synthetic;
 
 pub use error::Error;
 pub use generate::{generate_sequence, GenerateFormat, GenerateOptions, GenerateSummary, GENERATED_PADDING};
-pub use registry::{format_for_extension, formats, open_source, Format};
+pub use registry::{format_for_extension, formats, open_source, open_source_with, DecodeOptions, Format};
 pub use sequence::{Sequence, MAX_FRAME_RANGE};
 pub use source::SequenceSource;
-pub use synthetic::{read_frame_index, render_frame, MIN_CODE_HEIGHT, MIN_CODE_WIDTH};
+pub use synthetic::{
+    read_frame_index, render_frame, render_frame_f32, GRAIN_F32, MIN_CODE_HEIGHT, MIN_CODE_WIDTH,
+};

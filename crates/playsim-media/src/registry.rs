@@ -7,6 +7,13 @@ use playsim_core::{Decoder, Source};
 
 use crate::{Error, Sequence, SequenceSource};
 
+/// How decoders are set up: the per-format options from the command line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// EXR backend, threads inside a frame, and layer.
+    pub exr: playsim_exr::ExrOptions,
+}
+
 /// A file format that sequences can be played in.
 #[derive(Clone, Copy, Debug)]
 pub struct Format {
@@ -15,11 +22,14 @@ pub struct Format {
     /// Lower-case file extensions, without the dot.
     pub extensions: &'static [&'static str],
     /// Makes the format's decoder.
-    pub decoder: fn() -> Arc<dyn Decoder>,
+    pub decoder: fn(&DecodeOptions) -> Arc<dyn Decoder>,
 }
 
 /// Every known format. Adding a format is one entry here.
-const FORMATS: &[Format] = &[Format { name: "dpx", extensions: &["dpx"], decoder: dpx_decoder }];
+const FORMATS: &[Format] = &[
+    Format { name: "dpx", extensions: &["dpx"], decoder: dpx_decoder },
+    Format { name: "exr", extensions: &["exr"], decoder: exr_decoder },
+];
 
 /// The known formats, in the order they are listed in messages.
 pub fn formats() -> &'static [Format] {
@@ -32,10 +42,15 @@ pub fn format_for_extension(extension: &str) -> Option<&'static Format> {
 }
 
 /// Discovers the sequence at `location` (see [`Sequence::discover`]) and
-/// opens it with the decoder for its file extension.
+/// opens it with the decoder for its file extension, with default options.
 ///
 /// Refuses a format with no decoder, listing the known ones.
 pub fn open_source(location: &Path) -> Result<Arc<dyn Source>, Error> {
+    open_source_with(location, &DecodeOptions::default())
+}
+
+/// [`open_source`] with decoder options.
+pub fn open_source_with(location: &Path, options: &DecodeOptions) -> Result<Arc<dyn Source>, Error> {
     let sequence = Sequence::discover(location)?;
     let extension = sequence.extension().unwrap_or("none");
     let Some(format) = format_for_extension(extension) else {
@@ -45,11 +60,15 @@ pub fn open_source(location: &Path) -> Result<Arc<dyn Source>, Error> {
             known: FORMATS.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
         });
     };
-    Ok(Arc::new(SequenceSource::new(sequence, (format.decoder)())))
+    Ok(Arc::new(SequenceSource::new(sequence, (format.decoder)(options))))
 }
 
-fn dpx_decoder() -> Arc<dyn Decoder> {
+fn dpx_decoder(_: &DecodeOptions) -> Arc<dyn Decoder> {
     Arc::new(playsim_dpx::DpxDecoder)
+}
+
+fn exr_decoder(options: &DecodeOptions) -> Arc<dyn Decoder> {
+    Arc::new(playsim_exr::ExrDecoder::new(options.exr.clone()))
 }
 
 #[cfg(test)]
@@ -93,7 +112,7 @@ mod tests {
                 assert_eq!(format_for_extension(ext).map(|f| f.name), Some(format.name));
                 assert_eq!(*ext, ext.to_ascii_lowercase());
             }
-            assert_eq!((format.decoder)().name(), format.name);
+            assert_eq!((format.decoder)(&DecodeOptions::default()).name(), format.name);
         }
     }
 }

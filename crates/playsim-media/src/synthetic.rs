@@ -7,6 +7,14 @@
 //! replication (`v << 6 | v >> 4`), so a 10-bit DPX round trip is bit-exact;
 //! the blocks are pure black and white, so the index survives 8-bit
 //! quantisation too.
+//!
+//! [`render_frame_f32`] paints the same kind of picture as scene-linear float
+//! for EXR: the same moving box and bar, the gradients raised to the fourth
+//! power (so most of the frame is dark, as linear light is), film grain of a
+//! few percent, and the same code row in 0.0 and 1.0. Every value is exactly
+//! representable in half, so a half EXR round trip is bit-exact.
+
+use std::ops::Range;
 
 use playsim_core::{DecodedFrame, PixelFormat, MAX_DIMENSION};
 
@@ -37,13 +45,53 @@ pub fn render_frame(width: u32, height: u32, frame_index: u64, alpha: bool, out:
     }
 }
 
-/// The frame index written by [`render_frame`], or `None` when the frame
-/// does not carry one (not synthetic, too small, or damaged).
+/// Fills `out` with synthetic frame `frame_index` as scene-linear float:
+/// `rgbf32le`, or `rgbaf32le` with a constant 1.0 alpha when `alpha` is set.
+/// The same arguments always give the same pixels.
+///
+/// Values lie in 0..=1 and are all exactly representable as half floats (so a
+/// half EXR holds them bit-exactly). The picture is [`render_frame`]'s, in
+/// linear light (mostly dark), with film grain: per-pixel, per-channel noise
+/// within ±[`GRAIN_F32`]. That keeps a PIZ-compressed half RGBA frame at about
+/// 57% of its raw size (91 MB of 159 MB at 6144×3240), as noisy camera or
+/// scanned footage is. The index code is the same, in 0.0 and 1.0, and
+/// [`read_frame_index`] reads it.
+pub fn render_frame_f32(width: u32, height: u32, frame_index: u64, alpha: bool, out: &mut DecodedFrame) {
+    let (width, height) = (width.min(MAX_DIMENSION), height.min(MAX_DIMENSION));
+    if alpha {
+        out.reset(width, height, PixelFormat::RgbaF32Le);
+        fill_f32::<4>(width, height, frame_index, &mut out.data);
+    } else {
+        out.reset(width, height, PixelFormat::RgbF32Le);
+        fill_f32::<3>(width, height, frame_index, &mut out.data);
+    }
+    if let Some(block) = code_block(width, height) {
+        draw_code_f32(out, block, frame_index);
+    }
+}
+
+/// The largest film grain in [`render_frame_f32`]'s frames: the noise added to
+/// each sample is triangular in ±`GRAIN_F32` (and folded back above 0).
+///
+/// Tuned so that PIZ compresses a 6K half RGBA frame to about 91 MB: a larger
+/// grain adds little (doubling it adds about 3 bits a pixel), a smaller one
+/// takes the size below that of real footage.
+pub const GRAIN_F32: f32 = 0.04;
+
+/// The frame index written by [`render_frame`] or [`render_frame_f32`], or
+/// `None` when the frame does not carry one (not synthetic, too small, damaged,
+/// or in a pixel format other than 16-bit or float RGB(A)).
 pub fn read_frame_index(frame: &DecodedFrame) -> Option<u64> {
-    let channels = frame.format?.channels();
+    let format = frame.format?;
+    let float = match format {
+        PixelFormat::Rgb48Le | PixelFormat::Rgba64Le => false,
+        PixelFormat::RgbF32Le | PixelFormat::RgbaF32Le => true,
+        _ => return None,
+    };
+    let (channels, sample_bytes) = (format.channels(), format.bytes_per_sample());
     let block = code_block(frame.width, frame.height)?;
     let (block, width) = (block as usize, frame.width as usize);
-    let stride = width.checked_mul(channels * 2)?;
+    let stride = width.checked_mul(channels * sample_bytes)?;
     let strip = frame.data.get(..stride.checked_mul(block)?)?;
     let mut bits: u128 = 0;
     for i in 0..CODE_BLOCKS as usize {
@@ -51,8 +99,9 @@ pub fn read_frame_index(frame: &DecodedFrame) -> Option<u64> {
         // Three points along the block's diagonal, away from its edges, must agree.
         let mut bit = None;
         for (dx, dy) in [(block / 4, block / 4), (block / 2, block / 2), (block * 3 / 4, block * 3 / 4)] {
-            let offset = dy * stride + (x0 + dx) * channels * 2;
-            let sample = classify(strip.get(offset..offset + 6)?)?;
+            let offset = dy * stride + (x0 + dx) * channels * sample_bytes;
+            let rgb = strip.get(offset..offset + 3 * sample_bytes)?;
+            let sample = if float { classify_f32(rgb)? } else { classify(rgb)? };
             if bit.is_some_and(|b| b != sample) {
                 return None;
             }
@@ -109,6 +158,28 @@ fn classify(rgb: &[u8]) -> Option<u8> {
     class
 }
 
+/// 1 for white, 0 for black, `None` for anything else, among f32 samples:
+/// black is below 0.25, white above 0.75, as for 16-bit samples.
+fn classify_f32(rgb: &[u8]) -> Option<u8> {
+    let mut class = None;
+    for channel in rgb.chunks_exact(4) {
+        let value = f32::from_le_bytes(channel.try_into().ok()?);
+        let c = if value < 0.25 {
+            0
+        } else if value > 0.75 {
+            1
+        } else {
+            // Grey, or NaN.
+            return None;
+        };
+        if class.is_some_and(|k| k != c) {
+            return None;
+        }
+        class = Some(c);
+    }
+    class
+}
+
 /// Widens a 10-bit value to 16 bits by bit replication.
 #[inline(always)]
 fn widen(v10: u32) -> [u8; 2] {
@@ -138,12 +209,7 @@ fn fill<const CH: usize>(width: u32, height: u32, frame_index: u64, data: &mut [
     if w == 0 || h == 0 {
         return;
     }
-    let (box_w, box_h) = ((w / 6).max(1), (h / 6).max(1));
-    let box_x = frame_index.wrapping_mul((w / 97).max(1)) % (w - box_w + 1);
-    let box_y = frame_index.wrapping_mul((h / 53).max(1)) % (h - box_h + 1);
-    let bar_w = (w / 64).max(1);
-    let bar_x = frame_index.wrapping_mul((w / 131).max(1)) % w;
-    let bar = bar_x..(bar_x + bar_w).min(w);
+    let Shapes { box_x, box_y, bar } = Shapes::new(w, h, frame_index);
     let seed = splitmix64(frame_index);
     let mut painter = Painter {
         // The red gradient advances in 16.16 fixed point so the inner loop has no division.
@@ -154,7 +220,7 @@ fn fill<const CH: usize>(width: u32, height: u32, frame_index: u64, data: &mut [
     for (y, row) in (0..h).zip(data.chunks_exact_mut(width as usize * CH * 2)) {
         painter.green = (y * u64::from(BASE_MAX) / (h - 1).max(1)) as u32;
         painter.row_state = seed ^ y.wrapping_mul(0xd1b5_4a32_d192_ed03);
-        let the_box = if (box_y..box_y + box_h).contains(&y) { box_x..box_x + box_w } else { 0..0 };
+        let the_box = if box_y.contains(&y) { box_x.clone() } else { 0..0 };
         // Cut the row where the box and the bar start and end, so that each span is
         // painted by a loop with no per-pixel test of what it is in.
         let mut cuts = [0, w, the_box.start, the_box.end, bar.start, bar.end];
@@ -169,6 +235,32 @@ fn fill<const CH: usize>(width: u32, height: u32, frame_index: u64, data: &mut [
             } else {
                 painter.paint::<CH, PLAIN>(span, x0);
             }
+        }
+    }
+}
+
+/// Where the moving box and bar are in a frame, in pixels.
+struct Shapes {
+    /// The box's columns.
+    box_x: Range<u64>,
+    /// The box's rows.
+    box_y: Range<u64>,
+    /// The bar's columns (it spans every row).
+    bar: Range<u64>,
+}
+
+impl Shapes {
+    /// The shapes of frame `frame_index` of a `w`×`h` frame (both at least 1).
+    fn new(w: u64, h: u64, frame_index: u64) -> Shapes {
+        let (box_w, box_h) = ((w / 6).max(1), (h / 6).max(1));
+        let box_x = frame_index.wrapping_mul((w / 97).max(1)) % (w - box_w + 1);
+        let box_y = frame_index.wrapping_mul((h / 53).max(1)) % (h - box_h + 1);
+        let bar_w = (w / 64).max(1);
+        let bar_x = frame_index.wrapping_mul((w / 131).max(1)) % w;
+        Shapes {
+            box_x: box_x..box_x + box_w,
+            box_y: box_y..box_y + box_h,
+            bar: bar_x..(bar_x + bar_w).min(w),
         }
     }
 }
@@ -231,6 +323,98 @@ fn draw_code(out: &mut DecodedFrame, block: u32, frame_index: u64) {
             let value = if bit == 1 { white } else { black };
             for px in cell.chunks_exact_mut(2) {
                 px.copy_from_slice(&value);
+            }
+        }
+    }
+}
+
+/// The float picture's darkest value before grain.
+const FLOOR_F32: f32 = 0.001;
+
+/// The float picture's brightest value before grain: mid grey (0.18) is three quarters of the way up.
+const CEIL_F32: f32 = 0.5;
+
+/// The smallest positive normal half, 2^-14: below it half has less precision,
+/// so samples are kept at or above it (or at exactly 0) to stay half-exact.
+const HALF_MIN_POSITIVE_NORMAL: f32 = 6.103_515_6e-5;
+
+/// Salted into the float frames' noise seed, so they do not share the 16-bit frames' grain.
+const F32_SEED: u64 = 0x00f3_2f32_f32f_32f3;
+
+/// Paints [`render_frame_f32`]'s picture for `CH` channels (alpha is 1.0).
+fn fill_f32<const CH: usize>(width: u32, height: u32, frame_index: u64, data: &mut [u8]) {
+    let (w, h) = (u64::from(width), u64::from(height));
+    if w == 0 || h == 0 {
+        return;
+    }
+    let Shapes { box_x, box_y, bar } = Shapes::new(w, h, frame_index);
+    let seed = splitmix64(frame_index ^ F32_SEED);
+    let (x_scale, y_scale) = (1.0 / (w - 1).max(1) as f32, 1.0 / (h - 1).max(1) as f32);
+    // The fourth power of the gradients puts most of the picture in the darks,
+    // as in real scene-linear footage. That is where half has most of its
+    // precision, so there the grain spans many half values and costs PIZ many
+    // bits, as the noise of real footage does.
+    let linear = |v: f32| FLOOR_F32 + (CEIL_F32 - FLOOR_F32) * (v * v) * (v * v);
+    let grey = linear(0.8);
+    let grain_step = GRAIN_F32 / 1023.0;
+    for (y, row) in (0..h).zip(data.chunks_exact_mut(width as usize * CH * 4)) {
+        let gy = y as f32 * y_scale;
+        let the_box = if box_y.contains(&y) { box_x.clone() } else { 0..0 };
+        let mut state = seed ^ y.wrapping_mul(0xd1b5_4a32_d192_ed03);
+        for (x, px) in (0..w).zip(row.chunks_exact_mut(CH * 4)) {
+            state = state.wrapping_add(NOISE_STEP);
+            let noise = wyrand_mix(state);
+            let rx = x as f32 * x_scale;
+            let rgb = if bar.contains(&x) {
+                [grey; 3]
+            } else if the_box.contains(&x) {
+                [linear(1.0 - rx), linear(1.0 - gy), linear((1.0 - rx + gy) / 4.0 + 0.25)]
+            } else {
+                [linear(rx), linear(gy), linear((1.0 - rx + gy) / 2.0)]
+            };
+            let mut samples = [1.0f32; 4];
+            for (c, (sample, base)) in samples.iter_mut().zip(rgb).enumerate() {
+                // Triangular grain: the sum of two 10-bit uniforms, centred.
+                let bits = noise >> (20 * c);
+                let grain = ((bits & 0x3ff) + (bits >> 10 & 0x3ff)) as f32 - 1023.0;
+                // Grain that would go below 0 is folded back up rather than
+                // clipped, so the darks stay as noisy as the rest.
+                let v = (base + grain * grain_step).abs();
+                *sample = half_exact(v.clamp(HALF_MIN_POSITIVE_NORMAL, 1.0));
+            }
+            for (bytes, sample) in px.chunks_exact_mut(4).zip(samples) {
+                bytes.copy_from_slice(&sample.to_le_bytes());
+            }
+        }
+    }
+}
+
+/// The half-precision value nearest to `v` (ties to even), as f32.
+///
+/// Exact for 0 and for `v` in half's normal range, 2^-14..=65504, where a half
+/// is an f32 with 13 fewer mantissa bits: rounding those bits off gives the
+/// same number as `half::f16::from_f32(v).to_f32()`, without a conversion.
+#[inline(always)]
+fn half_exact(v: f32) -> f32 {
+    let bits = v.to_bits();
+    f32::from_bits((bits + 0x0fff + (bits >> 13 & 1)) & !0x1fff)
+}
+
+/// Paints the code row of a float frame: R, G and B are 0.0 or 1.0; alpha is left as it is.
+fn draw_code_f32(out: &mut DecodedFrame, block: u32, frame_index: u64) {
+    let Some(format) = out.format else { return };
+    let (channels, bpp) = (format.channels(), format.bytes_per_pixel());
+    let (block, stride) = (block as usize, out.width as usize * bpp);
+    let bits =
+        u128::from(CODE_MARKER) << 72 | u128::from(frame_index) << 8 | u128::from(checksum(frame_index));
+    for row in out.data.chunks_exact_mut(stride).take(block) {
+        for (i, cell) in row.chunks_exact_mut(block * bpp).take(CODE_BLOCKS as usize).enumerate() {
+            let bit = bits >> (CODE_BLOCKS as usize - 1 - i) & 1;
+            let value = if bit == 1 { 1.0f32 } else { 0.0 }.to_le_bytes();
+            for px in cell.chunks_exact_mut(bpp) {
+                for sample in px.chunks_exact_mut(4).take(channels.min(3)) {
+                    sample.copy_from_slice(&value);
+                }
             }
         }
     }
@@ -346,6 +530,102 @@ mod tests {
             let ratio = compressed.len() as f64 / f.data.len() as f64;
             assert!(ratio > 0.5, "alpha={alpha}: deflate to {ratio:.2} of the raw size");
         }
+    }
+
+    fn frame_f32(width: u32, height: u32, index: u64, alpha: bool) -> DecodedFrame {
+        let mut out = DecodedFrame::default();
+        render_frame_f32(width, height, index, alpha, &mut out);
+        out
+    }
+
+    fn samples_f32(f: &DecodedFrame) -> impl Iterator<Item = f32> + '_ {
+        f.data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+    }
+
+    #[test]
+    fn f32_index_round_trips_at_many_sizes() {
+        let indices = [0, 86_399, 1 << 32, u64::MAX];
+        // Short frames: the code only needs the top rows, and the float painter is slow in debug builds.
+        for (width, height) in [(160, 2), (161, 9), (999, 17), (4096, 52)] {
+            for alpha in [false, true] {
+                for index in indices {
+                    let f = frame_f32(width, height, index, alpha);
+                    let format = if alpha { PixelFormat::RgbaF32Le } else { PixelFormat::RgbF32Le };
+                    assert_eq!(f.format, Some(format));
+                    assert_eq!(f.data.len(), width as usize * height as usize * format.bytes_per_pixel());
+                    assert_eq!(
+                        read_frame_index(&f),
+                        Some(index),
+                        "{width}x{height} alpha={alpha} index={index}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn f32_samples_are_half_exact_in_0_to_1_with_opaque_alpha() {
+        for alpha in [false, true] {
+            let f = frame_f32(640, 360, 77, alpha);
+            let channels = if alpha { 4 } else { 3 };
+            for (i, v) in samples_f32(&f).enumerate() {
+                assert_eq!(v.to_bits(), half::f16::from_f32(v).to_f32().to_bits(), "sample {i}: {v}");
+                assert!((0.0..=1.0).contains(&v), "sample {i}: {v}");
+                if i % channels == 3 {
+                    assert_eq!(v, 1.0, "alpha of pixel {}", i / 4);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn half_exact_rounds_as_half_does() {
+        // Every positive normal half up to 2, the points halfway between
+        // neighbours (ties go to even), and values just either side of them.
+        for bits in 0x0400u16..=0x4000 {
+            let h = half::f16::from_bits(bits).to_f32();
+            let next = half::f16::from_bits(bits + 1).to_f32();
+            let mid = (h + next) / 2.0;
+            for v in [h, mid, f32::from_bits(mid.to_bits() - 1), f32::from_bits(mid.to_bits() + 1)] {
+                assert_eq!(half_exact(v), half::f16::from_f32(v).to_f32(), "{v:e}");
+            }
+        }
+        assert_eq!(half_exact(0.0), 0.0);
+    }
+
+    #[test]
+    fn f32_frames_have_grain_and_move() {
+        let a = frame_f32(320, 180, 10, false);
+        assert_eq!(a.data, frame_f32(320, 180, 10, false).data);
+        let b = frame_f32(320, 180, 11, false);
+        assert_ne!(a.data, b.data);
+        // Neighbouring samples of the same channel differ by grain of up to
+        // twice GRAIN_F32, more than the gradient moves in a pixel.
+        let row: Vec<f32> = samples_f32(&a).skip(100 * 320 * 3).take(320 * 3).step_by(3).collect();
+        let steps: Vec<f32> = row.windows(2).map(|p| (p[1] - p[0]).abs()).collect();
+        let mean = steps.iter().sum::<f32>() / steps.len() as f32;
+        assert!(mean > GRAIN_F32 / 4.0 && mean < GRAIN_F32 * 2.0, "mean step {mean}");
+        // Mostly dark, as linear light is.
+        let dark = samples_f32(&a).filter(|v| *v < 0.18).count();
+        assert!(dark * 2 > a.data.len() / 4, "{dark} samples below 0.18");
+    }
+
+    #[test]
+    fn f32_frames_that_are_not_synthetic_have_no_index() {
+        let mut f = frame_f32(320, 200, 7, true);
+        for fill in [0.0f32, 1.0, 0.5, f32::NAN] {
+            for b in f.data.chunks_exact_mut(4) {
+                b.copy_from_slice(&fill.to_le_bytes());
+            }
+            assert_eq!(read_frame_index(&f), None, "{fill}");
+        }
+        // The same bytes read as another layout carry no code either.
+        let mut f = frame_f32(320, 200, 7, false);
+        f.format = Some(PixelFormat::Samples32Le { channels: 3 });
+        assert_eq!(read_frame_index(&f), None);
+        let mut f = frame_f32(320, 200, 7, false);
+        f.data.truncate(1000);
+        assert_eq!(read_frame_index(&f), None);
     }
 
     #[test]

@@ -98,6 +98,8 @@ pub struct Settings {
     pub max_drops: Option<u64>,
     /// Decoded frames checked against the frame index in their pixels.
     pub verify: bool,
+    /// Threads used inside one frame's decode (`--codec-threads`).
+    pub codec_threads: u32,
 }
 
 /// Dropped frames by cause.
@@ -258,6 +260,10 @@ pub struct SourceReport {
     pub pattern: String,
     /// The format, e.g. "dpx".
     pub format: String,
+    /// The decoder and its settings, e.g. "exr: openexr 3.1.5, 1 codec thread".
+    pub decoder: String,
+    /// The canonical pixel format of the decoded frames, e.g. "rgbaf32le" (empty if none decoded).
+    pub pixel_format: String,
     /// Frame size, when known.
     pub width: u32,
     /// Frame size, when known.

@@ -93,6 +93,14 @@ fn sources(r: &Report, out: &mut Vec<String>) {
             n => media.push_str(&format!(", {n} gaps)")),
         }
         out.push(line("media", &media));
+        // The decoder line only when it says more than the format's name (a backend, threads).
+        if !s.source.decoder.is_empty() && s.source.decoder != s.source.format {
+            let mut decoder = format!("{}{}", tag(s), s.source.decoder);
+            if !s.source.pixel_format.is_empty() {
+                decoder.push_str(&format!(", to {}", s.source.pixel_format));
+            }
+            out.push(line("decoder", &decoder));
+        }
     }
     for s in &r.streams {
         let st = &s.storage;

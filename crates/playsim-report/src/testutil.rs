@@ -27,6 +27,8 @@ pub fn sample_report() -> Report {
             location: "/mnt/nfs/shot".into(),
             pattern: "shot.%07d.dpx".into(),
             format: "dpx".into(),
+            decoder: "dpx".into(),
+            pixel_format: "rgb48le".into(),
             width: 4096,
             height: 2160,
             first_frame: 1001,
@@ -126,6 +128,7 @@ pub fn sample_report() -> Report {
             duration_s: None,
             max_drops: Some(10),
             verify: false,
+            codec_threads: 1,
         },
         totals: Totals {
             frames_due: 240,
