@@ -12,7 +12,6 @@
 //!
 //! Compiled in when `build.rs` found OpenEXR >= 3.0 with pkg-config
 //! (`cfg(playsim_openexr)`); otherwise every decode is refused as unsupported.
-#![allow(unsafe_code)]
 
 use playsim_core::DecodedFrame;
 
