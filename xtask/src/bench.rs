@@ -429,8 +429,15 @@ mod tests {
         };
         let md = render_markdown(&report);
         assert!(
-            md.contains("| r | 20.00 ms/frame | 25.00 ms/frame (a) | 1.25× | ≥ 2.0× BELOW TARGET |"),
+            md.contains("| r | 20.00 ms/frame | 25.00 ms/frame (a) | 1.25× | ≥ 2.0× OFF TARGET |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn a_fidelity_band_passes_only_inside_it() {
+        assert!(BenchRow::time("r", "ms", 100.0, "a", 105.0).within(0.9, 1.1).pass);
+        assert!(!BenchRow::time("r", "ms", 100.0, "a", 120.0).within(0.9, 1.1).pass);
+        assert!(!BenchRow::time("r", "ms", 100.0, "a", 80.0).within(0.9, 1.1).pass);
     }
 }

@@ -35,6 +35,8 @@ pub struct Sequence {
     frames: Vec<u64>,
     first: u64,
     last: u64,
+    /// A single file whose name has no frame number: frame 0 is the file itself.
+    still: bool,
 }
 
 impl Sequence {
@@ -47,7 +49,9 @@ impl Sequence {
     /// - a pattern: `shot.%07d.dpx`, `shot.%d.dpx`, `shot.####.dpx` (N `#` are
     ///   N digits, but a single `#` is 4 digits as in RV) or `shot.@@@.dpx`
     ///   (one digit per `@`);
-    /// - one file of a sequence, `shot.0000012.dpx`: the sequence it belongs to.
+    /// - one file of a sequence, `shot.0000012.dpx`: the sequence it belongs to;
+    /// - one file with no frame number in its name, `still.exr`: a one-frame
+    ///   sequence, frame 0.
     ///
     /// Names that are not valid UTF-8 are ignored.
     pub fn discover(location: &Path) -> Result<Sequence, Error> {
@@ -86,7 +90,7 @@ impl Sequence {
 
     /// The extension of the frames' names, without the dot, as on disk (`dpx`).
     pub fn extension(&self) -> Option<&str> {
-        extension_of(&self.suffix)
+        extension_of(if self.still { &self.prefix } else { &self.suffix })
     }
 
     /// Minimum digits of a frame number; 0 when unpadded (`%d`).
@@ -96,6 +100,9 @@ impl Sequence {
 
     /// The printf-style file name pattern, e.g. `shot.%07d.dpx` or `shot.%d.dpx`.
     pub fn pattern(&self) -> String {
+        if self.still {
+            return self.prefix.clone();
+        }
         let number = if self.padding > 1 { format!("%0{}d", self.padding) } else { "%d".to_owned() };
         format!("{}{number}{}", self.prefix.replace('%', "%%"), self.suffix.replace('%', "%%"))
     }
@@ -143,6 +150,9 @@ impl Sequence {
 
     /// The path that frame number `frame` has, or would have.
     pub fn path_for(&self, frame: u64) -> PathBuf {
+        if self.still {
+            return self.dir.join(&self.prefix);
+        }
         self.dir.join(file_name(&self.prefix, self.padding, frame, &self.suffix))
     }
 }
@@ -329,7 +339,20 @@ fn discover_from_file(file: &Path) -> Result<Sequence, Error> {
         detail: " (the file name has no frame number)".to_owned(),
     };
     let name = file.file_name().and_then(|n| n.to_str()).ok_or_else(no_number)?;
-    let split = split_numbered(name).ok_or_else(no_number)?;
+    let Some(split) = split_numbered(name) else {
+        // A lone file with no frame number, such as a still: a sequence of one frame.
+        return Ok(Sequence {
+            location: file.to_owned(),
+            dir: file.parent().unwrap_or(Path::new("")).to_owned(),
+            prefix: name.to_owned(),
+            suffix: String::new(),
+            padding: 0,
+            frames: vec![0],
+            first: 0,
+            last: 0,
+            still: true,
+        });
+    };
     let number = split.number().ok_or_else(|| Error::Limit {
         path: file.to_owned(),
         reason: format!("frame number {} has more than {MAX_DIGITS} digits or is too large", split.digits),
@@ -386,8 +409,17 @@ fn finish(location: &Path, dir: PathBuf, chosen: Candidate) -> Result<Sequence, 
     let (Some(&first), Some(&last)) = (frames.first(), frames.last()) else {
         return Err(Error::NoNumberedFiles { path: location.to_owned(), detail: String::new() });
     };
-    let sequence =
-        Sequence { location: location.to_owned(), dir, prefix, suffix, padding, frames, first, last };
+    let sequence = Sequence {
+        location: location.to_owned(),
+        dir,
+        prefix,
+        suffix,
+        padding,
+        frames,
+        first,
+        last,
+        still: false,
+    };
     if last - first >= MAX_FRAME_RANGE {
         return Err(Error::Limit {
             path: sequence.pattern_path(),
@@ -697,8 +729,11 @@ mod tests {
         let err = Sequence::discover(&plain).unwrap_err();
         assert!(matches!(err, Error::NoNumberedFiles { .. }), "{err}");
         assert!(err.to_string().contains(&*plain.to_string_lossy()), "{err}");
-        let err = Sequence::discover(&plain.join("readme.txt")).unwrap_err();
-        assert!(matches!(err, Error::NoNumberedFiles { .. }), "{err}");
+        // A lone file with no frame number is a one-frame sequence.
+        let still = Sequence::discover(&plain.join("readme.txt")).unwrap();
+        assert_eq!((still.first_frame(), still.last_frame(), still.n_frames()), (0, 0, 1));
+        assert_eq!(still.path_for(0), plain.join("readme.txt"));
+        assert_eq!((still.pattern().as_str(), still.extension()), ("readme.txt", Some("txt")));
         let err = Sequence::discover(&plain.join("x.%04d.dpx")).unwrap_err();
         assert!(matches!(err, Error::NoNumberedFiles { .. }), "{err}");
 
