@@ -1,7 +1,7 @@
 //! The `playsim` command line end to end: refusals, exit codes, Ctrl-C, --verify, reports, generate, decode.
 
 use std::fs::File;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
@@ -124,9 +124,9 @@ fn ctrl_c_writes_a_partial_report() -> Result<()> {
         .spawn()?;
     let mut child = KillOnDrop(child);
     std::thread::sleep(Duration::from_millis(1500));
-    let pid = child.0.id().to_string();
-    let kill = Command::new("kill").args(["-INT", &pid]).status().context("cannot run kill")?;
-    ensure!(kill.success(), "kill -INT {pid} failed: {kill}");
+    let pid =
+        i32::try_from(child.0.id()).ok().and_then(rustix::process::Pid::from_raw).context("child pid")?;
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).context("sending SIGINT")?;
     let status = child.wait_for(Duration::from_secs(20))?;
     let done = Run {
         code: status.code(),
