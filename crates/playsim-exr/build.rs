@@ -28,6 +28,11 @@ fn main() {
     {
         Ok(library) => library,
         Err(e) => {
+            // Re-probe when a library appears later (`cargo xtask deps` installs it after a
+            // first build): cargo re-runs this script when a watched directory changes.
+            for dir in pkg_config_search_path() {
+                println!("cargo:rerun-if-changed={dir}");
+            }
             let why = reason(&e);
             println!(
                 "cargo:warning=the openexr backend is disabled: OpenEXR >= {MIN_VERSION} was not found with \
@@ -72,4 +77,22 @@ fn reason(e: &pkg_config::Error) -> String {
         _ => lines.next(),
     };
     line.unwrap_or("pkg-config failed").to_owned()
+}
+
+/// The directories pkg-config searches for `.pc` files, those that exist.
+fn pkg_config_search_path() -> Vec<String> {
+    let from_tool = std::process::Command::new("pkg-config")
+        .args(["--variable", "pc_path", "pkg-config"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let from_env = std::env::var("PKG_CONFIG_PATH").unwrap_or_default();
+    from_env
+        .split(':')
+        .chain(from_tool.split(':'))
+        .filter(|d| !d.is_empty() && std::path::Path::new(d).is_dir())
+        .map(str::to_owned)
+        .collect()
 }
