@@ -37,8 +37,13 @@ enum Command {
 
 #[derive(Args)]
 struct PlayArgs {
-    /// A directory, a pattern (shot.%07d.dpx, shot.####.dpx) or one file of the sequence.
-    source: PathBuf,
+    /// Directories, patterns (shot.%07d.dpx, shot.####.dpx) or files of sequences; several
+    /// play together on one clock, like multicam or several clients.
+    #[arg(required = true, num_args = 1..)]
+    sources: Vec<PathBuf>,
+    /// Independent streams reading each source.
+    #[arg(long, default_value_t = 1, value_parser = parse_count, allow_hyphen_values = true)]
+    streams: u32,
     /// Frame rate: 24, 23.976, 25, 29.97, 59.94, 60000/1001, ... or max (no pacing).
     #[arg(long, default_value = "24", value_parser = parse_pacing, allow_hyphen_values = true)]
     fps: Pacing,
@@ -284,7 +289,8 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         codec_threads: args.decoder.codec_threads,
     };
     let request = PlayRequest {
-        source: args.source,
+        sources: args.sources,
+        streams_per_source: args.streams,
         engine,
         block_size: args.block_size,
         direct: args.direct,

@@ -11,11 +11,13 @@ use playsim_storage::{LocalOptions, LocalStorage};
 
 use crate::Error;
 
-/// What to play and how: one source on local storage.
+/// What to play and how: sources on local storage, each by one or more streams on one clock.
 #[derive(Clone, Debug)]
 pub struct PlayRequest {
-    /// A directory, a pattern (`shot.%07d.dpx`, `shot.####.dpx`) or one file of a sequence.
-    pub source: PathBuf,
+    /// Directories, patterns (`shot.%07d.dpx`, `shot.####.dpx`) or files of sequences.
+    pub sources: Vec<PathBuf>,
+    /// Independent streams reading each source (`--streams N`), like N clients or multicam angles.
+    pub streams_per_source: u32,
     /// Engine settings.
     pub engine: EngineConfig,
     /// Bytes per read request.
@@ -29,10 +31,11 @@ pub struct PlayRequest {
 }
 
 impl PlayRequest {
-    /// Default settings for `source`.
+    /// Default settings for one stream of `source`.
     pub fn new(source: impl Into<PathBuf>) -> PlayRequest {
         PlayRequest {
-            source: source.into(),
+            sources: vec![source.into()],
+            streams_per_source: 1,
             engine: EngineConfig::default(),
             block_size: playsim_storage::DEFAULT_BLOCK_SIZE,
             direct: false,
@@ -42,23 +45,42 @@ impl PlayRequest {
     }
 }
 
-/// Opens the source and storage and builds the simulation, ready to run.
+/// Opens the sources and storage and builds the simulation, ready to run.
+///
+/// Every stream gets its own storage, so its reads and their counters are its own,
+/// as an independent reader's would be; all streams share the clock and the decode pool.
 pub fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
-    let source = playsim_media::open_source_with(&request.source, &request.decode).map_err(Error::Source)?;
-    let storage = LocalStorage::new(LocalOptions { block_size: request.block_size, direct: request.direct })
-        .map_err(Error::Storage)?;
-    let cold = if request.cold { drop_cache(&storage, source.as_ref()) } else { ColdCache::default() };
-    let dimensions = probe_dimensions(source.as_ref());
-    let storage: Arc<dyn Storage> = Arc::new(storage);
-    let mut builder = Simulation::builder();
+    if request.sources.is_empty() {
+        return Err(Error::Engine("no source to play (for example target/demo/dpx-4k-dci)".into()));
+    }
+    if request.streams_per_source == 0 {
+        return Err(Error::Engine("--streams must be at least 1 (for example --streams 4)".into()));
+    }
+    let options = LocalOptions { block_size: request.block_size, direct: request.direct };
+    let mut builder = Simulation::builder().config(request.engine.clone());
     if let Some(version) = playsim_exr::openexr_version() {
         builder = builder.library("openexr", &version);
     }
-    builder
-        .config(request.engine.clone())
-        .stream(StreamSpec { name: "stream 0".into(), source, storage, cold, dimensions })
-        .build()
-        .map_err(Error::Engine)
+    let mut n_streams = 0;
+    for location in &request.sources {
+        let source = playsim_media::open_source_with(location, &request.decode).map_err(Error::Source)?;
+        let dimensions = probe_dimensions(source.as_ref());
+        for reader in 0..request.streams_per_source {
+            let storage = LocalStorage::new(options).map_err(Error::Storage)?;
+            // One reader drops the source's cached pages; the others would only repeat it.
+            let cold = if request.cold && reader == 0 {
+                drop_cache(&storage, source.as_ref())
+            } else {
+                ColdCache { requested: request.cold, ..ColdCache::default() }
+            };
+            let storage: Arc<dyn Storage> = Arc::new(storage);
+            let name = format!("stream {n_streams}");
+            builder =
+                builder.stream(StreamSpec { name, source: Arc::clone(&source), storage, cold, dimensions });
+            n_streams += 1;
+        }
+    }
+    builder.build().map_err(Error::Engine)
 }
 
 fn drop_cache(storage: &LocalStorage, source: &dyn Source) -> ColdCache {

@@ -15,7 +15,7 @@ use crate::cancel::CancelToken;
 use crate::exec::{DecodeExecutor, DecodePool, OutputExecutor, V210Output};
 use crate::live::LiveCounters;
 use crate::probe::{self, ProcessCpu, SystemCpuSnapshot};
-use crate::stream::{duration_ns, Shared, StreamCtx, Verdict};
+use crate::stream::{duration_ns, Shared, StartGate, StreamCtx, Verdict};
 use crate::{EngineConfig, OutputStage};
 
 /// One stream to play: what, from where.
@@ -161,6 +161,7 @@ impl Simulation {
             output: self.output.clone(),
             live: Arc::clone(&self.live),
             cancel: Arc::clone(&self.cancel),
+            start: Arc::new(StartGate::new(self.streams.len())),
         };
         let ctxs: Vec<Arc<StreamCtx>> = self
             .streams

@@ -212,6 +212,45 @@ impl StreamState {
     }
 }
 
+/// Holds every stream's presenter until all of them have their preroll, so that all
+/// streams start together: one clock, one t0, as multicam playback needs.
+pub(crate) struct StartGate {
+    waiting: Mutex<(usize, Option<Duration>)>,
+    opened: Notify,
+}
+
+impl StartGate {
+    pub fn new(n_streams: usize) -> StartGate {
+        StartGate { waiting: Mutex::new((n_streams, None)), opened: Notify::new() }
+    }
+
+    /// Called by a stream whose preroll is ready at `now`; returns the common t0 once
+    /// every stream has arrived, or `None` if the run is cancelled first.
+    async fn arrive(&self, now: Duration, cancel: &CancelToken) -> Option<Duration> {
+        {
+            let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            w.0 = w.0.saturating_sub(1);
+            if w.0 == 0 {
+                w.1 = Some(now);
+                self.opened.notify_waiters();
+            }
+        }
+        loop {
+            let opened = self.opened.notified();
+            tokio::pin!(opened);
+            opened.as_mut().enable();
+            if let Some(t0) = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).1 {
+                return Some(t0);
+            }
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return None,
+                _ = &mut opened => {}
+            }
+        }
+    }
+}
+
 /// One stream, shared by its admitter, frame tasks and presenter.
 pub(crate) struct StreamCtx {
     pub name: String,
@@ -234,6 +273,7 @@ pub(crate) struct StreamCtx {
     changed: Notify,
     live: Arc<LiveCounters>,
     cancel: Arc<CancelToken>,
+    start: Arc<StartGate>,
     /// Frames to play; `None` until cancelled.
     pub n_frames: Option<u64>,
     source_len: u64,
@@ -249,6 +289,7 @@ pub(crate) struct Shared {
     pub output: Option<Arc<dyn OutputExecutor>>,
     pub live: Arc<LiveCounters>,
     pub cancel: Arc<CancelToken>,
+    pub start: Arc<StartGate>,
 }
 
 impl StreamCtx {
@@ -281,6 +322,7 @@ impl StreamCtx {
             changed: Notify::new(),
             live: Arc::clone(&shared.live),
             cancel: Arc::clone(&shared.cancel),
+            start: Arc::clone(&shared.start),
             n_frames,
             source_len,
         }
@@ -575,7 +617,9 @@ impl StreamCtx {
         if !self.wait_for(|st| (0..preroll).all(|i| settled(st, i))).await {
             return self.finish_presenting(0);
         }
-        let t0 = self.now();
+        let Some(t0) = self.start.arrive(self.now(), &self.cancel).await else {
+            return self.finish_presenting(0);
+        };
         self.lock().t0_ns = Some(duration_ns(t0));
         let mut stall = Duration::ZERO;
         let mut k = 0u64;

@@ -391,3 +391,46 @@ fn settings_are_checked_with_examples() {
     let bad = EngineConfig { io_depth: 0, ..EngineConfig::default() };
     assert!(bad.validate().unwrap_err().contains("--io-depth 4"));
 }
+
+/// Two 10 fps streams on one clock, sharing a decode pool of `decode_threads` at 60 ms a frame.
+async fn two_streams(decode_threads: u32) -> Report {
+    let config = EngineConfig { decode_threads, ..Scenario::new(0).config };
+    let mut builder = Simulation::builder()
+        .config(config)
+        .clock(Arc::new(TokioClock::new()))
+        .decode_executor(Arc::new(ScriptedWork::new(60 * MS)))
+        .output_executor(Some(Arc::new(ScriptedWork::new(MS))));
+    for i in 0..2 {
+        let storage: Arc<dyn Storage> = Arc::new(ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)));
+        builder = builder.stream(StreamSpec {
+            name: format!("stream {i}"),
+            source: Arc::new(ScriptedSource { n: 60, gaps: HashSet::new() }),
+            storage,
+            cold: Default::default(),
+            dimensions: None,
+        });
+    }
+    builder.build().unwrap().run().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn streams_share_the_decode_pool_and_the_clock() {
+    // Two threads give 33 decodes a second for 20 frames a second due: both streams play.
+    let report = two_streams(2).await;
+    assert_eq!(report.streams.len(), 2);
+    for s in &report.streams {
+        assert_eq!((s.presented, s.dropped.total()), (60, 0), "{}", s.name);
+    }
+    assert_eq!(report.streams[0].t0_ns, report.streams[1].t0_ns, "one clock, one start");
+    assert_eq!((report.totals.presented, report.totals.frames_due), (120, 120));
+    // One thread gives 16.7 decodes a second for 20 due: both streams drop, and only for decode.
+    let report = two_streams(1).await;
+    for s in &report.streams {
+        assert!(s.dropped.decode > 0, "{}: {:?}", s.name, s.dropped);
+        assert_eq!(s.dropped.total(), s.dropped.decode, "{}: {:?}", s.name, s.dropped);
+    }
+    assert_eq!(
+        report.totals.dropped.decode,
+        report.streams[0].dropped.decode + report.streams[1].dropped.decode
+    );
+}
