@@ -452,7 +452,11 @@ impl StreamCtx {
 
     async fn frame_task(self: Arc<Self>, idx: u64, slot: OwnedSemaphorePermit) {
         let cancel = Arc::clone(&self.lock().entry(idx).cancel);
-        let (frame_number, path) = self.describe_frame(idx);
+        // Where the frame is, worked out once: for the read and for any message about it.
+        let src_idx = idx % self.source_len.max(1);
+        let frame_number = self.source.frame_number(src_idx);
+        let extent = self.source.extent(src_idx);
+        let path = extent.path().display().to_string();
         let unreadable = |detail: String| format!("frame {frame_number} (index {idx}) in {path}: {detail}");
 
         // Read.
@@ -463,7 +467,6 @@ impl StreamCtx {
         if !self.advance(idx, Phase::Reading, |e| e.read_start_ns = Some(t)) {
             return self.retire(idx, slot);
         }
-        let extent = self.source.extent(idx % self.source_len.max(1));
         let mut encoded = self.encoded_pool.get();
         let read = self.read_frame(&extent, &mut encoded).await;
         drop(io);
