@@ -1,6 +1,6 @@
 //! playsim: a playback simulator with real decode load, for media storage.
 //!
-//! It reads image sequences from storage, really decodes them on a thread
+//! It reads image sequences and video files from storage, really decodes them on a thread
 //! pool, paces presentation to an exact rational frame rate, and counts every
 //! dropped frame by cause: storage, decode, output, unreadable.
 //!
@@ -14,7 +14,7 @@
 //!     engine: EngineConfig { pacing: "24".parse::<Pacing>()?, ..EngineConfig::default() },
 //!     ..PlayRequest::new("target/demo/dpx-4k-dci")
 //! };
-//! let report = playsim::prepare(&request)?.run().await;
+//! let report = playsim::prepare(&request).await?.run().await;
 //! println!("{}", playsim::report::render::summary(&report));
 //! # Ok(()) }
 //! ```
@@ -30,10 +30,11 @@ pub use decode::{decode_md5, DecodeSummary};
 pub use play::{failed_report, prepare, PlayRequest};
 pub use playsim_core::{FramePreset, FrameRate, Pacing, ParseError};
 pub use playsim_engine::{EngineConfig, OutputStage, Simulation};
+pub use playsim_ffmpeg::VideoOptions;
 pub use playsim_media::DecodeOptions;
 pub use playsim_report as report;
 pub use {playsim_core as core, playsim_dpx as dpx, playsim_engine as engine, playsim_media as media};
-pub use {playsim_exr as exr, playsim_storage as storage};
+pub use {playsim_exr as exr, playsim_ffmpeg as ffmpeg, playsim_storage as storage};
 
 /// An error before a run could start: a source, storage or setting that cannot be used.
 #[derive(Debug)]

@@ -17,6 +17,8 @@ use playsim::{units, EngineConfig, FramePreset, OutputStage, Pacing, PlayRequest
 const EXIT_TOO_MANY_DROPS: u8 = 3;
 /// Exit status when a run was interrupted (Ctrl-C); the report is marked partial.
 const EXIT_INTERRUPTED: u8 = 130;
+/// The rate an image sequence plays at when `--fps` is not given (it states none of its own).
+const DEFAULT_FPS: playsim::FrameRate = playsim::FrameRate::FILM;
 
 #[derive(Parser)]
 #[command(name = "playsim", version, about = "Playback simulator with real decode load, for media storage")]
@@ -44,9 +46,10 @@ struct PlayArgs {
     /// Independent streams reading each source.
     #[arg(long, default_value_t = 1, value_parser = parse_count, allow_hyphen_values = true)]
     streams: u32,
-    /// Frame rate: 24, 23.976, 25, 29.97, 59.94, 60000/1001, ... or max (no pacing).
-    #[arg(long, default_value = "24", value_parser = parse_pacing, allow_hyphen_values = true)]
-    fps: Pacing,
+    /// Frame rate: 24, 23.976, 25, 29.97, 59.94, 60000/1001, ... or max (no pacing)
+    /// [default: a video file's own rate, else 24].
+    #[arg(long, value_parser = parse_pacing, allow_hyphen_values = true)]
+    fps: Option<Pacing>,
     /// Frames to play (with --loop, the source repeats until then).
     #[arg(long, value_parser = parse_positive, conflicts_with = "duration", allow_hyphen_values = true)]
     frames: Option<u64>,
@@ -122,6 +125,7 @@ impl DecoderArgs {
                 codec_threads: self.codec_threads,
                 layer: self.exr_layer.clone(),
             },
+            video: playsim::VideoOptions { codec_threads: self.codec_threads },
         }
     }
 }
@@ -272,7 +276,7 @@ fn main() -> ExitCode {
 
 fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     let engine = EngineConfig {
-        pacing: args.fps,
+        pacing: args.fps.unwrap_or(Pacing::Rate(DEFAULT_FPS)),
         preroll: args.preroll,
         prefetch: args.prefetch,
         io_depth: args.io_depth,
@@ -296,10 +300,11 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         direct: args.direct,
         cold: args.cold,
         decode: args.decoder.options(),
+        rate_from_source: args.fps.is_none(),
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
-    let mut report = match playsim::prepare(&request) {
+    let mut report = match runtime.block_on(playsim::prepare(&request)) {
         Ok(sim) => runtime.block_on(run_with_progress(sim, !args.quiet && std::io::stderr().is_terminal())),
         Err(e) => {
             let mut report = playsim::failed_report(&request, &e.to_string());
@@ -391,13 +396,15 @@ fn decode(args: DecodeArgs) -> anyhow::Result<ExitCode> {
     let _ = args.md5;
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    let summary = playsim::decode_md5(
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
+    let summary = runtime.block_on(playsim::decode_md5(
         &args.source,
         &args.decoder.options(),
         args.frames,
         &mut stdout.lock(),
         &mut stderr.lock(),
-    )?;
+    ))?;
     if summary.n_unreadable > 0 {
         eprintln!(
             "playsim: {} of {} frames unreadable",

@@ -1,9 +1,9 @@
-//! Wiring a local sequence to the engine: source, storage, cold cache, simulation.
+//! Wiring local sources to the engine: source, storage, cold cache, frame rate, simulation.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use playsim_core::{FrameExtent, Source, Storage};
+use playsim_core::{FrameExtent, Pacing, Source, Storage};
 use playsim_engine::{EngineConfig, Simulation, StreamSpec};
 use playsim_media::DecodeOptions;
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
@@ -14,7 +14,8 @@ use crate::Error;
 /// What to play and how: sources on local storage, each by one or more streams on one clock.
 #[derive(Clone, Debug)]
 pub struct PlayRequest {
-    /// Directories, patterns (`shot.%07d.dpx`, `shot.####.dpx`) or files of sequences.
+    /// Directories, patterns (`shot.%07d.dpx`, `shot.####.dpx`) or files of sequences,
+    /// or video files (`.mov`, `.mp4`, `.mxf`, ...).
     pub sources: Vec<PathBuf>,
     /// Independent streams reading each source (`--streams N`), like N clients or multicam angles.
     pub streams_per_source: u32,
@@ -28,6 +29,9 @@ pub struct PlayRequest {
     pub cold: bool,
     /// Decoder settings (EXR backend, threads inside a frame, layer).
     pub decode: DecodeOptions,
+    /// Play at the sources' own frame rate where they state one (video files), instead of
+    /// `engine.pacing`; `--fps` on the command line turns this off.
+    pub rate_from_source: bool,
 }
 
 impl PlayRequest {
@@ -41,6 +45,7 @@ impl PlayRequest {
             direct: false,
             cold: false,
             decode: DecodeOptions::default(),
+            rate_from_source: false,
         }
     }
 }
@@ -49,7 +54,11 @@ impl PlayRequest {
 ///
 /// Every stream gets its own storage, so its reads and their counters are its own,
 /// as an independent reader's would be; all streams share the clock and the decode pool.
-pub fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
+/// A video file's container is read at open through a storage of its own, so the
+/// index reads are not counted as any stream's.
+///
+/// Must run inside a tokio runtime.
+pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
     if request.sources.is_empty() {
         return Err(Error::Engine("no source to play (for example target/demo/dpx-4k-dci)".into()));
     }
@@ -57,13 +66,29 @@ pub fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
         return Err(Error::Engine("--streams must be at least 1 (for example --streams 4)".into()));
     }
     let options = LocalOptions { block_size: request.block_size, direct: request.direct };
-    let mut builder = Simulation::builder().config(request.engine.clone());
+    let mut sources = Vec::with_capacity(request.sources.len());
+    for location in &request.sources {
+        let index_storage: Arc<dyn Storage> = Arc::new(LocalStorage::new(options).map_err(Error::Storage)?);
+        let source = playsim_media::open_location(location, &request.decode, index_storage)
+            .await
+            .map_err(Error::Source)?;
+        sources.push(source);
+    }
+    let mut engine = request.engine.clone();
+    if request.rate_from_source {
+        if let Some(rate) = source_rate(&sources)? {
+            engine.pacing = Pacing::Rate(rate);
+        }
+    }
+    let mut builder = Simulation::builder().config(engine);
     if let Some(version) = playsim_exr::openexr_version() {
         builder = builder.library("openexr", &version);
     }
+    if sources.iter().any(|s| s.info().index.is_some()) {
+        builder = builder.library("ffmpeg", &playsim_ffmpeg::ffmpeg_version());
+    }
     let mut n_streams = 0;
-    for location in &request.sources {
-        let source = playsim_media::open_source_with(location, &request.decode).map_err(Error::Source)?;
+    for source in sources {
         let dimensions = probe_dimensions(source.as_ref());
         for reader in 0..request.streams_per_source {
             let storage = LocalStorage::new(options).map_err(Error::Storage)?;
@@ -83,13 +108,32 @@ pub fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
     builder.build().map_err(Error::Engine)
 }
 
+/// The rate the sources state, if any does; sources that state different rates are refused.
+fn source_rate(sources: &[Arc<dyn Source>]) -> Result<Option<playsim_core::FrameRate>, Error> {
+    let stated: Vec<(String, playsim_core::FrameRate)> =
+        sources.iter().filter_map(|s| Some((s.info().location, s.frame_rate()?))).collect();
+    let Some(&(_, first)) = stated.first() else { return Ok(None) };
+    if stated.iter().all(|(_, r)| *r == first) {
+        return Ok(Some(first));
+    }
+    let listed: Vec<String> = stated.iter().map(|(l, r)| format!("{l} at {}/{}", r.num(), r.den())).collect();
+    Err(Error::Engine(format!(
+        "the sources play at different rates ({}); choose one with --fps, for example --fps {}/{}",
+        listed.join(", "),
+        first.num(),
+        first.den()
+    )))
+}
+
 fn drop_cache(storage: &LocalStorage, source: &dyn Source) -> ColdCache {
-    let paths: Vec<PathBuf> = (0..source.n_frames())
+    let mut paths: Vec<PathBuf> = (0..source.n_frames())
         .filter_map(|i| match source.extent(i) {
             FrameExtent::File { path } | FrameExtent::Range { path, .. } => Some(path),
             FrameExtent::Missing { .. } => None,
         })
         .collect();
+    // A video file is one path for all its frames.
+    paths.dedup();
     let outcome = storage.drop_cache(&paths);
     ColdCache { requested: true, files_dropped: outcome.files_dropped, message: outcome.message }
 }

@@ -12,8 +12,8 @@ pub struct Package {
     pub why: &'static str,
 }
 
-/// Every system package the project needs. Later work adds libavcodec-dev and friends (the ffmpeg
-/// crate), fio (storage anchor in the bench) and nfs-ganesha (NFS integration tests).
+/// Every system package the project needs. Later work adds fio (storage anchor in the bench)
+/// and nfs-ganesha (NFS integration tests).
 pub const PACKAGES: &[Package] = &[
     Package {
         name: "ffmpeg",
@@ -26,6 +26,18 @@ pub const PACKAGES: &[Package] = &[
         why:
             "the OpenEXR C++ library (3.1) behind playsim-exr's openexr backend and the bench's plain reader",
     },
+    Package {
+        name: "libavcodec-dev",
+        why: "FFmpeg's decoders (5.1), linked by playsim-ffmpeg via ffmpeg-next",
+    },
+    Package {
+        name: "libavformat-dev",
+        why: "FFmpeg's demuxers, reading containers through playsim's storage",
+    },
+    Package { name: "libavutil-dev", why: "FFmpeg's utilities, needed by libavcodec and libavformat" },
+    Package { name: "clang", why: "ffmpeg-sys-next generates its FFmpeg bindings with bindgen" },
+    Package { name: "libclang-dev", why: "libclang, which bindgen loads to read FFmpeg's headers" },
+    Package { name: "fonts-dejavu-core", why: "the font `cargo xtask fixtures` burns frame numbers in with" },
 ];
 
 /// Installs whichever of [`PACKAGES`] are missing; does nothing when all are present.

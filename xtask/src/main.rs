@@ -5,6 +5,7 @@
 
 mod bench;
 mod deps;
+mod fixtures;
 mod process;
 
 use std::collections::BTreeSet;
@@ -35,6 +36,9 @@ enum Task {
     Demo(DemoArgs),
     /// Measure playsim's DPX decode against FFmpeg's; writes target/bench/report.{md,json}.
     Bench,
+    /// Write video test media with ffmpeg: UHD clips into target/fixtures/video/, or with `--tiny` the
+    /// committed tiny clips and their md5s in fixtures/video/.
+    Fixtures(fixtures::FixturesArgs),
 }
 
 #[derive(Args)]
@@ -68,6 +72,7 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Test => test(),
         Task::Demo(args) => demo(args),
         Task::Bench => bench::run().map(|()| ExitCode::SUCCESS),
+        Task::Fixtures(args) => fixtures::run(args).map(|()| ExitCode::SUCCESS),
     }
 }
 

@@ -55,5 +55,35 @@ pub trait Decoder: Send + Sync + 'static {
     }
 
     /// Decodes one encoded frame into `out`, reusing `out`'s allocation.
+    ///
+    /// For a source whose decoder has an [`in_order`](Decoder::in_order) form, this
+    /// decodes a frame that stands alone (a keyframe) and fails on one that does not.
     fn decode(&self, encoded: &[u8], out: &mut DecodedFrame) -> Result<(), DecodeError>;
+
+    /// A new decoder for one stream of a codec whose frames depend on earlier ones
+    /// (long-GOP H.264, HEVC): the engine feeds it every packet in decode order, one
+    /// stream per decoder. `None`, the default, means every frame decodes on its own,
+    /// through [`decode`](Decoder::decode), on any thread of the pool.
+    fn in_order(&self) -> Option<Box<dyn InOrderDecoder>> {
+        None
+    }
+}
+
+/// A stateful decoder that takes packets in decode order and gives pictures in
+/// presentation order, like FFmpeg's send/receive API. It must never panic.
+pub trait InOrderDecoder: Send + 'static {
+    /// Pictures it may hold back before giving the first one out: frame threads
+    /// and reordering. The engine's window must be deeper than this.
+    fn max_delay(&self) -> u32;
+
+    /// Feeds the next packet in decode order, or `None` at the end of the stream to
+    /// drain the pictures still held.
+    fn send(&mut self, packet: Option<&[u8]>) -> Result<(), DecodeError>;
+
+    /// Writes the next picture, in presentation order, into `out`; `Ok(false)` when
+    /// none is ready until more packets are sent (or, after the end, none is left).
+    fn receive(&mut self, out: &mut DecodedFrame) -> Result<bool, DecodeError>;
+
+    /// Forgets every packet and picture, to start again at a keyframe (looping).
+    fn reset(&mut self);
 }

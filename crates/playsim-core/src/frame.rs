@@ -24,12 +24,93 @@ pub enum PixelFormat {
         /// Channels per pixel.
         channels: u8,
     },
+    /// Planar Y, Cb, Cr (and alpha), each plane row by row with no padding, in that order;
+    /// samples of more than 8 bits are 16-bit little-endian (FFmpeg `yuv422p10le`, `yuva444p10le`, ...).
+    Yuv {
+        /// How the Cb and Cr planes are subsampled.
+        chroma: Chroma,
+        /// Significant bits per sample: 8, 10, 12 or 16.
+        bits: u8,
+        /// A fourth, full-size alpha plane follows Cr.
+        alpha: bool,
+    },
+}
+
+/// The chroma subsampling of a planar YUV format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Chroma {
+    /// Half width, half height.
+    Yuv420,
+    /// Half width, full height.
+    Yuv422,
+    /// Full size.
+    Yuv444,
+}
+
+impl Chroma {
+    /// Horizontal and vertical log2 subsampling, as FFmpeg's `log2_chroma_w`/`_h`.
+    pub fn log2(self) -> (u32, u32) {
+        match self {
+            Chroma::Yuv420 => (1, 1),
+            Chroma::Yuv422 => (1, 0),
+            Chroma::Yuv444 => (0, 0),
+        }
+    }
+}
+
+/// One plane of a frame: its offset in the data, bytes per row and rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Plane {
+    /// Byte offset of the plane's first row in [`DecodedFrame::data`].
+    pub offset: usize,
+    /// Bytes per row (no padding).
+    pub row_bytes: usize,
+    /// Rows.
+    pub rows: usize,
 }
 
 impl PixelFormat {
-    /// Bytes per pixel.
+    /// Bytes per pixel of an interleaved format; for a planar format, of its first (luma) plane.
     pub fn bytes_per_pixel(&self) -> usize {
-        self.channels() * self.bytes_per_sample()
+        match self {
+            PixelFormat::Yuv { .. } => self.bytes_per_sample(),
+            _ => self.channels() * self.bytes_per_sample(),
+        }
+    }
+
+    /// True for formats stored as one plane per channel.
+    pub fn is_planar(&self) -> bool {
+        matches!(self, PixelFormat::Yuv { .. })
+    }
+
+    /// The planes of a `width` x `height` frame, in storage order: one for an interleaved
+    /// format, three or four for a planar one. Subsampled planes round up, as FFmpeg's do.
+    pub fn planes(&self, width: u32, height: u32) -> Vec<Plane> {
+        let (w, h) = (width as usize, height as usize);
+        let PixelFormat::Yuv { chroma, alpha, .. } = *self else {
+            return vec![Plane { offset: 0, row_bytes: w * self.bytes_per_pixel(), rows: h }];
+        };
+        let bps = self.bytes_per_sample();
+        let (log2_w, log2_h) = chroma.log2();
+        let (cw, ch) = (w.div_ceil(1 << log2_w), h.div_ceil(1 << log2_h));
+        let mut dims = vec![(w, h), (cw, ch), (cw, ch)];
+        if alpha {
+            dims.push((w, h));
+        }
+        let mut offset = 0;
+        dims.into_iter()
+            .map(|(pw, ph)| {
+                let plane = Plane { offset, row_bytes: pw * bps, rows: ph };
+                offset += plane.row_bytes * ph;
+                plane
+            })
+            .collect()
+    }
+
+    /// Bytes of a whole `width` x `height` frame, every plane included.
+    pub fn frame_len(&self, width: u32, height: u32) -> usize {
+        self.planes(width, height).last().map_or(0, |p| p.offset + p.row_bytes * p.rows)
     }
 
     /// Bytes per channel sample.
@@ -37,6 +118,13 @@ impl PixelFormat {
         match self {
             PixelFormat::Rgb48Le | PixelFormat::Rgba64Le => 2,
             PixelFormat::RgbF32Le | PixelFormat::RgbaF32Le | PixelFormat::Samples32Le { .. } => 4,
+            PixelFormat::Yuv { bits, .. } => {
+                if *bits <= 8 {
+                    1
+                } else {
+                    2
+                }
+            }
         }
     }
 
@@ -46,6 +134,7 @@ impl PixelFormat {
             PixelFormat::Rgb48Le | PixelFormat::RgbF32Le => 3,
             PixelFormat::Rgba64Le | PixelFormat::RgbaF32Le => 4,
             PixelFormat::Samples32Le { channels } => usize::from(channels),
+            PixelFormat::Yuv { alpha, .. } => 3 + usize::from(alpha),
         }
     }
 
@@ -57,8 +146,48 @@ impl PixelFormat {
             PixelFormat::RgbF32Le => "rgbf32le",
             PixelFormat::RgbaF32Le => "rgbaf32le",
             PixelFormat::Samples32Le { .. } => "samples32le",
+            PixelFormat::Yuv { chroma, bits, alpha } => yuv_name(*chroma, *bits, *alpha),
         }
     }
+
+    /// The planar YUV format FFmpeg calls `name` (`yuv422p10le`), if playsim knows it.
+    pub fn from_ffmpeg_name(name: &str) -> Option<PixelFormat> {
+        YUV_NAMES.iter().find(|(_, n)| *n == name).map(|&(format, _)| format)
+    }
+}
+
+const fn yuv(chroma: Chroma, bits: u8, alpha: bool) -> PixelFormat {
+    PixelFormat::Yuv { chroma, bits, alpha }
+}
+
+/// FFmpeg's names for the planar YUV layouts, little-endian where samples are wider than 8 bits.
+const YUV_NAMES: &[(PixelFormat, &str)] = &[
+    (yuv(Chroma::Yuv420, 8, false), "yuv420p"),
+    (yuv(Chroma::Yuv422, 8, false), "yuv422p"),
+    (yuv(Chroma::Yuv444, 8, false), "yuv444p"),
+    (yuv(Chroma::Yuv420, 8, true), "yuva420p"),
+    (yuv(Chroma::Yuv422, 8, true), "yuva422p"),
+    (yuv(Chroma::Yuv444, 8, true), "yuva444p"),
+    (yuv(Chroma::Yuv420, 10, false), "yuv420p10le"),
+    (yuv(Chroma::Yuv422, 10, false), "yuv422p10le"),
+    (yuv(Chroma::Yuv444, 10, false), "yuv444p10le"),
+    (yuv(Chroma::Yuv420, 10, true), "yuva420p10le"),
+    (yuv(Chroma::Yuv422, 10, true), "yuva422p10le"),
+    (yuv(Chroma::Yuv444, 10, true), "yuva444p10le"),
+    (yuv(Chroma::Yuv420, 12, false), "yuv420p12le"),
+    (yuv(Chroma::Yuv422, 12, false), "yuv422p12le"),
+    (yuv(Chroma::Yuv444, 12, false), "yuv444p12le"),
+    (yuv(Chroma::Yuv422, 12, true), "yuva422p12le"),
+    (yuv(Chroma::Yuv444, 12, true), "yuva444p12le"),
+    (yuv(Chroma::Yuv420, 16, false), "yuv420p16le"),
+    (yuv(Chroma::Yuv422, 16, false), "yuv422p16le"),
+    (yuv(Chroma::Yuv444, 16, false), "yuv444p16le"),
+    (yuv(Chroma::Yuv444, 16, true), "yuva444p16le"),
+];
+
+fn yuv_name(chroma: Chroma, bits: u8, alpha: bool) -> &'static str {
+    let format = yuv(chroma, bits, alpha);
+    YUV_NAMES.iter().find(|(f, _)| *f == format).map_or("yuv", |&(_, name)| name)
 }
 
 /// A decoded frame: canonical pixels, row by row, with no padding.
@@ -83,11 +212,10 @@ impl DecodedFrame {
         self.width = width;
         self.height = height;
         self.format = Some(format);
-        let len = width as usize * height as usize * format.bytes_per_pixel();
-        self.data.resize(len, 0);
+        self.data.resize(format.frame_len(width, height), 0);
     }
 
-    /// The bytes of one row.
+    /// The bytes of one row (of the first plane, for a planar format).
     pub fn row(&self, y: u32) -> &[u8] {
         let stride = self.width as usize * self.format.map_or(0, |f| f.bytes_per_pixel());
         let start = y as usize * stride;

@@ -29,10 +29,10 @@ mod storage;
 
 pub use buf::{BufPool, IoBuf, PooledBuf, DIRECT_IO_ALIGN};
 pub use clock::{Clock, SleepFuture};
-pub use decode::{DecodeError, DecodeErrorKind, Decoder};
+pub use decode::{DecodeError, DecodeErrorKind, Decoder, InOrderDecoder};
 pub use drop_cause::{DropCause, DropCounters};
 pub use error::ParseError;
-pub use frame::{DecodedFrame, PixelFormat};
+pub use frame::{Chroma, DecodedFrame, PixelFormat, Plane};
 pub use preset::{FramePreset, MAX_DIMENSION};
 pub use rate::{FrameRate, Pacing};
 pub use source::{FrameExtent, Source, SourceInfo};

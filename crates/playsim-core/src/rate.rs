@@ -20,6 +20,9 @@ pub struct FrameRate {
 const EXAMPLE: &str = "24, 23.976, 59.94 or 60000/1001";
 
 impl FrameRate {
+    /// 24 frames per second, film's rate.
+    pub const FILM: FrameRate = FrameRate { num: 24, den: 1 };
+
     /// Builds `num/den`, reduced. Both must be non-zero.
     pub fn new(num: u32, den: u32) -> Result<FrameRate, ParseError> {
         if num == 0 || den == 0 {

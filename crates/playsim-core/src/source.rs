@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Decoder;
+use crate::{Decoder, FrameRate};
 
 /// Where one frame's bytes are.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,6 +58,13 @@ pub struct SourceInfo {
     pub n_frames: u64,
     /// Frame numbers with no file.
     pub gaps: Vec<u64>,
+    /// The source's own frame rate, where the container states one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_rate: Option<String>,
+    /// How the frame index of a video file was built: from the container's tables, or
+    /// by a first pass reading the whole file. `None` for image sequences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
 }
 
 /// An ordered, finite list of frames with their decoder.
@@ -76,4 +83,10 @@ pub trait Source: Send + Sync + 'static {
 
     /// The decoder for this source's frames.
     fn decoder(&self) -> Arc<dyn Decoder>;
+
+    /// The rate the source is meant to play at, where it states one (a video
+    /// container does; an image sequence does not).
+    fn frame_rate(&self) -> Option<FrameRate> {
+        None
+    }
 }

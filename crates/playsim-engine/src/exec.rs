@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use playsim_core::{DecodeError, DecodedFrame, Decoder, IoBuf, PooledBuf};
+use playsim_core::{BufPool, DecodeError, DecodedFrame, Decoder, InOrderDecoder, IoBuf, PooledBuf};
 
 use crate::probe::thread_cpu_now;
 use crate::v210;
@@ -33,6 +33,58 @@ pub struct DecodeJob {
     pub result: Result<(), DecodeError>,
 }
 
+/// One packet of a long-GOP stream, fed to the stream's own decoder in decode order.
+pub struct InOrderJob {
+    /// Position of the packet's frame in its stream.
+    pub frame_idx: u64,
+    /// The stream's decoder; one job at a time uses it.
+    pub decoder: Arc<Mutex<Box<dyn InOrderDecoder>>>,
+    /// The packet's bytes, or why they could not be read.
+    pub encoded: Result<PooledBuf<IoBuf>, String>,
+    /// After this packet, drain the decoder and reset it (the source's last packet, or the run's).
+    pub end_of_stream: bool,
+    /// Where the pictures' buffers come from.
+    pub pool: BufPool<DecodedFrame>,
+    /// Set by the executor: the pictures that came out, in presentation order, an
+    /// error standing in for each picture that could not be decoded.
+    pub pictures: Vec<Result<PooledBuf<DecodedFrame>, String>>,
+}
+
+impl InOrderJob {
+    /// Feeds the packet (and, at the end of the stream, the drain) and collects the pictures.
+    pub fn run(&mut self) {
+        let decoder = Arc::clone(&self.decoder);
+        let mut decoder = decoder.lock().unwrap_or_else(|p| p.into_inner());
+        match &self.encoded {
+            Ok(packet) => {
+                if let Err(e) = decoder.send(Some(packet)) {
+                    self.pictures.push(Err(e.to_string()));
+                }
+            }
+            Err(e) => self.pictures.push(Err(e.clone())),
+        }
+        self.receive_all(decoder.as_mut());
+        if self.end_of_stream {
+            if let Err(e) = decoder.send(None) {
+                self.pictures.push(Err(e.to_string()));
+            }
+            self.receive_all(decoder.as_mut());
+            decoder.reset();
+        }
+    }
+
+    fn receive_all(&mut self, decoder: &mut dyn InOrderDecoder) {
+        loop {
+            let mut picture = self.pool.get();
+            match decoder.receive(&mut picture) {
+                Ok(true) => self.pictures.push(Ok(picture)),
+                Ok(false) => return,
+                Err(e) => return self.pictures.push(Err(e.to_string())),
+            }
+        }
+    }
+}
+
 /// One frame through the output stage.
 pub struct OutputJob {
     /// Position of the frame in its stream.
@@ -48,6 +100,9 @@ pub trait DecodeExecutor: Send + Sync + 'static {
     /// Decodes one frame; the job comes back with its result, or `None` if the
     /// worker was lost (a decoder that panicked), which the engine counts as unreadable.
     fn decode(&self, job: DecodeJob) -> JobFuture<Option<DecodeJob>>;
+    /// Feeds one packet to a long-GOP stream's decoder ([`InOrderJob::run`]); `None` if the
+    /// worker was lost.
+    fn decode_in_order(&self, job: InOrderJob) -> JobFuture<Option<InOrderJob>>;
     /// CPU time spent decoding so far.
     fn cpu_time(&self) -> Duration;
 }
@@ -143,6 +198,14 @@ impl DecodeExecutor for DecodePool {
         self.pool.run(move || {
             let mut job = job;
             job.result = job.decoder.decode(&job.encoded, &mut job.decoded);
+            job
+        })
+    }
+
+    fn decode_in_order(&self, job: InOrderJob) -> JobFuture<Option<InOrderJob>> {
+        self.pool.run(move || {
+            let mut job = job;
+            job.run();
             job
         })
     }

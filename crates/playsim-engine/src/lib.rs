@@ -22,7 +22,9 @@ pub mod v210;
 pub use cancel::CancelToken;
 pub use clock::{PreciseClock, TokioClock};
 pub use config::{default_decode_threads, EngineConfig, OutputStage};
-pub use exec::{DecodeExecutor, DecodeJob, DecodePool, JobFuture, OutputExecutor, OutputJob, V210Output};
+pub use exec::{
+    DecodeExecutor, DecodeJob, DecodePool, InOrderJob, JobFuture, OutputExecutor, OutputJob, V210Output,
+};
 pub use live::{LiveCounters, LiveSnapshot};
 pub use run::{report_settings, Simulation, SimulationBuilder, StreamSpec};
 pub use stream::MAX_FRAME_BYTES;

@@ -316,6 +316,13 @@ fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> Stre
             pattern: info.pattern,
             format: info.format,
             decoder: ctx.source.decoder().describe(),
+            decode_mode: ctx.decode_mode().to_owned(),
+            frame_rate: info.frame_rate,
+            index: info.index,
+            output_path: match (&cfg.output, st.decoded_format) {
+                (OutputStage::V210, Some(format)) => crate::v210::path(format),
+                _ => String::new(),
+            },
             pixel_format: decoded.map(|(_, _, f)| f.to_owned()).unwrap_or_default(),
             width,
             height,

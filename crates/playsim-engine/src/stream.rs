@@ -12,22 +12,31 @@
 //!
 //! A dropped frame's queued work is cancelled; work already running completes
 //! (a read or a decode cannot be recalled), then the frame's buffers and slot are freed.
+//!
+//! A long-GOP stream (a decoder with an [`in_order`](playsim_core::Decoder::in_order)
+//! form) cannot skip a packet, since later frames reference it: every packet is read
+//! and fed to the stream's one decoder in decode order, dropped frame or not, and a
+//! dropped frame's picture is discarded when it comes out. Pictures come out in
+//! presentation order, some packets later (reordering, frame threads): frame k's task
+//! sends packet k and then waits, in the decode stage, for the k-th picture.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use playsim_core::{
-    BufPool, Clock, DecodedFrame, Decoder, DropCause, DropCounters, FrameExtent, IoBuf, Pacing, PooledBuf,
-    Source, Storage,
+    BufPool, Clock, DecodedFrame, Decoder, DropCause, DropCounters, FrameExtent, InOrderDecoder, IoBuf,
+    Pacing, PooledBuf, Source, Storage,
 };
 use playsim_report::{SignedHistogram, UnreadableFrame};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::cancel::CancelToken;
-use crate::exec::{DecodeExecutor, DecodeJob, OutputExecutor, OutputJob};
+use crate::exec::{DecodeExecutor, DecodeJob, InOrderJob, OutputExecutor, OutputJob};
 use crate::live::LiveCounters;
 use crate::EngineConfig;
 
@@ -84,6 +93,8 @@ pub(crate) struct FrameEntry {
     holds_slot: bool,
     slot: Option<OwnedSemaphorePermit>,
     held: Option<Held>,
+    /// A long-GOP frame's place in the picture budget, until it is presented or dropped.
+    token: Option<PictureToken>,
     cancel: Arc<Notify>,
     pub due_ns: Option<u64>,
     pub read_start_ns: Option<u64>,
@@ -103,6 +114,7 @@ impl Default for FrameEntry {
             holds_slot: false,
             slot: None,
             held: None,
+            token: None,
             cancel: Arc::new(Notify::new()),
             due_ns: None,
             read_start_ns: None,
@@ -181,6 +193,43 @@ pub(crate) struct StreamState {
     pub frames_due: u64,
     /// Width, height and pixel format of the first frame decoded.
     pub decoded_geometry: Option<(u32, u32, &'static str)>,
+    /// The pixel format of the first frame decoded.
+    pub decoded_format: Option<playsim_core::PixelFormat>,
+    /// Long-GOP streams: the next packet to feed the decoder (packets go in in order).
+    next_packet: u64,
+    /// Long-GOP streams: the frame the next picture out of the decoder belongs to.
+    next_picture: u64,
+    /// Long-GOP streams: pictures out of the decoder, waiting for their frame's task.
+    pictures: BTreeMap<u64, (Picture, PictureToken)>,
+}
+
+/// A picture out of a long-GOP decoder, or why its frame has none.
+type Picture = Result<PooledBuf<DecodedFrame>, String>;
+
+/// Long-GOP streams: pictures out of the decoder whose frame is not yet presented or
+/// dropped. The decoder is fed only while they are fewer than the prefetch, so a long-GOP
+/// stream holds no more decoded frames than an intra one.
+#[derive(Default)]
+struct PictureBudget {
+    held: AtomicUsize,
+    freed: Notify,
+}
+
+/// One picture's place in the [`PictureBudget`], given back when dropped.
+struct PictureToken(Arc<PictureBudget>);
+
+impl PictureToken {
+    fn new(budget: &Arc<PictureBudget>) -> PictureToken {
+        budget.held.fetch_add(1, Ordering::AcqRel);
+        PictureToken(Arc::clone(budget))
+    }
+}
+
+impl Drop for PictureToken {
+    fn drop(&mut self) {
+        self.0.held.fetch_sub(1, Ordering::AcqRel);
+        self.0.freed.notify_waiters();
+    }
 }
 
 impl StreamState {
@@ -277,6 +326,9 @@ pub(crate) struct StreamCtx {
     /// Frames to play; `None` until cancelled.
     pub n_frames: Option<u64>,
     source_len: u64,
+    /// A long-GOP stream's own decoder, fed in decode order.
+    in_order: Option<Arc<Mutex<Box<dyn InOrderDecoder>>>>,
+    pictures: Arc<PictureBudget>,
 }
 
 /// What the run shares with every stream.
@@ -301,9 +353,15 @@ impl StreamCtx {
     ) -> StreamCtx {
         let source_len = source.n_frames();
         let n_frames = if source_len == 0 { Some(0) } else { shared.cfg.frames_to_play(source_len) };
+        let decoder = source.decoder();
+        let in_order = decoder.in_order();
+        // A long-GOP frame waits in the window for its picture while later packets go in;
+        // the window holds those packets on top of the prefetch, so it can never run dry.
+        // Pictures themselves stay within the prefetch (see `frame_task_in_order`).
+        let window = shared.cfg.prefetch as usize + in_order.as_ref().map_or(0, |d| d.max_delay() as usize);
         StreamCtx {
             name,
-            decoder: source.decoder(),
+            decoder,
             source,
             storage,
             cfg: Arc::clone(&shared.cfg),
@@ -314,7 +372,7 @@ impl StreamCtx {
             output: shared.output.clone(),
             output_slots: Arc::new(Semaphore::new(1)),
             io_slots: Arc::new(Semaphore::new(shared.cfg.io_depth as usize)),
-            window: Arc::new(Semaphore::new(shared.cfg.prefetch as usize)),
+            window: Arc::new(Semaphore::new(window)),
             encoded_pool: BufPool::new(),
             decoded_pool: BufPool::new(),
             packed_pool: BufPool::new(),
@@ -325,6 +383,18 @@ impl StreamCtx {
             start: Arc::clone(&shared.start),
             n_frames,
             source_len,
+            in_order: in_order.map(|d| Arc::new(Mutex::new(d))),
+            pictures: Arc::default(),
+        }
+    }
+
+    /// How this stream decodes: `in_order` (long-GOP: one decoder, packets in decode
+    /// order) or `independent` (every frame on its own, across the pool).
+    pub fn decode_mode(&self) -> &'static str {
+        if self.in_order.is_some() {
+            "in_order"
+        } else {
+            "independent"
         }
     }
 
@@ -361,7 +431,11 @@ impl StreamCtx {
                 },
             };
             let Some(idx) = self.next_to_admit() else { break };
-            tasks.spawn(Arc::clone(&self).frame_task(idx, permit));
+            if self.in_order.is_some() {
+                tasks.spawn(Arc::clone(&self).frame_task_in_order(idx, permit));
+            } else {
+                tasks.spawn(Arc::clone(&self).frame_task(idx, permit));
+            }
             // Reap finished frame tasks so a long run keeps only the window's worth.
             while tasks.try_join_next().is_some() {}
         }
@@ -384,8 +458,10 @@ impl StreamCtx {
                 return None;
             }
             st.next_admit += 1;
+            let in_order = self.in_order.is_some();
             let e = st.entry(idx);
-            if e.verdict == Verdict::Pending {
+            // A long-GOP packet is read and decoded even when its frame was dropped already.
+            if e.verdict == Verdict::Pending || in_order {
                 e.phase = Phase::ReadQueued;
                 e.holds_slot = true;
                 return Some(idx);
@@ -427,6 +503,18 @@ impl StreamCtx {
     }
 
     fn ready(&self, idx: u64, slot: OwnedSemaphorePermit, done_ns: u64, held: Held) {
+        self.ready_holding(idx, slot, done_ns, held, None);
+    }
+
+    /// [`ready`](Self::ready), keeping a long-GOP picture's token until the frame is presented.
+    fn ready_holding(
+        &self,
+        idx: u64,
+        slot: OwnedSemaphorePermit,
+        done_ns: u64,
+        held: Held,
+        token: Option<PictureToken>,
+    ) {
         {
             let mut st = self.lock();
             let e = st.entry(idx);
@@ -435,6 +523,7 @@ impl StreamCtx {
                 e.phase = Phase::Ready;
                 e.slot = Some(slot);
                 e.held = Some(held);
+                e.token = token;
             } else {
                 e.phase = Phase::Done;
                 e.holds_slot = false;
@@ -520,40 +609,216 @@ impl StreamCtx {
             }
         }
         let DecodeJob { decoded, .. } = job;
-        {
-            let mut st = self.lock();
-            if st.decoded_geometry.is_none() {
-                let format = decoded.format.map_or("", |f| f.name());
-                st.decoded_geometry = Some((decoded.width, decoded.height, format));
-            }
-        }
+        self.note_geometry(&decoded);
         let t = u64::try_from(end.as_nanos()).unwrap_or(u64::MAX);
+        match self.output_stage(idx, &cancel, decoded, t).await {
+            Ok(held) => self.ready(idx, slot, duration_ns(self.now()), held),
+            Err(None) => self.retire(idx, slot),
+            Err(Some(detail)) => self.fail(idx, slot, unreadable(detail)),
+        }
+    }
 
-        // Output.
-        let Some(output) = self.output.clone() else {
-            let _ = self.advance(idx, Phase::Ready, |e| e.decode_done_ns = Some(t));
-            return self.ready(idx, slot, t, Held::Decoded(decoded));
+    /// The task of frame `idx` of a long-GOP stream: read packet `idx`, feed it to the
+    /// stream's decoder in turn, then wait for the `idx`-th picture and output it.
+    ///
+    /// The read and the feeding happen even if the frame is dropped meanwhile (later
+    /// frames need the packet); only the wait for its own picture stops.
+    async fn frame_task_in_order(self: Arc<Self>, idx: u64, slot: OwnedSemaphorePermit) {
+        let Some(decoder) = self.in_order.clone() else { return self.retire(idx, slot) };
+        let cancel = Arc::clone(&self.lock().entry(idx).cancel);
+        let src_idx = idx % self.source_len.max(1);
+        let frame_number = self.source.frame_number(src_idx);
+        let extent = self.source.extent(src_idx);
+        let path = extent.path().display().to_string();
+        let unreadable = |detail: String| format!("frame {frame_number} (index {idx}) in {path}: {detail}");
+        let end_of_stream = src_idx + 1 == self.source_len || self.n_frames.is_some_and(|n| idx + 1 == n);
+
+        // Read: always, even for a dropped frame.
+        let Ok(io) = Arc::clone(&self.io_slots).acquire_owned().await else { return self.retire(idx, slot) };
+        let t = self.now_ns();
+        self.mark(idx, Phase::Reading, |e| e.read_start_ns = Some(t));
+        let mut encoded = self.encoded_pool.get();
+        let read = self.read_frame(&extent, &mut encoded).await;
+        drop(io);
+        let encoded = match read {
+            Ok(bytes) => {
+                self.live.bytes(bytes);
+                let t = self.now_ns();
+                self.mark(idx, Phase::DecodeQueued, |e| {
+                    e.read_done_ns = Some(t);
+                    e.bytes = bytes;
+                });
+                self.lock().bytes_read += bytes;
+                Ok(encoded)
+            }
+            Err(detail) => {
+                self.mark(idx, Phase::DecodeQueued, |_| {});
+                Err(detail)
+            }
         };
-        if !self.advance(idx, Phase::OutputQueued, |e| e.decode_done_ns = Some(t)) {
+
+        // Feed the decoder, in decode order, while the pictures out stay within the prefetch.
+        if !self.wait_for_turn(idx).await {
             return self.retire(idx, slot);
         }
-        let Some(permit) = acquire_unless_dropped(&self.output_slots, &cancel).await else {
+        let Ok(permit) = Arc::clone(&self.decode_slots).acquire_owned().await else {
             return self.retire(idx, slot);
         };
         let start = self.now();
-        if !self.advance(idx, Phase::Outputting, |_| {}) {
+        self.mark(idx, Phase::Decoding, |_| {});
+        let job = InOrderJob {
+            frame_idx: idx,
+            decoder,
+            encoded,
+            end_of_stream,
+            pool: self.decoded_pool.clone(),
+            pictures: Vec::new(),
+        };
+        let job = self.decode.decode_in_order(job).await;
+        drop(permit);
+        let end = self.now();
+        self.lock().hist.decode.record(end.saturating_sub(start));
+        let pictures = match job {
+            Some(job) => job.pictures,
+            None => vec![Err("the decoder failed without a result (it panicked)".to_owned())],
+        };
+        self.take_pictures(idx, pictures, end_of_stream);
+
+        // Wait, still in the decode stage, for this frame's own picture.
+        let Some((picture, token)) = self.wait_for_picture(idx, &cancel).await else {
             return self.retire(idx, slot);
+        };
+        let decoded = match picture {
+            Ok(decoded) => decoded,
+            Err(detail) => return self.fail(idx, slot, unreadable(detail)),
+        };
+        self.note_geometry(&decoded);
+        let t = duration_ns(self.now());
+        match self.output_stage(idx, &cancel, decoded, t).await {
+            Ok(held) => self.ready_holding(idx, slot, duration_ns(self.now()), held, Some(token)),
+            Err(None) => self.retire(idx, slot),
+            Err(Some(detail)) => self.fail(idx, slot, unreadable(detail)),
+        }
+    }
+
+    /// Sets frame `idx`'s phase whatever its verdict (a long-GOP frame's work goes on after a
+    /// drop, and its phase still tells the oldest-slot blame where the backlog is).
+    fn mark(&self, idx: u64, phase: Phase, update: impl FnOnce(&mut FrameEntry)) {
+        let mut st = self.lock();
+        let e = st.entry(idx);
+        update(e);
+        e.phase = phase;
+    }
+
+    /// Files the pictures packet `idx` gave, in order, under the frames they belong to;
+    /// a dropped frame's picture is discarded. At the end of the stream, every frame up
+    /// to `idx` that got no picture gets an error instead.
+    fn take_pictures(&self, idx: u64, pictures: Vec<Picture>, end: bool) {
+        {
+            let mut st = self.lock();
+            let missing =
+                if end { (idx + 1).saturating_sub(st.next_picture + pictures.len() as u64) } else { 0 };
+            let no_picture = || Err("the decoder gave no picture for this frame".to_owned());
+            for picture in
+                pictures.into_iter().chain(std::iter::repeat_with(no_picture).take(missing as usize))
+            {
+                let k = st.next_picture;
+                st.next_picture += 1;
+                if st.entry(k).verdict == Verdict::Pending {
+                    st.pictures.insert(k, (picture, PictureToken::new(&self.pictures)));
+                }
+            }
+            st.next_packet = idx + 1;
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Waits until packet `idx` is the decoder's next and the pictures held are fewer
+    /// than the prefetch; false if the run is cancelled first.
+    async fn wait_for_turn(&self, idx: u64) -> bool {
+        let prefetch = self.cfg.prefetch as usize;
+        loop {
+            let (changed, freed) = (self.changed.notified(), self.pictures.freed.notified());
+            tokio::pin!(changed, freed);
+            changed.as_mut().enable();
+            freed.as_mut().enable();
+            if self.lock().next_packet == idx && self.pictures.held.load(Ordering::Acquire) < prefetch {
+                return true;
+            }
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return false,
+                _ = &mut changed => {}
+                _ = &mut freed => {}
+            }
+        }
+    }
+
+    /// Waits for frame `idx`'s picture; `None` if the frame is dropped or the run cancelled first.
+    async fn wait_for_picture(&self, idx: u64, dropped: &Notify) -> Option<(Picture, PictureToken)> {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut st = self.lock();
+                if let Some(picture) = st.pictures.remove(&idx) {
+                    return (st.entry(idx).verdict == Verdict::Pending).then_some(picture);
+                }
+                if st.entry(idx).verdict != Verdict::Pending {
+                    return None;
+                }
+            }
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return None,
+                _ = dropped.notified() => {}
+                _ = &mut notified => {}
+            }
+        }
+    }
+
+    fn note_geometry(&self, decoded: &DecodedFrame) {
+        let mut st = self.lock();
+        if st.decoded_geometry.is_none() {
+            let format = decoded.format.map_or("", |f| f.name());
+            st.decoded_geometry = Some((decoded.width, decoded.height, format));
+            st.decoded_format = decoded.format;
+        }
+    }
+
+    /// The output stage for a decoded frame: what the frame holds until it is presented,
+    /// `Err(None)` if it was dropped meanwhile, or `Err(Some(detail))` if the stage failed.
+    async fn output_stage(
+        &self,
+        idx: u64,
+        cancel: &Notify,
+        decoded: PooledBuf<DecodedFrame>,
+        decode_done_ns: u64,
+    ) -> Result<Held, Option<String>> {
+        let Some(output) = self.output.clone() else {
+            let _ = self.advance(idx, Phase::Ready, |e| e.decode_done_ns = Some(decode_done_ns));
+            return Ok(Held::Decoded(decoded));
+        };
+        if !self.advance(idx, Phase::OutputQueued, |e| e.decode_done_ns = Some(decode_done_ns)) {
+            return Err(None);
+        }
+        let Some(permit) = acquire_unless_dropped(&self.output_slots, cancel).await else {
+            return Err(None);
+        };
+        let start = self.now();
+        if !self.advance(idx, Phase::Outputting, |_| {}) {
+            return Err(None);
         }
         let job = OutputJob { frame_idx: idx, decoded, packed: self.packed_pool.get() };
         let job = output.output(job).await;
         drop(permit);
         let end = self.now();
         self.lock().hist.output.record(end.saturating_sub(start));
-        let Some(job) = job else {
-            return self.fail(idx, slot, unreadable("the output stage failed without a result".into()));
-        };
-        let t = u64::try_from(end.as_nanos()).unwrap_or(u64::MAX);
-        self.ready(idx, slot, t, Held::Packed(job.packed));
+        match job {
+            Some(job) => Ok(Held::Packed(job.packed)),
+            None => Err(Some("the output stage failed without a result".into())),
+        }
     }
 
     /// Reads one frame's bytes, timing open, read and close. The error names the path.
@@ -692,6 +957,7 @@ impl StreamCtx {
                 let output_done = entry.output_done_ns.unwrap_or(now_ns);
                 drop(entry.slot.take());
                 drop(entry.held.take());
+                drop(entry.token.take());
                 st.hist.pacing_error.record(signed_ns(now_ns, due_ns));
                 st.hist.slack.record(signed_ns(due_ns, output_done));
                 st.presented += 1;
@@ -710,6 +976,13 @@ impl StreamCtx {
             _ => {
                 let cause = if phase == Phase::NotAdmitted {
                     st.oldest_slot_stage().unwrap_or(DropCause::Storage)
+                } else if self.in_order.is_some() && matches!(phase, Phase::DecodeQueued | Phase::Decoding) {
+                    // A long-GOP frame waiting on the decoder waits, in the end, for the
+                    // packet the decoder needs next: blame that packet's stage.
+                    match st.phase(st.next_packet) {
+                        Phase::NotAdmitted | Phase::ReadQueued | Phase::Reading => DropCause::Storage,
+                        _ => DropCause::Decode,
+                    }
                 } else {
                     phase.blame()
                 };

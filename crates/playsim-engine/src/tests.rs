@@ -6,15 +6,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
 use playsim_core::{
-    DecodeError, DecodedFrame, Decoder, FrameExtent, FrameRate, Pacing, Source, SourceInfo, Storage,
+    DecodeError, DecodedFrame, Decoder, FrameExtent, FrameRate, InOrderDecoder, Pacing, PixelFormat, Source,
+    SourceInfo, Storage,
 };
 use playsim_report::{DropCauseName, Report};
 use playsim_storage::scripted::{ScriptedObject, ScriptedStorage};
 
 use crate::{
-    DecodeExecutor, DecodeJob, EngineConfig, JobFuture, OutputExecutor, OutputJob, OutputStage, Simulation,
-    StreamSpec, TokioClock,
+    DecodeExecutor, DecodeJob, EngineConfig, InOrderJob, JobFuture, OutputExecutor, OutputJob, OutputStage,
+    Simulation, StreamSpec, TokioClock,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -23,6 +27,18 @@ const MS: Duration = Duration::from_millis(1);
 struct ScriptedSource {
     n: u64,
     gaps: HashSet<u64>,
+    /// Long-GOP: the decoder is fed in order and gives pictures this many packets late.
+    long_gop: Option<Arc<GopScript>>,
+}
+
+/// What the scripted long-GOP decoder does, and what it saw.
+#[derive(Default)]
+struct GopScript {
+    delay: usize,
+    /// Packets (counted from 0 since the last reset) the decoder rejects.
+    corrupt: HashSet<u64>,
+    /// Every packet it was sent, counted across resets.
+    packets_sent: Mutex<u64>,
 }
 
 fn frame_path(idx: u64) -> PathBuf {
@@ -40,6 +56,63 @@ impl Decoder for NullDecoder {
     }
 }
 
+/// Pictures come out `delay` packets after their packet, numbered in order; a corrupt
+/// packet gives an error and no picture. A real FFmpeg decoder does the same.
+struct GopDecoder {
+    script: Arc<GopScript>,
+    sent: u64,
+    queue: VecDeque<u64>,
+    ended: bool,
+}
+
+impl InOrderDecoder for GopDecoder {
+    fn max_delay(&self) -> u32 {
+        self.script.delay as u32
+    }
+    fn send(&mut self, packet: Option<&[u8]>) -> Result<(), DecodeError> {
+        let Some(_) = packet else {
+            self.ended = true;
+            return Ok(());
+        };
+        *self.script.packets_sent.lock().unwrap() += 1;
+        let n = self.sent;
+        self.sent += 1;
+        if self.script.corrupt.contains(&n) {
+            return Err(DecodeError::malformed(format!("scripted corrupt packet {n}")));
+        }
+        self.queue.push_back(n);
+        Ok(())
+    }
+    fn receive(&mut self, out: &mut DecodedFrame) -> Result<bool, DecodeError> {
+        if self.queue.len() > self.script.delay || (self.ended && !self.queue.is_empty()) {
+            let n = self.queue.pop_front().unwrap();
+            out.reset(2, 2, PixelFormat::Rgb48Le);
+            out.data[0] = n as u8;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+    fn reset(&mut self) {
+        (self.sent, self.ended) = (0, false);
+        self.queue.clear();
+    }
+}
+
+struct GopCodec(Arc<GopScript>);
+
+impl Decoder for GopCodec {
+    fn name(&self) -> &'static str {
+        "gop"
+    }
+    fn decode(&self, _encoded: &[u8], _out: &mut DecodedFrame) -> Result<(), DecodeError> {
+        Err(DecodeError::unsupported("long-GOP frames decode in order"))
+    }
+    fn in_order(&self) -> Option<Box<dyn InOrderDecoder>> {
+        let script = Arc::clone(&self.0);
+        Some(Box::new(GopDecoder { script, sent: 0, queue: VecDeque::new(), ended: false }))
+    }
+}
+
 impl Source for ScriptedSource {
     fn info(&self) -> SourceInfo {
         SourceInfo {
@@ -50,6 +123,8 @@ impl Source for ScriptedSource {
             last_frame: self.n.saturating_sub(1),
             n_frames: self.n,
             gaps: self.gaps.iter().copied().collect(),
+            frame_rate: None,
+            index: None,
         }
     }
     fn n_frames(&self) -> u64 {
@@ -66,7 +141,10 @@ impl Source for ScriptedSource {
         }
     }
     fn decoder(&self) -> Arc<dyn Decoder> {
-        Arc::new(NullDecoder)
+        match &self.long_gop {
+            Some(script) => Arc::new(GopCodec(Arc::clone(script))),
+            None => Arc::new(NullDecoder),
+        }
     }
 }
 
@@ -107,6 +185,14 @@ impl DecodeExecutor for ScriptedWork {
             Some(job)
         })
     }
+    fn decode_in_order(&self, mut job: InOrderJob) -> JobFuture<Option<InOrderJob>> {
+        let cost = self.cost(job.frame_idx);
+        Box::pin(async move {
+            tokio::time::sleep(cost).await;
+            job.run();
+            Some(job)
+        })
+    }
     fn cpu_time(&self) -> Duration {
         Duration::ZERO
     }
@@ -129,6 +215,7 @@ struct Scenario {
     config: EngineConfig,
     n_frames: u64,
     gaps: HashSet<u64>,
+    long_gop: Option<Arc<GopScript>>,
     storage: ScriptedStorage,
     decode: ScriptedWork,
     output: Option<ScriptedWork>,
@@ -150,6 +237,7 @@ impl Scenario {
             },
             n_frames,
             gaps: HashSet::new(),
+            long_gop: None,
             storage: ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)),
             decode: ScriptedWork::new(5 * MS),
             output: Some(ScriptedWork::new(MS)),
@@ -172,7 +260,11 @@ impl Scenario {
             .output_executor(self.output.map(|o| Arc::new(o) as Arc<dyn OutputExecutor>))
             .stream(StreamSpec {
                 name: "stream 0".into(),
-                source: Arc::new(ScriptedSource { n: self.n_frames, gaps: self.gaps }),
+                source: Arc::new(ScriptedSource {
+                    n: self.n_frames,
+                    gaps: self.gaps,
+                    long_gop: self.long_gop,
+                }),
                 storage,
                 cold: Default::default(),
                 dimensions: None,
@@ -366,7 +458,7 @@ async fn cancelling_yields_a_partial_report() {
         .output_executor(None)
         .stream(StreamSpec {
             name: "s".into(),
-            source: Arc::new(ScriptedSource { n: 10, gaps: HashSet::new() }),
+            source: Arc::new(ScriptedSource { n: 10, gaps: HashSet::new(), long_gop: None }),
             storage,
             cold: Default::default(),
             dimensions: None,
@@ -404,7 +496,7 @@ async fn two_streams(decode_threads: u32) -> Report {
         let storage: Arc<dyn Storage> = Arc::new(ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)));
         builder = builder.stream(StreamSpec {
             name: format!("stream {i}"),
-            source: Arc::new(ScriptedSource { n: 60, gaps: HashSet::new() }),
+            source: Arc::new(ScriptedSource { n: 60, gaps: HashSet::new(), long_gop: None }),
             storage,
             cold: Default::default(),
             dimensions: None,
@@ -433,4 +525,75 @@ async fn streams_share_the_decode_pool_and_the_clock() {
         report.totals.dropped.decode,
         report.streams[0].dropped.decode + report.streams[1].dropped.decode
     );
+}
+
+fn long_gop(delay: usize, corrupt: impl IntoIterator<Item = u64>) -> Arc<GopScript> {
+    Arc::new(GopScript { delay, corrupt: corrupt.into_iter().collect(), ..Default::default() })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_gop_stream_feeds_its_packets_in_order_and_presents_every_picture() {
+    // Pictures come out 5 packets late, more than the prefetch of 2: the window
+    // makes room for the delay, so the stream neither stalls nor drops.
+    let script = long_gop(5, []);
+    let mut sc = Scenario::new(40);
+    sc.config.prefetch = 2;
+    sc.config.preroll = 2;
+    sc.long_gop = Some(Arc::clone(&script));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!((s.presented, s.dropped.total()), (40, 0), "{:?}", s.dropped);
+    assert_eq!(s.source.decode_mode, "in_order");
+    assert_eq!(*script.packets_sent.lock().unwrap(), 40);
+    // Decoding stops while the prefetch's worth of pictures waits to be presented; only
+    // at the end of the stream, when the decoder gives out the pictures it held back,
+    // do the buffers go beyond the prefetch, by the delay.
+    let pools = s.pool_buffers;
+    assert!(pools.decoded <= 2 + 5 && pools.output <= 2 + 5, "{pools:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_gop_stream_still_decodes_dropped_frames_and_blames_the_slow_read() {
+    // Packet 20 takes 1.2 s to read. Pictures come out 2 packets late, so picture 18
+    // is the first to wait for it: frames from 18 on miss their deadlines, all for
+    // storage, and every packet still reaches the decoder.
+    let script = long_gop(2, []);
+    let mut sc = Scenario::new(60).slow_reads([20], 1200 * MS);
+    sc.long_gop = Some(Arc::clone(&script));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    // Frame 26 falls due the moment packet 20 arrives, with the backlog still to decode.
+    assert_eq!(dropped_frames(&report, DropCauseName::Storage), (18..=25).collect::<Vec<_>>());
+    assert_eq!(dropped_frames(&report, DropCauseName::Decode), [26]);
+    assert_eq!((s.dropped.output, s.dropped.unreadable), (0, 0), "{:?}", s.dropped);
+    assert_eq!(s.presented, 60 - 9);
+    assert_eq!(*script.packets_sent.lock().unwrap(), 60);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_long_gop_decoder_is_blamed_on_decode() {
+    let mut sc = Scenario::new(40);
+    sc.config.decode_threads = 1;
+    sc.decode = ScriptedWork::new(5 * MS).slow(10..20, 250 * MS);
+    sc.long_gop = Some(long_gop(2, []));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert!(s.dropped.decode >= 5, "{:?}", s.dropped);
+    assert_eq!((s.dropped.storage, s.dropped.output, s.dropped.unreadable), (0, 0, 0), "{:?}", s.dropped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_corrupt_long_gop_packet_is_one_unreadable_frame_and_looping_resets_the_decoder() {
+    // 12 packets played twice with --loop; packet 4 is corrupt each time round.
+    let script = long_gop(2, [4]);
+    let mut sc = Scenario::new(12);
+    sc.config.loop_playback = true;
+    sc.config.frames = Some(24);
+    sc.long_gop = Some(Arc::clone(&script));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!(s.dropped.unreadable, 2, "{:?}", s.unreadable);
+    assert_eq!((s.presented, s.dropped.total()), (22, 2));
+    assert!(s.unreadable[0].message.contains("scripted corrupt packet 4"), "{:?}", s.unreadable);
+    assert_eq!(*script.packets_sent.lock().unwrap(), 24);
 }

@@ -1,10 +1,14 @@
-//! Packing canonical RGB to 10-bit 4:2:2 v210, the work an SDI output driver does per frame.
+//! Packing decoded frames to 10-bit 4:2:2 v210, the work an SDI output driver does per frame.
 //!
-//! BT.709 narrow range, fixed point: each coefficient is scaled so that a
-//! 16-bit component times it sums to 10-bit code values in the upper 16 bits
-//! of an `i32`, with no overflow. Chroma is the mean of each pixel pair.
+//! Two paths, by the decoded pixel format ([`path`] names the one that runs):
+//! - RGB (DPX, EXR): to BT.709 narrow range YCbCr in fixed point: each coefficient
+//!   is scaled so that a 16-bit component times it sums to 10-bit code values in
+//!   the upper 16 bits of an `i32`, with no overflow. Chroma is the mean of each pixel pair.
+//! - planar YUV (video): no RGB detour. Samples are repacked as they are, with only
+//!   the bit depth (to 10) and the chroma (to 4:2:2) adapted: 4:2:0 repeats each
+//!   chroma row, 4:4:4 averages each pair. `yuv422p10le` is a pure repack.
 
-use playsim_core::{DecodedFrame, PixelFormat};
+use playsim_core::{Chroma, DecodedFrame, PixelFormat};
 
 /// Bytes per v210 row: 48 pixels per 128 bytes, rounded up.
 pub fn stride(width: u32) -> usize {
@@ -55,9 +59,37 @@ fn mean(a: u16, b: u16) -> u16 {
     ((u32::from(a) + u32::from(b) + 1) >> 1) as u16
 }
 
-/// Packs `frame` (rgb48le or rgba64le; alpha is ignored) into `out` as v210,
-/// reusing `out`'s allocation. An empty frame gives empty output.
+/// What [`pack`] does with frames of `format`, for the report.
+pub fn path(format: PixelFormat) -> String {
+    match format {
+        PixelFormat::Yuv { chroma, bits, .. } => {
+            let depth = match bits {
+                10 => String::new(),
+                8 => ", 8-bit samples widened".into(),
+                b => format!(", {b}-bit samples rounded down"),
+            };
+            let chroma = match chroma {
+                Chroma::Yuv422 => "",
+                Chroma::Yuv420 => ", chroma rows repeated",
+                Chroma::Yuv444 => ", chroma pairs averaged",
+            };
+            let how = if depth.is_empty() && chroma.is_empty() { "repacked as is" } else { "repacked" };
+            format!("v210 from {} planes: {how}{depth}{chroma}, no RGB detour", format.name())
+        }
+        PixelFormat::Rgb48Le | PixelFormat::Rgba64Le | PixelFormat::RgbF32Le | PixelFormat::RgbaF32Le => {
+            format!("v210 from {}: BT.709 RGB to YCbCr 4:2:2 in fixed point", format.name())
+        }
+        other => format!("none: {} cannot be packed to v210", other.name()),
+    }
+}
+
+/// Packs `frame` into `out` as v210, reusing `out`'s allocation: RGB (alpha ignored)
+/// through a BT.709 conversion, planar YUV directly. An empty frame, or one in a
+/// format with no v210 path, gives empty output.
 pub fn pack(frame: &DecodedFrame, out: &mut Vec<u8>) {
+    if let Some(PixelFormat::Yuv { chroma, bits, .. }) = frame.format {
+        return pack_yuv(frame, chroma, bits, out);
+    }
     let width = frame.width as usize;
     let height = frame.height as usize;
     let bpp = frame.format.map_or(0, |f| f.bytes_per_pixel());
@@ -84,6 +116,35 @@ pub fn pack(frame: &DecodedFrame, out: &mut Vec<u8>) {
                 _ => row.load_f32::<16>(src_row),
             }
             row.derive();
+            row.pack(dst_row);
+        }
+    });
+}
+
+/// Packs planar YUV of any depth and subsampling, row by row through the scratch planes.
+fn pack_yuv(frame: &DecodedFrame, chroma: Chroma, bits: u8, out: &mut Vec<u8>) {
+    out.clear();
+    let Some(format) = frame.format else { return };
+    let (width, height) = (frame.width as usize, frame.height as usize);
+    if width == 0 || height == 0 || frame.data.len() < format.frame_len(frame.width, frame.height) {
+        return;
+    }
+    let planes = format.planes(frame.width, frame.height);
+    let stride = stride(frame.width);
+    out.resize(stride * height, 0);
+    let (_, log2_h) = chroma.log2();
+    let wide = format.bytes_per_sample() == 2;
+    // To 10 bits: a left shift for 8-bit samples, a right shift for deeper ones.
+    let (up, down) = (10u32.saturating_sub(u32::from(bits)), u32::from(bits).saturating_sub(10));
+    ROW_SCRATCH.with_borrow_mut(|row| {
+        row.resize(width);
+        for (y, dst_row) in out.chunks_exact_mut(stride).enumerate() {
+            let plane_row = |p: usize, r: usize| {
+                let plane = planes[p];
+                &frame.data[plane.offset + r * plane.row_bytes..][..plane.row_bytes]
+            };
+            let cy = y >> log2_h;
+            row.load_yuv(plane_row(0, y), plane_row(1, cy), plane_row(2, cy), chroma, wide, up, down);
             row.pack(dst_row);
         }
     });
@@ -142,6 +203,35 @@ impl RowScratch {
         }
     }
 
+    /// Loads one row of planar YUV into the 10-bit planes, adapting depth and chroma;
+    /// the padding repeats the last pixel.
+    #[allow(clippy::too_many_arguments)]
+    fn load_yuv(&mut self, y: &[u8], cb: &[u8], cr: &[u8], chroma: Chroma, wide: bool, up: u32, down: u32) {
+        let to10 = |v: u32| (v << up >> down) & 1023;
+        let width = self.width;
+        if wide {
+            fill_samples::<2>(&mut self.y[..width], y, to10);
+        } else {
+            fill_samples::<1>(&mut self.y[..width], y, to10);
+        }
+        let pairs = width.div_ceil(2);
+        for (plane, src) in [(&mut self.cb, cb), (&mut self.cr, cr)] {
+            let dst = &mut plane[..pairs];
+            match (chroma, wide) {
+                (Chroma::Yuv444, true) => fill_pair_means::<2>(dst, src, to10),
+                (Chroma::Yuv444, false) => fill_pair_means::<1>(dst, src, to10),
+                (_, true) => fill_samples::<2>(dst, src, to10),
+                (_, false) => fill_samples::<1>(dst, src, to10),
+            }
+            if let Some(&last) = plane[..pairs].last() {
+                plane[pairs..].fill(last);
+            }
+        }
+        if let Some(&last) = self.y[..width].last() {
+            self.y[width..].fill(last);
+        }
+    }
+
     /// Computes planar Y, Cb, Cr from the loaded planes; the padding repeats the last pixel.
     fn derive(&mut self) {
         let [r, g, b] = &mut self.rgb;
@@ -174,6 +264,33 @@ impl RowScratch {
                 dst.copy_from_slice(&word.to_le_bytes());
             }
         }
+    }
+}
+
+/// Reads samples of `BPS` bytes (little-endian) into `dst`, converted by `to10`.
+#[inline(always)]
+fn fill_samples<const BPS: usize>(dst: &mut [u32], src: &[u8], to10: impl Fn(u32) -> u32) {
+    for (d, s) in dst.iter_mut().zip(src.chunks_exact(BPS)) {
+        *d = to10(sample::<BPS>(s));
+    }
+}
+
+/// Reads full-width chroma into half-width `dst`: the mean of each pair (a lone last sample as is).
+#[inline(always)]
+fn fill_pair_means<const BPS: usize>(dst: &mut [u32], src: &[u8], to10: impl Fn(u32) -> u32) {
+    for (d, pair) in dst.iter_mut().zip(src.chunks(2 * BPS)) {
+        let a = sample::<BPS>(pair);
+        let b = if pair.len() == 2 * BPS { sample::<BPS>(&pair[BPS..]) } else { a };
+        *d = to10((a + b + 1) >> 1);
+    }
+}
+
+#[inline(always)]
+fn sample<const BPS: usize>(s: &[u8]) -> u32 {
+    if BPS == 2 {
+        u32::from(u16::from_le_bytes([s[0], s[1]]))
+    } else {
+        u32::from(s[0])
     }
 }
 

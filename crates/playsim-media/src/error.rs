@@ -82,6 +82,9 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A video file could not be opened (its message names the file).
+    #[error(transparent)]
+    Video(#[from] playsim_ffmpeg::Error),
     /// A frame could not be encoded.
     #[error("cannot encode {}: {message}", .path.display())]
     Encode {

@@ -33,7 +33,9 @@ mod synthetic;
 
 pub use error::Error;
 pub use generate::{generate_sequence, GenerateFormat, GenerateOptions, GenerateSummary, GENERATED_PADDING};
-pub use registry::{format_for_extension, formats, open_source, open_source_with, DecodeOptions, Format};
+pub use registry::{
+    format_for_extension, formats, open_location, open_source, open_source_with, DecodeOptions, Format,
+};
 pub use sequence::{Sequence, MAX_FRAME_RANGE};
 pub use source::SequenceSource;
 pub use synthetic::{

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use playsim_core::{Decoder, Source};
+use playsim_core::{Decoder, Source, Storage};
 
 use crate::{Error, Sequence, SequenceSource};
 
@@ -12,6 +12,8 @@ use crate::{Error, Sequence, SequenceSource};
 pub struct DecodeOptions {
     /// EXR backend, threads inside a frame, and layer.
     pub exr: playsim_exr::ExrOptions,
+    /// FFmpeg's threads per video decoder.
+    pub video: playsim_ffmpeg::VideoOptions,
 }
 
 /// A file format that sequences can be played in.
@@ -61,6 +63,23 @@ pub fn open_source_with(location: &Path, options: &DecodeOptions) -> Result<Arc<
         });
     };
     Ok(Arc::new(SequenceSource::new(sequence, (format.decoder)(options))))
+}
+
+/// Opens what is at `location` for playback: a video file (by its extension, see
+/// [`playsim_ffmpeg::VIDEO_EXTENSIONS`]), whose container is read through `storage`,
+/// or else an image sequence, as [`open_source_with`] does.
+///
+/// Must run inside a tokio runtime (the demuxer waits for the storage on a blocking thread).
+pub async fn open_location(
+    location: &Path,
+    options: &DecodeOptions,
+    storage: Arc<dyn Storage>,
+) -> Result<Arc<dyn Source>, Error> {
+    if playsim_ffmpeg::is_video_file(location) {
+        let source = playsim_ffmpeg::open(location, storage, &options.video).await?;
+        return Ok(Arc::new(source));
+    }
+    open_source_with(location, options)
 }
 
 fn dpx_decoder(_: &DecodeOptions) -> Arc<dyn Decoder> {

@@ -27,6 +27,8 @@ impl SequenceSource {
             last_frame: sequence.last_frame(),
             n_frames: sequence.n_frames(),
             gaps: sequence.gaps(),
+            frame_rate: None,
+            index: None,
         };
         SequenceSource { sequence, decoder, info }
     }

@@ -262,6 +262,19 @@ pub struct SourceReport {
     pub format: String,
     /// The decoder and its settings, e.g. "exr: openexr 3.1.5, 1 codec thread".
     pub decoder: String,
+    /// How frames were decoded: "independent" (each frame on its own, across the decode
+    /// pool: image sequences, intra-only video) or "in_order" (long-GOP video: every
+    /// packet in decode order through the stream's one decoder).
+    pub decode_mode: String,
+    /// The source's own frame rate (video containers), e.g. "24000/1001".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_rate: Option<String>,
+    /// How a video file's packet index was built, and what it cost in reads at open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
+    /// What the output stage did with the decoded pixels, e.g. "v210 from yuv422p10le
+    /// planes: repacked as is, no RGB detour" (empty with no output stage or no frame decoded).
+    pub output_path: String,
     /// The canonical pixel format of the decoded frames, e.g. "rgbaf32le" (empty if none decoded).
     pub pixel_format: String,
     /// Frame size, when known.

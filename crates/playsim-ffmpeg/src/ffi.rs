@@ -1,0 +1,58 @@
+//! The few FFmpeg calls ffmpeg-next does not wrap: a stream's index entries and a
+//! codec's properties. Each `unsafe` block has a `// SAFETY:` line.
+
+use ffmpeg_next::ffi;
+
+/// One entry of a stream's index, as the demuxer built it from the container's tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IndexEntry {
+    pub pos: i64,
+    pub timestamp: i64,
+    pub size: i32,
+    pub keyframe: bool,
+    pub discard: bool,
+}
+
+/// The index entries of `stream`, copied out.
+pub(crate) fn index_entries(stream: &ffmpeg_next::format::stream::Stream<'_>) -> Vec<IndexEntry> {
+    // SAFETY: the stream pointer is valid while `stream` borrows its format context; the
+    // index functions only read it, and each entry is copied before the next call.
+    unsafe {
+        let st = stream.as_ptr();
+        let n = ffi::avformat_index_get_entries_count(st);
+        let mut entries = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+        for i in 0..n {
+            let e = ffi::avformat_index_get_entry(st.cast_mut(), i);
+            if e.is_null() {
+                break;
+            }
+            let e = &*e;
+            let flags = e.flags();
+            entries.push(IndexEntry {
+                pos: e.pos,
+                timestamp: e.timestamp,
+                size: e.size(),
+                keyframe: flags & ffi::AVINDEX_KEYFRAME != 0,
+                discard: flags & ffi::AVINDEX_DISCARD_FRAME != 0,
+            });
+        }
+        entries
+    }
+}
+
+/// True when FFmpeg describes the codec as intra-only: every frame decodes on its own.
+pub(crate) fn is_intra_only(id: ffmpeg_next::codec::Id) -> bool {
+    // SAFETY: avcodec_descriptor_get takes any codec id and returns null or a pointer to
+    // a static descriptor, which is only read.
+    unsafe {
+        let d = ffi::avcodec_descriptor_get(id.into());
+        !d.is_null() && (*d).props & ffi::AV_CODEC_PROP_INTRA_ONLY != 0
+    }
+}
+
+/// The container's four-character code for the stream's codec.
+pub(crate) fn codec_tag(stream: &ffmpeg_next::format::stream::Stream<'_>) -> u32 {
+    // SAFETY: the stream and its codec parameters are valid while `stream` borrows its
+    // format context; one integer field is read.
+    unsafe { (*(*stream.as_ptr()).codecpar).codec_tag }
+}
