@@ -222,3 +222,38 @@ impl DecodedFrame {
         &self.data[start..start + stride]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planar_layouts_match_ffmpeg_unpadded_sizes() {
+        // av_image_get_buffer_size(fmt, w, h, 1) for the same formats and sizes.
+        let cases = [
+            ("yuv420p", 13, 5, 13 * 5 + 2 * 7 * 3),
+            ("yuv422p10le", 3840, 2160, 2 * (3840 * 2160 + 2 * 1920 * 2160)),
+            ("yuva444p12le", 7, 2, 2 * 4 * 7 * 2),
+            ("yuv444p", 4, 4, 3 * 16),
+        ];
+        for (name, w, h, len) in cases {
+            let format = PixelFormat::from_ffmpeg_name(name).unwrap();
+            assert_eq!(format.name(), name);
+            assert_eq!(format.frame_len(w, h), len, "{name} {w}x{h}");
+            let mut frame = DecodedFrame::default();
+            frame.reset(w, h, format);
+            assert_eq!(frame.data.len(), len);
+        }
+        let planes = PixelFormat::from_ffmpeg_name("yuv420p").unwrap().planes(13, 5);
+        assert_eq!(planes[1], Plane { offset: 65, row_bytes: 7, rows: 3 });
+        assert_eq!(planes[2], Plane { offset: 86, row_bytes: 7, rows: 3 });
+        assert_eq!(PixelFormat::from_ffmpeg_name("rgb48le"), None);
+    }
+
+    #[test]
+    fn interleaved_formats_have_one_plane() {
+        let planes = PixelFormat::Rgba64Le.planes(5, 3);
+        assert_eq!(planes, vec![Plane { offset: 0, row_bytes: 40, rows: 3 }]);
+        assert_eq!(PixelFormat::Rgba64Le.frame_len(5, 3), 120);
+    }
+}

@@ -403,4 +403,107 @@ mod tests {
         pack(&f, &mut out);
         assert!(out.is_empty());
     }
+
+    /// A planar YUV frame whose sample at (plane, x, y) is `value(plane, x, y)`.
+    fn planar(
+        width: u32,
+        height: u32,
+        format: PixelFormat,
+        value: impl Fn(usize, usize, usize) -> u32,
+    ) -> DecodedFrame {
+        let mut f = DecodedFrame::default();
+        f.reset(width, height, format);
+        let bps = format.bytes_per_sample();
+        for (p, plane) in format.planes(width, height).into_iter().enumerate() {
+            for y in 0..plane.rows {
+                for x in 0..plane.row_bytes / bps {
+                    let at = plane.offset + y * plane.row_bytes + x * bps;
+                    let v = value(p, x, y);
+                    f.data[at..at + bps].copy_from_slice(&v.to_le_bytes()[..bps]);
+                }
+            }
+        }
+        f
+    }
+
+    /// The Y, Cb and Cr codes of row `y` of a v210 frame `width` pixels wide.
+    fn unpack_row(v210: &[u8], width: u32, y: usize) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+        let row = &v210[y * stride(width)..][..stride(width)];
+        let words: Vec<u32> =
+            row.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+        let (mut luma, mut cb, mut cr) = (Vec::new(), Vec::new(), Vec::new());
+        for g in words.chunks_exact(4) {
+            let s = |w: u32, i: u32| w >> (10 * i) & 1023;
+            cb.extend([s(g[0], 0), s(g[1], 1), s(g[2], 2)]);
+            luma.extend([s(g[0], 1), s(g[1], 0), s(g[1], 2), s(g[2], 1), s(g[3], 0), s(g[3], 2)]);
+            cr.extend([s(g[0], 2), s(g[2], 0), s(g[3], 1)]);
+        }
+        luma.truncate(width as usize);
+        cb.truncate(width.div_ceil(2) as usize);
+        cr.truncate(width.div_ceil(2) as usize);
+        (luma, cb, cr)
+    }
+
+    #[test]
+    fn yuv422p10_is_repacked_sample_for_sample() {
+        let format = PixelFormat::from_ffmpeg_name("yuv422p10le").unwrap();
+        let value = |p: usize, x: usize, y: usize| ((p * 331 + x * 17 + y * 101) % 1024) as u32;
+        let f = planar(50, 3, format, value);
+        let mut out = Vec::new();
+        pack(&f, &mut out);
+        assert_eq!(out.len(), stride(50) * 3);
+        for y in 0..3 {
+            let (luma, cb, cr) = unpack_row(&out, 50, y);
+            assert_eq!(luma, (0..50).map(|x| value(0, x, y)).collect::<Vec<_>>(), "row {y}");
+            assert_eq!(cb, (0..25).map(|x| value(1, x, y)).collect::<Vec<_>>(), "row {y}");
+            assert_eq!(cr, (0..25).map(|x| value(2, x, y)).collect::<Vec<_>>(), "row {y}");
+        }
+        assert_eq!(path(format), "v210 from yuv422p10le planes: repacked as is, no RGB detour");
+    }
+
+    #[test]
+    fn yuv420p_is_widened_and_its_chroma_rows_repeated() {
+        let format = PixelFormat::from_ffmpeg_name("yuv420p").unwrap();
+        let value = |p: usize, x: usize, y: usize| ((p * 71 + x * 5 + y * 29) % 256) as u32;
+        // Odd sizes: the last chroma column and row cover one pixel.
+        let f = planar(13, 5, format, value);
+        let mut out = Vec::new();
+        pack(&f, &mut out);
+        for y in 0..5 {
+            let (luma, cb, cr) = unpack_row(&out, 13, y);
+            assert_eq!(luma, (0..13).map(|x| value(0, x, y) << 2).collect::<Vec<_>>(), "row {y}");
+            assert_eq!(cb, (0..7).map(|x| value(1, x, y / 2) << 2).collect::<Vec<_>>(), "row {y}");
+            assert_eq!(cr, (0..7).map(|x| value(2, x, y / 2) << 2).collect::<Vec<_>>(), "row {y}");
+        }
+    }
+
+    #[test]
+    fn yuva444p12_averages_chroma_pairs_and_drops_two_bits_and_alpha() {
+        let format = PixelFormat::from_ffmpeg_name("yuva444p12le").unwrap();
+        let value = |p: usize, x: usize, y: usize| ((p * 977 + x * 61 + y * 13) % 4096) as u32;
+        let f = planar(7, 2, format, value);
+        let mut out = Vec::new();
+        pack(&f, &mut out);
+        for y in 0..2 {
+            let (luma, cb, cr) = unpack_row(&out, 7, y);
+            assert_eq!(luma, (0..7).map(|x| value(0, x, y) >> 2).collect::<Vec<_>>());
+            let mean = |p: usize, i: usize| {
+                let (a, b) = (value(p, 2 * i, y), value(p, (2 * i + 1).min(6), y));
+                ((a + b + 1) >> 1) >> 2
+            };
+            assert_eq!(cb, (0..4).map(|i| mean(1, i)).collect::<Vec<_>>());
+            assert_eq!(cr, (0..4).map(|i| mean(2, i)).collect::<Vec<_>>());
+        }
+        assert!(path(format).contains("chroma pairs averaged"), "{}", path(format));
+    }
+
+    #[test]
+    fn a_short_planar_frame_gives_empty_output() {
+        let format = PixelFormat::from_ffmpeg_name("yuv422p10le").unwrap();
+        let mut f = planar(8, 8, format, |_, _, _| 512);
+        f.data.truncate(f.data.len() - 1);
+        let mut out = vec![1];
+        pack(&f, &mut out);
+        assert!(out.is_empty());
+    }
 }

@@ -22,6 +22,8 @@ pub struct ScriptedObject {
     pub read_error: Option<String>,
     /// When set, `open` fails with this message.
     pub open_error: Option<String>,
+    /// The bytes reads return; zeros when `None`.
+    pub content: Option<Arc<[u8]>>,
 }
 
 impl ScriptedObject {
@@ -33,11 +35,22 @@ impl ScriptedObject {
             read_latency,
             read_error: None,
             open_error: None,
+            content: None,
+        }
+    }
+
+    /// An object holding `content` (a real file's bytes, say) that reads in `read_latency`.
+    pub fn with_content(content: Arc<[u8]>, read_latency: Duration) -> ScriptedObject {
+        ScriptedObject {
+            size: content.len() as u64,
+            content: Some(content),
+            ..ScriptedObject::new(0, read_latency)
         }
     }
 }
 
-/// A [`Storage`] whose every object follows a script. Reads fill zeros.
+/// A [`Storage`] whose every object follows a script. Reads return the object's
+/// content, or zeros.
 #[derive(Clone)]
 pub struct ScriptedStorage {
     default: ScriptedObject,
@@ -124,6 +137,10 @@ impl StorageFile for ScriptedFile {
         let available = self.object.size.saturating_sub(offset);
         let n = usize::try_from(available).unwrap_or(usize::MAX).min(len);
         buf.prepare(n);
+        if let Some(content) = &self.object.content {
+            let start = usize::try_from(offset).unwrap_or(usize::MAX).min(content.len());
+            buf[..n].copy_from_slice(&content[start..start + n]);
+        }
         self.n_reads.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
