@@ -25,6 +25,7 @@ mod error;
 // with a `// SAFETY:` line.
 #[allow(unsafe_code)]
 mod ffi;
+mod mxf;
 mod source;
 mod storage_io;
 
@@ -151,7 +152,16 @@ fn open_blocking(
     let (width, height) = decoder.dimensions();
 
     let usable = !entries.is_empty() && entries.iter().all(|e| e.pos >= 0 && e.size > 0 && !e.discard);
-    let (packets, origin) = if usable {
+    // FFmpeg's MXF demuxer keeps the file's index table segments to itself: read them here.
+    let mxf_index = if !usable && format_name == "mxf" {
+        Some(mxf::index(&|offset, len| shared.read_at(&handle, offset, len).map_err(|e| e.to_string()), size))
+    } else {
+        None
+    };
+    let mut fallback = None;
+    let (packets, origin) = if let Some(Ok(packets)) = mxf_index {
+        (packets, IndexOrigin::ContainerTables)
+    } else if usable {
         let packets = entries
             .iter()
             .map(|e| PacketEntry {
@@ -163,6 +173,7 @@ fn open_blocking(
             .collect();
         (packets, IndexOrigin::ContainerTables)
     } else {
+        fallback = mxf_index.and_then(|r| r.err());
         let locate = |pos: u64, head: &[u8]| locate_packet(&shared, &handle, pos, head);
         (first_pass(path, &mut input, stream_index, locate)?, IndexOrigin::FirstPass)
     };
@@ -179,6 +190,7 @@ fn open_blocking(
     }
     let index = IndexStats {
         origin,
+        fallback,
         reads: shared.reads.load(std::sync::atomic::Ordering::Relaxed),
         bytes: shared.bytes.load(std::sync::atomic::Ordering::Relaxed),
         file_size: size,

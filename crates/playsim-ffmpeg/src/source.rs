@@ -31,10 +31,12 @@ pub enum IndexOrigin {
 }
 
 /// How the index was built and what that cost in storage reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexStats {
     /// Where the index came from.
     pub origin: IndexOrigin,
+    /// Why the container's tables could not be used, when they were tried and a first pass ran.
+    pub fallback: Option<String>,
     /// Read requests the demuxer made at open, through playsim's storage.
     pub reads: u64,
     /// Bytes those reads delivered.
@@ -75,8 +77,8 @@ impl VideoSource {
     }
 
     /// How the index was built.
-    pub fn index(&self) -> IndexStats {
-        self.index
+    pub fn index(&self) -> &IndexStats {
+        &self.index
     }
 
     /// The decoder, with its codec and mode.
