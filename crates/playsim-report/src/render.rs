@@ -86,6 +86,9 @@ fn sources(r: &Report, out: &mut Vec<String>) {
         if src.width > 0 && src.height > 0 {
             media.push_str(&format!(" {}x{}", src.width, src.height));
         }
+        if let Some(rate) = &src.frame_rate {
+            media.push_str(&format!(" at {rate}"));
+        }
         media.push_str(&format!(", frames {}-{} ({} frames", src.first_frame, src.last_frame, src.n_frames));
         match src.gaps.len() {
             0 => media.push(')'),
@@ -100,6 +103,12 @@ fn sources(r: &Report, out: &mut Vec<String>) {
                 decoder.push_str(&format!(", to {}", s.source.pixel_format));
             }
             out.push(line("decoder", &decoder));
+        }
+        if let Some(index) = &src.index {
+            out.push(line("index", &format!("{}{index}", tag(s))));
+        }
+        if !src.output_path.is_empty() {
+            out.push(line("output", &format!("{}{}", tag(s), src.output_path)));
         }
     }
     for s in &r.streams {
@@ -385,7 +394,9 @@ mod tests {
         assert!(lines.contains(
             &"settings            preroll 4, prefetch 8, io depth 4, decode threads 8, output v210, max drops 10"
         ));
-        assert!(lines.len() <= 34, "{} lines", lines.len());
+        assert!(lines
+            .contains(&"output              v210 from rgb48le: BT.709 RGB to YCbCr 4:2:2 in fixed point"));
+        assert!(lines.len() <= 35, "{} lines", lines.len());
         assert!(lines.iter().all(|l| l.len() <= 110 && l.trim_end() == *l), "{text}");
         assert!(!text.contains('\x1b'));
     }
