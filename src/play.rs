@@ -116,12 +116,10 @@ fn source_rate(sources: &[Arc<dyn Source>]) -> Result<Option<playsim_core::Frame
     if stated.iter().all(|(_, r)| *r == first) {
         return Ok(Some(first));
     }
-    let listed: Vec<String> = stated.iter().map(|(l, r)| format!("{l} at {}/{}", r.num(), r.den())).collect();
+    let listed: Vec<String> = stated.iter().map(|(l, r)| format!("{l} at {r}")).collect();
     Err(Error::Engine(format!(
-        "the sources play at different rates ({}); choose one with --fps, for example --fps {}/{}",
-        listed.join(", "),
-        first.num(),
-        first.den()
+        "the sources play at different rates ({}); choose one with --fps, for example --fps {first}",
+        listed.join(", ")
     )))
 }
 

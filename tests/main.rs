@@ -7,3 +7,4 @@ mod exr_bad_input;
 mod exr_ffmpeg;
 mod fixtures;
 mod util;
+mod video;

@@ -254,6 +254,13 @@ impl InOrderDecoder for StreamDecoder {
 /// Copies a decoded picture's planes into `out`, row by row without FFmpeg's padding:
 /// the bytes `ffmpeg -f framemd5` hashes.
 pub(crate) fn copy_picture(picture: &frame::Video, out: &mut DecodedFrame) -> Result<(), DecodeError> {
+    let damage = crate::ffi::decode_error_flags(picture);
+    if damage != 0 {
+        return Err(DecodeError::malformed(format!(
+            "the decoder gave a damaged picture (decode_error_flags {damage:#x}: {})",
+            describe_damage(damage)
+        )));
+    }
     let name = picture.format().descriptor().map_or("unknown", |d| d.name());
     let Some(format) = PixelFormat::from_ffmpeg_name(name) else {
         return Err(DecodeError::unsupported(format!(
@@ -287,4 +294,20 @@ pub(crate) fn copy_picture(picture: &frame::Video, out: &mut DecodedFrame) -> Re
         }
     }
     Ok(())
+}
+
+/// FFmpeg's `FF_DECODE_ERROR_*` flags in words.
+fn describe_damage(flags: i32) -> String {
+    let names = [
+        (1, "invalid bitstream"),
+        (2, "missing reference"),
+        (4, "errors concealed"),
+        (8, "decode slices"),
+    ];
+    let found: Vec<&str> = names.iter().filter(|(bit, _)| flags & bit != 0).map(|(_, n)| *n).collect();
+    if found.is_empty() {
+        "unknown".into()
+    } else {
+        found.join(", ")
+    }
 }

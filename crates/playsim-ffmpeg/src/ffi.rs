@@ -56,3 +56,10 @@ pub(crate) fn codec_tag(stream: &ffmpeg_next::format::stream::Stream<'_>) -> u32
     // format context; one integer field is read.
     unsafe { (*(*stream.as_ptr()).codecpar).codec_tag }
 }
+
+/// The decoder's damage flags on a picture (`FF_DECODE_ERROR_*`): nonzero when it
+/// concealed errors or decoded invalid bitstream as best it could.
+pub(crate) fn decode_error_flags(picture: &ffmpeg_next::util::frame::Video) -> i32 {
+    // SAFETY: the frame pointer is valid while `picture` is borrowed; one integer field is read.
+    unsafe { (*picture.as_ptr()).decode_error_flags }
+}

@@ -84,7 +84,7 @@ pub async fn open(
     storage: Arc<dyn Storage>,
     options: &VideoOptions,
 ) -> Result<VideoSource, Error> {
-    quiet_ffmpeg_logs();
+    init_ffmpeg();
     let file = storage.open(path).await?;
     let size = file.size();
     let shared = SharedFile::new(file);
@@ -101,10 +101,16 @@ pub async fn open(
     result?
 }
 
-/// FFmpeg prints every decode error on stderr; playsim reports them itself, per frame.
-fn quiet_ffmpeg_logs() {
+/// Sets FFmpeg up once: its error strings (without them ffmpeg-next's errors print
+/// empty), and no log lines, since FFmpeg prints every decode error on stderr and
+/// playsim reports them itself, per frame.
+fn init_ffmpeg() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Fatal));
+    ONCE.call_once(|| {
+        // init() only fills the error strings and registers devices; it cannot fail on FFmpeg 5.
+        let _ = ffmpeg_next::init();
+        ffmpeg_next::util::log::set_level(ffmpeg_next::util::log::Level::Fatal);
+    });
 }
 
 fn open_blocking(
