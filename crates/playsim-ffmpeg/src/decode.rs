@@ -298,12 +298,8 @@ pub(crate) fn copy_picture(picture: &frame::Video, out: &mut DecodedFrame) -> Re
 
 /// FFmpeg's `FF_DECODE_ERROR_*` flags in words.
 fn describe_damage(flags: i32) -> String {
-    let names = [
-        (1, "invalid bitstream"),
-        (2, "missing reference"),
-        (4, "errors concealed"),
-        (8, "decode slices"),
-    ];
+    let names =
+        [(1, "invalid bitstream"), (2, "missing reference"), (4, "errors concealed"), (8, "decode slices")];
     let found: Vec<&str> = names.iter().filter(|(bit, _)| flags & bit != 0).map(|(_, n)| *n).collect();
     if found.is_empty() {
         "unknown".into()

@@ -54,7 +54,10 @@ impl IndexStats {
                 "by a first pass over the whole file (the container has no usable index)"
             }
         };
-        format!("{how}; {} reads, {} bytes at open, of a {}-byte file", self.reads, self.bytes, self.file_size)
+        format!(
+            "{how}; {} reads, {} bytes at open, of a {}-byte file",
+            self.reads, self.bytes, self.file_size
+        )
     }
 }
 
