@@ -1,9 +1,10 @@
-//! `cargo xtask bench`: measures playsim against an anchor (FFmpeg today; fio, EXR and ProRes later),
-//! one [`BenchRow`] per comparison, and writes `target/bench/report.{md,json}`.
+//! `cargo xtask bench`: measures playsim against an anchor (FFmpeg's DPX and video decoders, OpenEXR;
+//! fio later), one [`BenchRow`] per comparison, and writes `target/bench/report.{md,json}`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
@@ -11,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::{deps, process};
+use crate::{deps, fixtures, process};
 
 /// Frames in the bench's DPX sequence: enough for FFmpeg's timing to be well above its start-up cost.
 const DPX_N_FRAMES: u32 = 24;
@@ -54,6 +55,12 @@ impl BenchRow {
             pass: ratio >= 1.0,
             extra: BTreeMap::new(),
         }
+    }
+
+    /// A row where higher is better (rates): the ratio is playsim / anchor.
+    pub fn rate(name: &str, unit: &'static str, playsim: f64, anchor_name: &str, anchor: f64) -> BenchRow {
+        BenchRow { ratio: playsim / anchor, ..BenchRow::time(name, unit, playsim, anchor_name, anchor) }
+            .target(1.0)
     }
 
     pub fn target(mut self, target_ratio: f64) -> BenchRow {
@@ -103,6 +110,7 @@ pub fn run() -> Result<()> {
     let exr_file = ensure_exr_frame(&playsim, &target.join("bench").join("exr-4k-dci"))?;
     let mut rows = vec![dpx_decode(&target, &dpx_dir)?];
     rows.extend(exr_decode(&target, &exr_file)?);
+    rows.extend(video_decode(&playsim, &target.join("bench"))?);
 
     let report = Report { machine: Machine::probe()?, rows };
     let markdown = render_markdown(&report);
@@ -236,6 +244,271 @@ fn build_plain_reader(target: &Path) -> Result<PathBuf> {
     Ok(binary)
 }
 
+/// The UHD clips of `cargo xtask fixtures` that the video rows decode, with the names the rows give them.
+const VIDEO_CLIPS: [(&str, &str); 4] = [
+    ("prores-422hq-uhd.mov", "ProRes 422 HQ UHD"),
+    ("prores-4444-uhd.mov", "ProRes 4444 UHD"),
+    ("h264-uhd.mp4", "H.264 UHD"),
+    ("dnxhr-hqx-uhd.mxf", "DNxHR HQX UHD"),
+];
+/// Frames each video measurement decodes at least: both sides loop the clip, in whole passes, up to this,
+/// so that start-up is a small part of the time.
+const VIDEO_MIN_FRAMES: u64 = 96;
+/// Measured runs of each side per clip and thread count, after one warm-up each. The runs alternate
+/// between the two sides, so that a busy spell of the machine falls on both, and the median is kept.
+const VIDEO_RUNS: usize = 5;
+/// The issue's target: playsim decodes at least this fraction of FFmpeg's frames per second.
+const VIDEO_TARGET_RATIO: f64 = 0.95;
+
+/// playsim's decode rate on each UHD clip against `ffmpeg -threads N -benchmark -i FILE -f null -` on the
+/// same file, the same number of frames and the same thread count, for one thread and for all cores.
+///
+/// "The same thread count" follows how FFmpeg spends its threads. Intra frames (ProRes, DNxHR) decode
+/// independently, FFmpeg's N frame threads each taking a frame, as playsim's N decode threads do. A
+/// long-GOP stream (H.264) goes through one decoder, so playsim gets one decode thread and gives the
+/// decoder N frame threads (`--codec-threads N`), as FFmpeg does.
+///
+/// playsim's last report is left in `out_dir/video-play.json`.
+fn video_decode(playsim: &Path, out_dir: &Path) -> Result<Vec<BenchRow>> {
+    let dir = fixtures::ensure_full()?;
+    let n_cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    let n_cores = u32::try_from(n_cores).unwrap_or(u32::MAX);
+    let thread_counts: Vec<u32> = if n_cores > 1 { vec![1, n_cores] } else { vec![1] };
+    let json = out_dir.join("video-play.json");
+    let mut rows = Vec::new();
+    for (file_name, label) in VIDEO_CLIPS {
+        let file = dir.join(file_name);
+        if !file.is_file() {
+            bail!("{} is missing after `cargo xtask fixtures`", file.display());
+        }
+        // One frame tells the clip's length and how its frames decode; it also opens the file once.
+        let probe = play_video(playsim, &file, VideoThreads { decode: 1, codec: 1 }, 1, &json)?;
+        if probe.n_clip_frames == 0 {
+            bail!("playsim finds no frames in {}", file.display());
+        }
+        let n_passes = VIDEO_MIN_FRAMES.div_ceil(probe.n_clip_frames);
+        let work = VideoWork { file: &file, n_passes, n_frames: n_passes * probe.n_clip_frames };
+        for &n_threads in &thread_counts {
+            let threads = VideoThreads::for_mode(probe.in_order, n_threads);
+            rows.push(video_row(playsim, &work, label, n_threads, threads, &json)?);
+        }
+    }
+    Ok(rows)
+}
+
+/// What one measurement decodes: `file`, `n_passes` times over, `n_frames` frames in all.
+struct VideoWork<'a> {
+    file: &'a Path,
+    n_passes: u64,
+    n_frames: u64,
+}
+
+/// playsim's `--decode-threads` and `--codec-threads`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct VideoThreads {
+    decode: u32,
+    codec: u32,
+}
+
+impl VideoThreads {
+    /// `n_threads` threads as the pool's (frames decode independently) or the one decoder's (in order).
+    fn for_mode(in_order: bool, n_threads: u32) -> VideoThreads {
+        if in_order {
+            VideoThreads { decode: 1, codec: n_threads }
+        } else {
+            VideoThreads { decode: n_threads, codec: 1 }
+        }
+    }
+
+    /// The flag that carries the thread count, for the row's name.
+    fn describe(self) -> String {
+        if self.codec > 1 {
+            format!("--codec-threads {}", self.codec)
+        } else {
+            format!("--decode-threads {}", self.decode)
+        }
+    }
+}
+
+/// One row: a warm-up of each side, then [`VIDEO_RUNS`] runs of each, alternating.
+fn video_row(
+    playsim: &Path,
+    work: &VideoWork,
+    label: &str,
+    n_threads: u32,
+    threads: VideoThreads,
+    json: &Path,
+) -> Result<BenchRow> {
+    let threads_word = if n_threads == 1 { "thread" } else { "threads" };
+    let name = format!("{label} decode, {n_threads} {threads_word} ({})", threads.describe());
+    println!("\n{name}: {} frames a run, a warm-up and {VIDEO_RUNS} runs of each side", work.n_frames);
+    let mut ffmpeg_runs = Vec::new();
+    let mut playsim_runs = Vec::new();
+    for run_idx in 0..=VIDEO_RUNS {
+        let ffmpeg = ffmpeg_video(work, n_threads)?;
+        print_rate(&ffmpeg);
+        let playsim = play_video(playsim, work.file, threads, work.n_frames, json)?.rate();
+        print_rate(&playsim);
+        // The first run of each side reads the file into the page cache and wakes the CPU's clocks.
+        if run_idx > 0 {
+            ffmpeg_runs.push(ffmpeg);
+            playsim_runs.push(playsim);
+        }
+    }
+    let ffmpeg = DecodeRate::median(&ffmpeg_runs);
+    let playsim = DecodeRate::median(&playsim_runs);
+    // f64::min and f64::max pass over NaN, so it starts the fold.
+    let spread =
+        |runs: &[DecodeRate], pick: fn(f64, f64) -> f64| runs.iter().map(|run| run.fps).fold(f64::NAN, pick);
+    Ok(BenchRow::rate(
+        &name,
+        "fps",
+        playsim.fps,
+        &format!(
+            "ffmpeg -threads {n_threads}, same file, {} frames, wall time (median of {VIDEO_RUNS})",
+            work.n_frames
+        ),
+        ffmpeg.fps,
+    )
+    .target(VIDEO_TARGET_RATIO)
+    .extra("playsim_cpu_ms_per_frame", playsim.cpu_s_per_frame * 1e3)
+    .extra("ffmpeg_cpu_ms_per_frame", ffmpeg.cpu_s_per_frame * 1e3)
+    .extra("playsim_fps_min", spread(&playsim_runs, f64::min))
+    .extra("playsim_fps_max", spread(&playsim_runs, f64::max))
+    .extra("ffmpeg_fps_min", spread(&ffmpeg_runs, f64::min))
+    .extra("ffmpeg_fps_max", spread(&ffmpeg_runs, f64::max)))
+}
+
+fn print_rate(rate: &DecodeRate) {
+    println!("  {:.2} fps, {:.1} ms CPU/frame", rate.fps, rate.cpu_s_per_frame * 1e3);
+}
+
+/// One run's frames per second (wall time) and CPU time (user + system) per frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct DecodeRate {
+    fps: f64,
+    cpu_s_per_frame: f64,
+}
+
+impl DecodeRate {
+    /// The median of each figure on its own.
+    fn median(runs: &[DecodeRate]) -> DecodeRate {
+        DecodeRate {
+            fps: median(runs.iter().map(|run| run.fps).collect()),
+            cpu_s_per_frame: median(runs.iter().map(|run| run.cpu_s_per_frame).collect()),
+        }
+    }
+}
+
+impl FfmpegTimes {
+    fn rate(&self, n_frames: u64) -> DecodeRate {
+        let n_frames = n_frames as f64;
+        DecodeRate { fps: n_frames / self.rtime_s, cpu_s_per_frame: (self.utime_s + self.stime_s) / n_frames }
+    }
+}
+
+/// The anchor: `ffmpeg -threads N -benchmark` decoding `work.file` `work.n_passes` times to the null
+/// muxer, which takes the decoded frames as they are.
+fn ffmpeg_video(work: &VideoWork, n_threads: u32) -> Result<DecodeRate> {
+    let n_threads = n_threads.to_string();
+    let n_loops = (work.n_passes - 1).to_string();
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-hide_banner", "-nostdin", "-threads", &n_threads, "-benchmark", "-stream_loop", &n_loops])
+        .arg("-i")
+        .arg(work.file)
+        .args(["-f", "null", "-"]);
+    let output = process::run_capture(&mut cmd)?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let decoded = parse_ffmpeg_frames(&stderr).context("ffmpeg printed no `frame=` count")?;
+    if u64::from(decoded) != work.n_frames {
+        bail!("ffmpeg decoded {decoded} frames of {}, expected {}", work.file.display(), work.n_frames);
+    }
+    let times = parse_ffmpeg_bench(&stderr).context("no `bench: utime=..` line in ffmpeg's output")?;
+    Ok(times.rate(work.n_frames))
+}
+
+/// What a `playsim play` run of a video file reported about its first stream.
+#[derive(Debug, PartialEq)]
+struct PlayRun {
+    /// Frames in the clip (one pass).
+    n_clip_frames: u64,
+    /// Whether the frames decode in order through one decoder (long-GOP), not independently.
+    in_order: bool,
+    presented: u64,
+    span_s: f64,
+    /// The process's user + system CPU time.
+    cpu_s: f64,
+}
+
+impl PlayRun {
+    fn rate(&self) -> DecodeRate {
+        let n_frames = self.presented as f64;
+        DecodeRate { fps: n_frames / self.span_s, cpu_s_per_frame: self.cpu_s / n_frames }
+    }
+}
+
+/// `playsim play FILE --fps max --output-stage none` for `n_frames` frames, looping: every frame is
+/// decoded as fast as it can be and nothing is done with it, as FFmpeg's null muxer does.
+fn play_video(
+    playsim: &Path,
+    file: &Path,
+    threads: VideoThreads,
+    n_frames: u64,
+    json: &Path,
+) -> Result<PlayRun> {
+    let mut cmd = Command::new(playsim);
+    cmd.arg("play").arg(file).args(["--fps", "max", "--output-stage", "none"]);
+    cmd.args([
+        "--decode-threads",
+        &threads.decode.to_string(),
+        "--codec-threads",
+        &threads.codec.to_string(),
+    ]);
+    cmd.args(["--prefetch", "8", "--loop", "--frames", &n_frames.to_string(), "-q", "--json"]).arg(json);
+    process::run_capture(&mut cmd)?;
+    let text = fs::read_to_string(json).with_context(|| format!("cannot read {}", json.display()))?;
+    let run = parse_play_report(&text).with_context(|| format!("in {}", json.display()))?;
+    if run.presented != n_frames {
+        bail!("playsim presented {} frames of {}, expected {n_frames}", run.presented, file.display());
+    }
+    Ok(run)
+}
+
+fn parse_play_report(text: &str) -> Result<PlayRun> {
+    let report: serde_json::Value = serde_json::from_str(text).context("playsim's report is not JSON")?;
+    let stream = &report["streams"][0];
+    let number = |value: &serde_json::Value, name: &str| {
+        value.as_f64().with_context(|| format!("playsim's report has no number {name}"))
+    };
+    let whole = |value: &serde_json::Value, name: &str| {
+        value.as_u64().with_context(|| format!("playsim's report has no whole number {name}"))
+    };
+    let in_order = match stream["source"]["decode_mode"].as_str() {
+        Some("independent") => false,
+        Some("in_order") => true,
+        other => bail!("playsim's report has decode_mode {other:?}, not independent or in_order"),
+    };
+    Ok(PlayRun {
+        n_clip_frames: whole(&stream["source"]["n_frames"], "streams[0].source.n_frames")?,
+        in_order,
+        presented: whole(&stream["presented"], "streams[0].presented")?,
+        span_s: whole(&stream["span_ns"], "streams[0].span_ns")? as f64 / 1e9,
+        cpu_s: number(&report["cpu"]["process_user_s"], "cpu.process_user_s")?
+            + number(&report["cpu"]["process_sys_s"], "cpu.process_sys_s")?,
+    })
+}
+
+/// The middle value, or the mean of the two middle ones; NaN for none.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[mid],
+        _ => (values[mid - 1] + values[mid]) / 2.0,
+    }
+}
+
 impl Machine {
     fn probe() -> Result<Machine> {
         let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -356,7 +629,7 @@ fn render_markdown(report: &Report) -> String {
         let verdict = if row.pass { "PASS" } else { "OFF TARGET" };
         let target = match row.target_max {
             Some(hi) => format!("{:.2}–{hi:.2}×", row.target_ratio),
-            None if row.target_ratio > 0.0 => format!("≥ {:.1}×", row.target_ratio),
+            None if row.target_ratio > 0.0 => format!("≥ {}×", target_text(row.target_ratio)),
             None => "reported".to_owned(),
         };
         let _ = writeln!(
@@ -383,6 +656,12 @@ fn render_markdown(report: &Report) -> String {
         m.os, m.cpu, m.n_cpus, m.load_avg, m.ffmpeg
     );
     md
+}
+
+/// A target ratio with the decimals it has, one at least: `2.0`, `0.95`.
+fn target_text(ratio: f64) -> String {
+    let text = format!("{ratio:.2}");
+    text.strip_suffix('0').map_or_else(|| text.clone(), str::to_owned)
 }
 
 #[cfg(test)]
@@ -432,6 +711,47 @@ mod tests {
             md.contains("| r | 20.00 ms/frame | 25.00 ms/frame (a) | 1.25× | ≥ 2.0× OFF TARGET |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn a_rate_row_is_better_when_higher() {
+        let row = BenchRow::rate("r", "fps", 19.0, "a", 20.0).target(VIDEO_TARGET_RATIO);
+        assert!((row.ratio - 0.95).abs() < 1e-9 && row.pass, "{}", row.ratio);
+        assert!(!BenchRow::rate("r", "fps", 18.0, "a", 20.0).target(VIDEO_TARGET_RATIO).pass);
+        assert!(BenchRow::rate("r", "fps", 21.0, "a", 20.0).pass);
+        assert_eq!([target_text(2.0), target_text(0.95), target_text(1.5)], ["2.0", "0.95", "1.5"]);
+    }
+
+    #[test]
+    fn threads_go_to_the_pool_or_to_the_one_decoder() {
+        assert_eq!(VideoThreads::for_mode(false, 2), VideoThreads { decode: 2, codec: 1 });
+        assert_eq!(VideoThreads::for_mode(true, 2), VideoThreads { decode: 1, codec: 2 });
+        assert_eq!(VideoThreads::for_mode(true, 2).describe(), "--codec-threads 2");
+        assert_eq!(VideoThreads::for_mode(true, 1).describe(), "--decode-threads 1");
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(Vec::new()).is_nan());
+        let runs = [(10.0, 0.3), (12.0, 0.1), (11.0, 0.2)]
+            .map(|(fps, cpu_s_per_frame)| DecodeRate { fps, cpu_s_per_frame });
+        assert_eq!(DecodeRate::median(&runs), DecodeRate { fps: 11.0, cpu_s_per_frame: 0.2 });
+    }
+
+    #[test]
+    fn parses_playsims_report() {
+        let json = r#"{"cpu":{"process_user_s":3.5,"process_sys_s":0.5},"streams":[{"presented":96,
+            "span_ns":4000000000,"source":{"decode_mode":"in_order","n_frames":48}}]}"#;
+        let run = parse_play_report(json).unwrap();
+        let expected = PlayRun { n_clip_frames: 48, in_order: true, presented: 96, span_s: 4.0, cpu_s: 4.0 };
+        assert_eq!(run, expected);
+        assert_eq!(run.rate(), DecodeRate { fps: 24.0, cpu_s_per_frame: 4.0 / 96.0 });
+        let odd = json.replace("in_order", "sideways");
+        assert!(parse_play_report(&odd).unwrap_err().to_string().contains("sideways"));
+        let no_cpu = json.replace("process_sys_s", "other");
+        assert!(parse_play_report(&no_cpu).unwrap_err().to_string().contains("process_sys_s"));
     }
 
     #[test]

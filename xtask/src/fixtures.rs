@@ -1,10 +1,12 @@
 //! `cargo xtask fixtures`: video test media written by the system `ffmpeg`, each frame's number burned in.
 //!
 //! Without `--tiny` it makes the full-size clips (UHD, hundreds of MB each) in `<target>/fixtures/video/`;
-//! they are never committed. With `--tiny` it rewrites instead the small clips committed in
-//! `fixtures/video/`, each with its `.framemd5` (FFmpeg's own decode, which tests compare against), plus
-//! `CHECKSUMS.sha256` and `README.md`. Another FFmpeg may not encode byte for byte the same, so the tiny
-//! clips are remade only on request.
+//! they are never committed. They carry grain, so that they cost to decode what real footage costs, and
+//! each has a `.recipe` file beside it with the command that made it: a clip whose recipe has changed
+//! since is made again. With `--tiny` it rewrites instead the small clips committed in `fixtures/video/`,
+//! each with its `.framemd5` (FFmpeg's own decode, which tests compare against), plus `CHECKSUMS.sha256`
+//! and `README.md`. Another FFmpeg may not encode byte for byte the same, so the tiny clips are remade
+//! only on request.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -21,9 +23,15 @@ use crate::{deps, process, target_dir};
 #[derive(Args)]
 pub struct FixturesArgs {
     /// Frames in each full-size clip.
-    #[arg(long, default_value_t = 48, value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "tiny")]
+    #[arg(
+        long,
+        default_value_t = FULL_N_FRAMES,
+        value_parser = clap::value_parser!(u32).range(1..),
+        conflicts_with = "tiny"
+    )]
     frames: u32,
-    /// Encode the full-size clips even where they exist (an existing clip is kept whatever its length).
+    /// Encode the full-size clips even where they exist (a clip is otherwise kept when its `.recipe`
+    /// file shows it was made by the same command, frame count included).
     #[arg(long, conflicts_with = "tiny")]
     force: bool,
     /// Rewrite the committed tiny clips in fixtures/video/ with their hashes, and make nothing else.
@@ -38,8 +46,14 @@ pub fn run(args: FixturesArgs) -> Result<()> {
     if args.tiny {
         make_tiny(font)
     } else {
-        make_full(font, args.frames, args.force)
+        make_full(font, args.frames, args.force).map(|_| ())
     }
+}
+
+/// Makes the full-size clips that are missing or were made by another recipe, with the default length,
+/// as `cargo xtask fixtures` does; returns the directory that holds them.
+pub fn ensure_full() -> Result<PathBuf> {
+    make_full(font()?, FULL_N_FRAMES, false)
 }
 
 /// Every clip's frame rate: a rational one that is not a whole number, as in real deliveries.
@@ -47,6 +61,12 @@ const RATE: &str = "24000/1001";
 /// Where the tiny clips are committed, relative to the project root.
 const TINY_DIR: &str = "fixtures/video";
 const TINY_N_FRAMES: u32 = 12;
+/// Frames in each full-size clip unless `--frames` says otherwise: two seconds.
+const FULL_N_FRAMES: u32 = 48;
+/// Strength of the grain on the full-size clips (FFmpeg's noise filter, 0..100 on 8-bit values). It
+/// brings ProRes 422 HQ UHD to about 3.8 MB a frame, near the 3.7 of real footage at its nominal
+/// 707 Mb/s; testsrc2's flat colours alone make 1.2 MB, which decodes faster than real footage does.
+const GRAIN_STRENGTH: u32 = 12;
 const CHECKSUMS: &str = "CHECKSUMS.sha256";
 /// The first font found is burned in. The committed md5s depend on it, so the order must not change.
 const FONTS: [&str; 2] = [
@@ -90,6 +110,8 @@ struct Clip {
     codec_args: &'static [&'static str],
     /// Added for the tiny clip only: a lower quality keeps the committed files small.
     tiny_args: &'static [&'static str],
+    /// Added for the full-size clip only, to bring its data rate near a real file's.
+    full_args: &'static [&'static str],
 }
 
 const CLIPS: [Clip; 4] = [
@@ -99,6 +121,7 @@ const CLIPS: [Clip; 4] = [
         pix_fmt: "yuv422p10le",
         codec_args: &["-c:v", "prores_ks", "-profile:v", "3"],
         tiny_args: &["-qscale:v", "16"],
+        full_args: &[],
     },
     Clip {
         stem: "prores-4444",
@@ -106,6 +129,10 @@ const CLIPS: [Clip; 4] = [
         pix_fmt: "yuva444p10le",
         codec_args: &["-c:v", "prores_ks", "-profile:v", "4"],
         tiny_args: &["-qscale:v", "16"],
+        // prores_ks gives each macroblock 20 times its profile's bits when there is alpha, so a grainy
+        // picture takes 23 MB a frame. 1425 bits, what it gives 4444 without alpha at this size,
+        // makes 5.7 MB, near Apple's 1061 Mb/s for 4444 UHD at 23.976 (alpha extra).
+        full_args: &["-bits_per_mb", "1425"],
     },
     Clip {
         stem: "h264",
@@ -113,6 +140,7 @@ const CLIPS: [Clip; 4] = [
         pix_fmt: "yuv420p",
         codec_args: &["-c:v", "libx264", "-preset", "veryfast", "-g", "24", "-bf", "2"],
         tiny_args: &[],
+        full_args: &[],
     },
     Clip {
         stem: "dnxhr-hqx",
@@ -120,6 +148,7 @@ const CLIPS: [Clip; 4] = [
         pix_fmt: "yuv422p10le",
         codec_args: &["-c:v", "dnxhd", "-profile:v", "dnxhr_hqx"],
         tiny_args: &[],
+        full_args: &[],
     },
 ];
 
@@ -133,27 +162,55 @@ impl Clip {
     }
 }
 
-fn make_full(font: &str, n_frames: u32, force: bool) -> Result<()> {
+fn make_full(font: &str, n_frames: u32, force: bool) -> Result<PathBuf> {
     let dir = target_dir()?.join("fixtures").join("video");
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let start = Instant::now();
     let mut made = Vec::new();
     for clip in &CLIPS {
         let path = dir.join(clip.file_name(Set::Full));
-        let note = match file_size(&path)? {
-            Some(n_bytes) if n_bytes > 0 && !force => {
-                println!("keeping {} (--force encodes it again)", path.display());
-                "kept".to_owned()
+        let recipe_path = with_suffix(&path, ".recipe");
+        let recipe = recipe(clip, n_frames, font);
+        // An unreadable recipe is as good as none: the clip is made again, and writing the recipe
+        // afterwards says why it cannot be read.
+        let same_recipe = fs::read_to_string(&recipe_path).is_ok_and(|old| old == recipe);
+        let exists = file_size(&path)?.is_some_and(|n_bytes| n_bytes > 0);
+        let note = if exists && !force && same_recipe {
+            println!("keeping {} (--force encodes it again)", path.display());
+            "kept".to_owned()
+        } else {
+            if exists && !force {
+                println!(
+                    "{} does not match its recipe in {} (missing or different); encoding it again",
+                    path.display(),
+                    recipe_path.display()
+                );
             }
-            _ => {
-                let elapsed = encode(clip, Set::Full, n_frames, font, &path)?;
-                format!("encoded in {:.1}s", elapsed.as_secs_f64())
-            }
+            // The recipe is written only once the clip is in place, so it never names a clip not made yet.
+            let elapsed = encode(clip, Set::Full, n_frames, font, &path)?;
+            fs::write(&recipe_path, &recipe)
+                .with_context(|| format!("cannot write {}", recipe_path.display()))?;
+            let n_bytes = file_size(&path)?.unwrap_or(0);
+            format!(
+                "encoded in {:.1}s, {} a frame",
+                elapsed.as_secs_f64(),
+                human_size(n_bytes / u64::from(n_frames))
+            )
         };
         made.push((path, note));
     }
     println!("fixtures: full-size clips in {} ({:.1}s):", dir.display(), start.elapsed().as_secs_f64());
-    print_files(&made)
+    print_files(&made)?;
+    Ok(dir)
+}
+
+/// The `.recipe` file of a full-size clip: the command that makes it, with the output named bare. A
+/// clip is kept only while this is unchanged, so a change to the graph, the codec arguments or the
+/// length makes it anew.
+fn recipe(clip: &Clip, n_frames: u32, font: &str) -> String {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(encode_args(clip, Set::Full, n_frames, font)).arg(clip.file_name(Set::Full));
+    format!("{}\n", process::display(&cmd))
 }
 
 fn make_tiny(font: &str) -> Result<()> {
@@ -251,11 +308,14 @@ fn encode_args(clip: &Clip, set: Set, n_frames: u32, font: &str) -> Vec<String> 
     ]);
     args.extend(clip.codec_args.iter().map(|&arg| arg.to_owned()));
     args.extend(["-pix_fmt".into(), clip.pix_fmt.into()]);
-    if set == Set::Tiny {
-        args.extend(clip.tiny_args.iter().map(|&arg| arg.to_owned()));
-        // x264 picks its thread count from the machine's cores and its bitstream depends on that count,
-        // so only a fixed count gives the same bytes on another machine.
-        args.extend(["-threads".into(), "1".into()]);
+    match set {
+        Set::Full => args.extend(clip.full_args.iter().map(|&arg| arg.to_owned())),
+        Set::Tiny => {
+            args.extend(clip.tiny_args.iter().map(|&arg| arg.to_owned()));
+            // x264 picks its thread count from the machine's cores and its bitstream depends on that
+            // count, so only a fixed count gives the same bytes on another machine.
+            args.extend(["-threads".into(), "1".into()]);
+        }
     }
     // Bit-exact mode leaves out libavformat's and libavcodec's version strings, the creation time and
     // MXF's random UIDs, so that a rerun writes the same bytes (x264 still writes its own version).
@@ -267,13 +327,28 @@ fn encode_args(clip: &Clip, set: Set, n_frames: u32, font: &str) -> Vec<String> 
 /// middle. For alpha the background is half transparent and the drawings opaque, so the alpha plane
 /// carries something. The graph ends in the encoder's pixel format so that lavfi draws in it: left to
 /// itself the lavfi input hands ffmpeg yuv420p, which loses the alpha and half the 4:2:2 chroma.
+///
+/// The full-size clips get grain before the number is drawn, so that the number stays crisp. The
+/// noise filter works on 8-bit planes only, so the pattern is drawn in the 8-bit form of the encoder's
+/// layout (4:2:2 stays 4:2:2) and widened to 10 bits at the end. The grain changes every frame, as film
+/// grain and sensor noise do, and leaves the alpha plane clean, as a matte is.
 fn source_graph(clip: &Clip, set: Set, font: &str) -> String {
     let (width, height) = set.dims();
     let alpha = if clip.has_alpha() { ":alpha=128" } else { "" };
+    let grain = match set {
+        Set::Full => {
+            let s = GRAIN_STRENGTH;
+            format!(
+                "format={},noise=c0s={s}:c0f=t+u:c1s={s}:c1f=t+u:c2s={s}:c2f=t+u,",
+                clip.pix_fmt.trim_end_matches("10le")
+            )
+        }
+        Set::Tiny => String::new(),
+    };
     let font_size = height / 3;
     let border = (height / 48).max(1);
     format!(
-        "testsrc2=size={width}x{height}:rate={RATE}{alpha},\
+        "testsrc2=size={width}x{height}:rate={RATE}{alpha},{grain}\
          drawtext=fontfile={font}:text=%{{frame_num}}:fontsize={font_size}:fontcolor=white:\
          borderw={border}:bordercolor=black:x=(w-text_w)/2:y=(h-text_h)/2,\
          format={}",
@@ -383,7 +458,7 @@ mod tests {
     #[test]
     fn cli_parses() {
         let cli = Cli::try_parse_from(["fixtures"]).unwrap();
-        assert_eq!((cli.args.frames, cli.args.force, cli.args.tiny), (48, false, false));
+        assert_eq!((cli.args.frames, cli.args.force, cli.args.tiny), (FULL_N_FRAMES, false, false));
         let cli = Cli::try_parse_from(["fixtures", "--frames", "5", "--force"]).unwrap();
         assert_eq!((cli.args.frames, cli.args.force), (5, true));
         assert!(Cli::try_parse_from(["fixtures", "--tiny"]).unwrap().args.tiny);
@@ -424,6 +499,30 @@ mod tests {
             assert!(graph.ends_with(&format!(",format={}", clip.pix_fmt)), "{graph}");
             assert_eq!(graph.contains(":alpha="), clip.pix_fmt == "yuva444p10le", "{graph}");
         }
+    }
+
+    #[test]
+    fn only_full_clips_have_grain_which_spares_alpha() {
+        for clip in &CLIPS {
+            let tiny = source_graph(clip, Set::Tiny, FONTS[0]);
+            let full = source_graph(clip, Set::Full, FONTS[0]);
+            assert!(!tiny.contains("noise") && tiny.starts_with("testsrc2=size=256x144"), "{tiny}");
+            // Grain before the number, in 8 bits of the encoder's layout, on no fourth (alpha) plane.
+            let grain = full.find("noise=").unwrap();
+            assert!(grain < full.find("drawtext=").unwrap(), "{full}");
+            assert!(!full.contains("c3s") && !full.contains("alls"), "{full}");
+            let eight_bit = full.split(",noise=").next().unwrap().rsplit("format=").next().unwrap();
+            assert!(!eight_bit.contains("10") && clip.pix_fmt.starts_with(eight_bit), "{full}");
+        }
+    }
+
+    #[test]
+    fn a_recipe_changes_with_the_length_and_names_the_clip_bare() {
+        let clip = &CLIPS[0];
+        let recipe_48 = recipe(clip, 48, FONTS[0]);
+        assert!(recipe_48.starts_with("ffmpeg -f lavfi -i 'testsrc2=size=3840x2160"), "{recipe_48}");
+        assert!(recipe_48.ends_with(" prores-422hq-uhd.mov\n"), "{recipe_48}");
+        assert_ne!(recipe_48, recipe(clip, 24, FONTS[0]));
     }
 
     #[test]

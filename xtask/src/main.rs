@@ -34,7 +34,8 @@ enum Task {
     Test,
     /// Build playsim, generate a DPX sequence under target/demo/ and play it at 24 fps.
     Demo(DemoArgs),
-    /// Measure playsim's DPX decode against FFmpeg's; writes target/bench/report.{md,json}.
+    /// Measure decode against the anchors: DPX and video against FFmpeg, EXR against a plain OpenEXR
+    /// reader; writes target/bench/report.{md,json}.
     Bench,
     /// Write video test media with ffmpeg: UHD clips into target/fixtures/video/, or with `--tiny` the
     /// committed tiny clips and their md5s in fixtures/video/.

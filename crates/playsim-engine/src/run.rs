@@ -346,6 +346,7 @@ fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> Stre
         presented: st.presented,
         dropped: Drops::from(st.drops),
         late_frames: st.late_frames,
+        decode_skipped: st.skipped,
         bytes_read: st.bytes_read,
         fps_achieved: rate(st.presented as f64),
         mb_per_s: rate(st.bytes_read as f64 / 1e6),

@@ -13,6 +13,12 @@
 //! A dropped frame's queued work is cancelled; work already running completes
 //! (a read or a decode cannot be recalled), then the frame's buffers and slot are freed.
 //!
+//! A frame that cannot be decoded and output before it falls due, judged when a decode
+//! thread is free for it by the stream's recent decode and output times, is not started:
+//! it is `skipped`, dropped as `decode` when it falls due, and the thread goes to a
+//! frame that can still make it, as a player drops late frames before decoding them.
+//! Without that, a pool slower than real time spends itself on frames that are all late.
+//!
 //! A long-GOP stream (a decoder with an [`in_order`](playsim_core::Decoder::in_order)
 //! form) cannot skip a packet, since later frames reference it: every packet is read
 //! and fed to the stream's one decoder in decode order, dropped frame or not, and a
@@ -50,6 +56,8 @@ pub(crate) enum Phase {
     ReadQueued,
     Reading,
     DecodeQueued,
+    /// Not decoded: it could not have been ready in time.
+    Skipped,
     Decoding,
     OutputQueued,
     Outputting,
@@ -63,7 +71,7 @@ impl Phase {
     fn blame(self) -> DropCause {
         match self {
             Phase::NotAdmitted | Phase::ReadQueued | Phase::Reading => DropCause::Storage,
-            Phase::DecodeQueued | Phase::Decoding => DropCause::Decode,
+            Phase::DecodeQueued | Phase::Skipped | Phase::Decoding => DropCause::Decode,
             Phase::OutputQueued | Phase::Outputting | Phase::Ready => DropCause::Output,
             Phase::Failed | Phase::Done => DropCause::Unreadable,
         }
@@ -195,6 +203,11 @@ pub(crate) struct StreamState {
     pub decoded_geometry: Option<(u32, u32, &'static str)>,
     /// The pixel format of the first frame decoded.
     pub decoded_format: Option<playsim_core::PixelFormat>,
+    /// Recent decode and output times, to tell a frame that cannot be ready in time.
+    recent_decode: RecentTimes,
+    recent_output: RecentTimes,
+    /// Frames not decoded because they could not have been ready in time.
+    pub skipped: u64,
     /// Long-GOP streams: the next packet to feed the decoder (packets go in in order).
     next_packet: u64,
     /// Long-GOP streams: the frame the next picture out of the decoder belongs to.
@@ -481,6 +494,40 @@ impl StreamCtx {
         true
     }
 
+    /// True when frame `idx`, about to start decoding at `now`, cannot be decoded and output
+    /// before it falls due even as fast as the fastest of the stream's recent decodes and
+    /// outputs: a frame that might still make it is always tried. Only for paced playback
+    /// once it has started, without `--no-drop` (which waits for every frame instead).
+    fn cannot_make_it(&self, idx: u64, now: Duration) -> bool {
+        let Pacing::Rate(rate) = self.cfg.pacing else { return false };
+        if self.cfg.no_drop {
+            return false;
+        }
+        let st = self.lock();
+        let (Some(t0), Some(decode)) = (st.t0_ns, st.recent_decode.fastest()) else { return false };
+        let due = Duration::from_nanos(t0) + rate.due_offset(idx);
+        let output = if self.output.is_some() {
+            st.recent_output.fastest().unwrap_or_default()
+        } else {
+            Duration::ZERO
+        };
+        now + decode + output > due
+    }
+
+    /// Frame `idx` will not be decoded: free its slot; it is dropped as `decode` when it falls due.
+    fn skip(&self, idx: u64, slot: OwnedSemaphorePermit) {
+        let mut st = self.lock();
+        let e = st.entry(idx);
+        e.holds_slot = false;
+        if e.verdict == Verdict::Pending {
+            e.phase = Phase::Skipped;
+            st.skipped += 1;
+        } else {
+            e.phase = Phase::Done;
+        }
+        drop(slot);
+    }
+
     /// A dropped frame's work has stopped: free its slot.
     fn retire(&self, idx: u64, slot: OwnedSemaphorePermit) {
         let mut st = self.lock();
@@ -579,6 +626,9 @@ impl StreamCtx {
             return self.retire(idx, slot);
         };
         let start = self.now();
+        if self.cannot_make_it(idx, start) {
+            return self.skip(idx, slot);
+        }
         if !self.advance(idx, Phase::Decoding, |_| {}) {
             return self.retire(idx, slot);
         }
@@ -592,7 +642,11 @@ impl StreamCtx {
         let job = self.decode.decode(job).await;
         drop(permit);
         let end = self.now();
-        self.lock().hist.decode.record(end.saturating_sub(start));
+        {
+            let mut st = self.lock();
+            st.hist.decode.record(end.saturating_sub(start));
+            st.recent_decode.push(end.saturating_sub(start));
+        }
         let Some(job) = job else {
             return self.fail(
                 idx,
@@ -814,7 +868,11 @@ impl StreamCtx {
         let job = output.output(job).await;
         drop(permit);
         let end = self.now();
-        self.lock().hist.output.record(end.saturating_sub(start));
+        {
+            let mut st = self.lock();
+            st.hist.output.record(end.saturating_sub(start));
+            st.recent_output.push(end.saturating_sub(start));
+        }
         match job {
             Some(job) => Ok(Held::Packed(job.packed)),
             None => Err(Some("the output stage failed without a result".into())),
@@ -1009,6 +1067,25 @@ async fn acquire_unless_dropped(stage: &Arc<Semaphore>, dropped: &Notify) -> Opt
         biased;
         _ = dropped.notified() => None,
         permit = Arc::clone(stage).acquire_owned() => permit.ok(),
+    }
+}
+
+/// The last few times of a stage.
+#[derive(Default)]
+pub(crate) struct RecentTimes(std::collections::VecDeque<Duration>);
+
+impl RecentTimes {
+    const KEPT: usize = 16;
+
+    fn push(&mut self, time: Duration) {
+        if self.0.len() == Self::KEPT {
+            self.0.pop_front();
+        }
+        self.0.push_back(time);
+    }
+
+    fn fastest(&self) -> Option<Duration> {
+        self.0.iter().min().copied()
     }
 }
 

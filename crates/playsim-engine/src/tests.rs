@@ -515,12 +515,17 @@ async fn streams_share_the_decode_pool_and_the_clock() {
     }
     assert_eq!(report.streams[0].t0_ns, report.streams[1].t0_ns, "one clock, one start");
     assert_eq!((report.totals.presented, report.totals.frames_due), (120, 120));
-    // One thread gives 16.7 decodes a second for 20 due: both streams drop, and only for decode.
+    // One thread gives 16.7 decodes a second for 20 due: frames drop, only for decode. Frames
+    // that could not be ready in time are not decoded, so the thread spends itself on frames
+    // that can: 100 decodes in the 6 s, plus the preroll's, are presented. (Which stream's
+    // frames drop follows the pool's queue, not a fair share.)
     let report = two_streams(1).await;
-    for s in &report.streams {
-        assert!(s.dropped.decode > 0, "{}: {:?}", s.name, s.dropped);
-        assert_eq!(s.dropped.total(), s.dropped.decode, "{}: {:?}", s.name, s.dropped);
-    }
+    let t = &report.totals;
+    assert!(t.dropped.decode > 0, "{:?}", t.dropped);
+    assert_eq!(t.dropped.total(), t.dropped.decode, "{:?}", t.dropped);
+    assert!(t.presented >= 100, "presented {} of 120", t.presented);
+    let skipped: u64 = report.streams.iter().map(|s| s.decode_skipped).sum();
+    assert!(skipped > 0 && skipped <= t.dropped.decode, "{skipped} skipped");
     assert_eq!(
         report.totals.dropped.decode,
         report.streams[0].dropped.decode + report.streams[1].dropped.decode
@@ -596,4 +601,28 @@ async fn a_corrupt_long_gop_packet_is_one_unreadable_frame_and_looping_resets_th
     assert_eq!((s.presented, s.dropped.total()), (22, 2));
     assert!(s.unreadable[0].message.contains("scripted corrupt packet 4"), "{:?}", s.unreadable);
     assert_eq!(*script.packets_sent.lock().unwrap(), 24);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pool_slower_than_real_time_skips_frames_it_cannot_finish_in_time() {
+    // One thread at 150 ms a frame for 10 fps: at most 2 frames in 3 can be decoded. Frames
+    // that could not be ready by their deadline are not started, so every decode that runs
+    // is presented, instead of the thread falling behind and finishing every frame late.
+    let mut sc = Scenario::new(90);
+    sc.config.decode_threads = 1;
+    sc.decode = ScriptedWork::new(150 * MS);
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!(s.dropped.total(), s.dropped.decode, "{:?}", s.dropped);
+    assert!(s.presented >= 55, "presented {} of 90: {:?}", s.presented, s.dropped);
+    assert!(s.decode_skipped >= 25, "{} skipped", s.decode_skipped);
+    // Once the estimate has settled, a frame whose decode starts is ready in time.
+    assert!(s.late_frames <= 2, "{} late", s.late_frames);
+    // --no-drop waits for every frame instead: nothing is skipped.
+    let mut sc = Scenario::new(20);
+    sc.config.decode_threads = 1;
+    sc.config.no_drop = true;
+    sc.decode = ScriptedWork::new(150 * MS);
+    let report = sc.run().await;
+    assert_eq!((report.streams[0].presented, report.streams[0].decode_skipped), (20, 0));
 }

@@ -53,15 +53,16 @@ async fn play(index_storage: ScriptedStorage, play_storage: ScriptedStorage) -> 
 async fn a_slow_storage_shows_as_storage_drops_not_decode_time() {
     let bytes = clip_bytes();
     let index = ScriptedStorage::new(ScriptedObject::with_content(Arc::clone(&bytes), Duration::ZERO));
-    // 200 ms a read, one at a time: frame k's packet arrives at about (k + 1) x 200 ms, long
-    // after it falls due at t0 + k x 41.7 ms, so every frame after the preroll misses for storage.
+    // 200 ms a read, one at a time: after the first window's 4 frames (read, in whatever
+    // order their tasks start, before t0), each packet arrives 200 ms after the one before,
+    // while frames fall due every 41.7 ms: all of them miss, for storage.
     let slow = ScriptedStorage::new(ScriptedObject::with_content(bytes, Duration::from_millis(200)));
     let report = play(index.clone(), slow.clone()).await;
     let s = &report.streams[0];
     assert_eq!(s.source.decode_mode, "independent");
     assert!(s.source.index.as_deref().unwrap_or("").contains("container's tables"), "{:?}", s.source.index);
     assert_eq!((s.dropped.decode, s.dropped.output, s.dropped.unreadable), (0, 0, 0), "{:?}", s.dropped);
-    assert!(s.dropped.storage >= 10, "{:?}", s.dropped);
+    assert!(s.dropped.storage >= 8, "{:?}", s.dropped);
     assert_eq!(s.presented + s.dropped.storage, 12);
     // The reads took the storage's time; the decodes of the frames that were read did not.
     assert!(s.latency.read.p50_ms >= 200.0, "{:?}", s.latency.read);

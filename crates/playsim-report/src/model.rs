@@ -221,6 +221,10 @@ pub struct StreamReport {
     pub dropped: Drops,
     /// Frames that completed after their deadline (dropped or, with no-drop, waited for).
     pub late_frames: u64,
+    /// Decode drops that were never decoded: when a decode thread was free for them, the
+    /// stream's recent decode and output times said they could not be ready in time.
+    #[serde(default)]
+    pub decode_skipped: u64,
     /// Bytes read.
     pub bytes_read: u64,
     /// Frames presented per second of playback.

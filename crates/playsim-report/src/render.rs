@@ -193,7 +193,13 @@ fn rates(r: &Report, out: &mut Vec<String>) {
         "frames presented",
         &format!("{} of {} due{}", t.presented, t.frames_due, percent(t.presented, t.frames_due)),
     ));
-    out.push(line("frames dropped", &format!("{dropped}{}", percent(dropped, t.frames_due))));
+    let skipped: u64 = r.streams.iter().map(|s| s.decode_skipped).sum();
+    let skipped = if skipped > 0 {
+        format!(", {skipped} not decoded as they could not be in time")
+    } else {
+        String::new()
+    };
+    out.push(line("frames dropped", &format!("{dropped}{}{skipped}", percent(dropped, t.frames_due))));
     if r.settings.no_drop {
         let late: u64 = r.streams.iter().map(|s| s.late_frames).sum();
         out.push(line("frames late", &format!("{late}, waited {:.1} ms in all", t.stall_ms)));
