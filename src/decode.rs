@@ -116,7 +116,12 @@ struct Lines<'a> {
 impl Lines<'_> {
     fn decoded(&mut self, frame_number: u64, frame: &DecodedFrame) {
         self.summary.n_decoded += 1;
-        let digest = Md5::digest(&frame.data);
+        // The canonical pixels: every plane's rows, without the decoder's padding.
+        let mut md5 = Md5::new();
+        for plane in frame.planes() {
+            (0..plane.rows).for_each(|r| md5.update(plane.row(r)));
+        }
+        let digest = md5.finalize();
         let format = frame.format.map_or("unknown", |f| f.name());
         let line =
             writeln!(self.out, "{frame_number} {format} {}x{} {}", frame.width, frame.height, hex(&digest));

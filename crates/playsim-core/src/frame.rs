@@ -190,32 +190,134 @@ fn yuv_name(chroma: Chroma, bits: u8, alpha: bool) -> &'static str {
     YUV_NAMES.iter().find(|(f, _)| *f == format).map_or("yuv", |&(_, name)| name)
 }
 
-/// A decoded frame: canonical pixels, row by row, with no padding.
+/// Planes a decoder keeps in its own buffers (FFmpeg's reference-counted pictures),
+/// handed to the engine without a copy; each row may be followed by padding.
+pub trait ExternalPlanes: Send + Sync + 'static {
+    /// Plane `i`'s bytes, from its first row's start, and its stride: bytes from one row
+    /// to the next. `i` is below the format's plane count.
+    fn plane(&self, i: usize) -> (&[u8], usize);
+}
+
+/// One plane of a frame as its consumers read it: rows of `row_bytes` every `stride` bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct PlaneView<'a> {
+    bytes: &'a [u8],
+    stride: usize,
+    /// Bytes of pixels per row.
+    pub row_bytes: usize,
+    /// Rows.
+    pub rows: usize,
+}
+
+impl<'a> PlaneView<'a> {
+    /// Row `r`'s pixel bytes, without padding.
+    pub fn row(&self, r: usize) -> &'a [u8] {
+        &self.bytes[r * self.stride..r * self.stride + self.row_bytes]
+    }
+}
+
+/// A decoded frame: its canonical pixels, each plane row by row with no padding.
 ///
-/// A decoder writes into one it is given and reuses its allocation, so the
-/// engine can keep a pool of them with no allocation per frame.
-#[derive(Clone, Debug, Default)]
+/// The pixels are in `data`, or, when a decoder hands over its own buffers, in
+/// [`external`](DecodedFrame::external) (then `data` is empty); [`planes`](DecodedFrame::planes)
+/// reads either. A decoder writes into a frame it is given and reuses its allocation,
+/// so the engine can keep a pool of them with no allocation per frame.
+#[derive(Default)]
 pub struct DecodedFrame {
     /// Width in pixels.
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
-    /// Pixel layout of `data`; `None` before the first decode.
+    /// Pixel layout; `None` before the first decode.
     pub format: Option<PixelFormat>,
-    /// The canonical pixel bytes.
+    /// The canonical pixel bytes, when the frame holds them itself.
     pub data: Vec<u8>,
+    /// The decoder's own buffers, when it handed them over instead of copying into `data`.
+    pub external: Option<Box<dyn ExternalPlanes>>,
+}
+
+impl std::fmt::Debug for DecodedFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodedFrame")
+            .field("width", &self.width)
+            .field("height", &self.height)
+            .field("format", &self.format)
+            .field("data_len", &self.data.len())
+            .field("external", &self.external.is_some())
+            .finish()
+    }
+}
+
+impl Clone for DecodedFrame {
+    /// A copy with the pixels in `data`, whichever way the original holds them.
+    fn clone(&self) -> Self {
+        let mut data = Vec::with_capacity(self.data.len());
+        if self.external.is_some() {
+            for plane in self.planes() {
+                (0..plane.rows).for_each(|r| data.extend_from_slice(plane.row(r)));
+            }
+        } else {
+            data.extend_from_slice(&self.data);
+        }
+        DecodedFrame { width: self.width, height: self.height, format: self.format, data, external: None }
+    }
 }
 
 impl DecodedFrame {
-    /// Sets the geometry and resizes `data` to fit, keeping the allocation when it is large enough.
+    /// Sets the geometry and resizes `data` to fit, keeping the allocation when it is large
+    /// enough; any external buffers are let go.
     pub fn reset(&mut self, width: u32, height: u32, format: PixelFormat) {
         self.width = width;
         self.height = height;
         self.format = Some(format);
+        self.external = None;
         self.data.resize(format.frame_len(width, height), 0);
     }
 
-    /// The bytes of one row (of the first plane, for a planar format).
+    /// Takes a decoder's own buffers as the frame's pixels, with no copy. `planes` must
+    /// hold [`PixelFormat::planes`]`(width, height)` planes of `format`; the views check
+    /// their sizes, so a short plane reads as missing rather than out of bounds.
+    pub fn set_external(
+        &mut self,
+        width: u32,
+        height: u32,
+        format: PixelFormat,
+        planes: Box<dyn ExternalPlanes>,
+    ) {
+        self.width = width;
+        self.height = height;
+        self.format = Some(format);
+        self.data.clear();
+        self.external = Some(planes);
+    }
+
+    /// The planes, in storage order; empty when the pixels are missing or too short for
+    /// the geometry.
+    pub fn planes(&self) -> Vec<PlaneView<'_>> {
+        let Some(format) = self.format else { return Vec::new() };
+        let layout = format.planes(self.width, self.height);
+        let views: Option<Vec<PlaneView<'_>>> = layout
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let (bytes, stride) = match &self.external {
+                    Some(ext) => ext.plane(i),
+                    None => (self.data.get(p.offset..)?, p.row_bytes),
+                };
+                let needed = stride.checked_mul(p.rows.saturating_sub(1))?.checked_add(p.row_bytes)?;
+                (stride >= p.row_bytes && bytes.len() >= needed || p.rows == 0).then_some(PlaneView {
+                    bytes,
+                    stride,
+                    row_bytes: p.row_bytes,
+                    rows: p.rows,
+                })
+            })
+            .collect();
+        views.unwrap_or_default()
+    }
+
+    /// The bytes of one row (of the first plane, for a planar format) of a frame
+    /// holding its pixels in `data`.
     pub fn row(&self, y: u32) -> &[u8] {
         let stride = self.width as usize * self.format.map_or(0, |f| f.bytes_per_pixel());
         let start = y as usize * stride;
@@ -255,5 +357,43 @@ mod tests {
         let planes = PixelFormat::Rgba64Le.planes(5, 3);
         assert_eq!(planes, vec![Plane { offset: 0, row_bytes: 40, rows: 3 }]);
         assert_eq!(PixelFormat::Rgba64Le.frame_len(5, 3), 120);
+    }
+
+    /// Planes in rows padded to a stride, as a decoder's buffers are.
+    struct Padded(Vec<(Vec<u8>, usize)>);
+
+    impl ExternalPlanes for Padded {
+        fn plane(&self, i: usize) -> (&[u8], usize) {
+            (&self.0[i].0, self.0[i].1)
+        }
+    }
+
+    #[test]
+    fn external_planes_read_like_canonical_ones_without_their_padding() {
+        let format = PixelFormat::from_ffmpeg_name("yuv420p").unwrap();
+        let mut canonical = DecodedFrame::default();
+        canonical.reset(5, 3, format);
+        canonical.data.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        // The same pixels with each row padded to 8 bytes.
+        let padded: Vec<(Vec<u8>, usize)> = canonical
+            .planes()
+            .iter()
+            .map(|p| ((0..p.rows).flat_map(|r| [p.row(r), &[0xee; 8][p.row_bytes..]].concat()).collect(), 8))
+            .collect();
+        let mut external = DecodedFrame::default();
+        external.set_external(5, 3, format, Box::new(Padded(padded)));
+        let rows = |f: &DecodedFrame| -> Vec<Vec<u8>> {
+            f.planes()
+                .iter()
+                .flat_map(|p| (0..p.rows).map(|r| p.row(r).to_vec()).collect::<Vec<_>>())
+                .collect()
+        };
+        assert_eq!(rows(&external), rows(&canonical));
+        assert_eq!(external.clone().data, canonical.data);
+        // A plane too short for the geometry reads as no planes, not out of bounds.
+        external.set_external(5, 3, format, Box::new(Padded(vec![(vec![0; 20], 8); 3])));
+        assert!(external.planes().is_empty());
+        external.reset(5, 3, format);
+        assert!(external.external.is_none() && external.planes().len() == 3);
     }
 }

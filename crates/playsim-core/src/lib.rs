@@ -32,7 +32,7 @@ pub use clock::{Clock, SleepFuture};
 pub use decode::{DecodeError, DecodeErrorKind, Decoder, InOrderDecoder};
 pub use drop_cause::{DropCause, DropCounters};
 pub use error::ParseError;
-pub use frame::{Chroma, DecodedFrame, PixelFormat, Plane};
+pub use frame::{Chroma, DecodedFrame, ExternalPlanes, PixelFormat, Plane, PlaneView};
 pub use preset::{FramePreset, MAX_DIMENSION};
 pub use rate::{FrameRate, Pacing};
 pub use source::{FrameExtent, Source, SourceInfo};

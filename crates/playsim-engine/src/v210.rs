@@ -121,15 +121,16 @@ pub fn pack(frame: &DecodedFrame, out: &mut Vec<u8>) {
     });
 }
 
-/// Packs planar YUV of any depth and subsampling, row by row through the scratch planes.
+/// Packs planar YUV of any depth and subsampling, row by row through the scratch planes,
+/// reading the planes where they are (the frame's own bytes or the decoder's buffers).
 fn pack_yuv(frame: &DecodedFrame, chroma: Chroma, bits: u8, out: &mut Vec<u8>) {
     out.clear();
     let Some(format) = frame.format else { return };
     let (width, height) = (frame.width as usize, frame.height as usize);
-    if width == 0 || height == 0 || frame.data.len() < format.frame_len(frame.width, frame.height) {
+    let planes = frame.planes();
+    if width == 0 || height == 0 || planes.len() < 3 {
         return;
     }
-    let planes = format.planes(frame.width, frame.height);
     let stride = stride(frame.width);
     out.resize(stride * height, 0);
     let (_, log2_h) = chroma.log2();
@@ -139,12 +140,8 @@ fn pack_yuv(frame: &DecodedFrame, chroma: Chroma, bits: u8, out: &mut Vec<u8>) {
     ROW_SCRATCH.with_borrow_mut(|row| {
         row.resize(width);
         for (y, dst_row) in out.chunks_exact_mut(stride).enumerate() {
-            let plane_row = |p: usize, r: usize| {
-                let plane = planes[p];
-                &frame.data[plane.offset + r * plane.row_bytes..][..plane.row_bytes]
-            };
             let cy = y >> log2_h;
-            row.load_yuv(plane_row(0, y), plane_row(1, cy), plane_row(2, cy), chroma, wide, up, down);
+            row.load_yuv(planes[0].row(y), planes[1].row(cy), planes[2].row(cy), chroma, wide, up, down);
             row.pack(dst_row);
         }
     });

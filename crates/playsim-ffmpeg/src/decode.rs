@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use ffmpeg_next::codec::{self, threading};
 use ffmpeg_next::util::frame;
 use ffmpeg_next::{decoder, Packet};
-use playsim_core::{DecodeError, DecodedFrame, Decoder, InOrderDecoder, PixelFormat};
+use playsim_core::{DecodeError, DecodedFrame, Decoder, ExternalPlanes, InOrderDecoder, PixelFormat};
 
 /// H.264's largest reorder depth: pictures a decoder may hold back, on top of frame threads.
 const MAX_REORDER: u32 = 16;
@@ -143,7 +143,7 @@ impl Decoder for VideoDecoder {
                 .map_err(DecodeError::unsupported)?,
         };
         let result = match decode_alone(&mut opened, encoded) {
-            Ok(true) => copy_picture(&opened.picture, out),
+            Ok(true) => hand_over(&mut opened.picture, out),
             Ok(false) => Err(DecodeError::malformed(format!(
                 "FFmpeg's {} decoder gave no picture for this packet (it needs earlier frames)",
                 self.codec
@@ -237,7 +237,7 @@ impl InOrderDecoder for StreamDecoder {
         let codec = self.codec.clone();
         let opened = self.opened()?;
         match opened.decoder.receive_frame(&mut opened.picture) {
-            Ok(()) => copy_picture(&opened.picture, out).map(|()| true),
+            Ok(()) => hand_over(&mut opened.picture, out).map(|()| true),
             Err(ffmpeg_next::Error::Eof) => Ok(false),
             Err(e) if is_again(&e) => Ok(false),
             Err(e) => Err(DecodeError::malformed(format!("FFmpeg's {codec} decoder: {e}"))),
@@ -251,9 +251,23 @@ impl InOrderDecoder for StreamDecoder {
     }
 }
 
-/// Copies a decoded picture's planes into `out`, row by row without FFmpeg's padding:
-/// the bytes `ffmpeg -f framemd5` hashes.
-pub(crate) fn copy_picture(picture: &frame::Video, out: &mut DecodedFrame) -> Result<(), DecodeError> {
+/// A picture FFmpeg decoded, held by reference: its buffers come back to the decoder's
+/// pool when the frame that holds it is reused or dropped.
+struct FfmpegPlanes(frame::Video);
+
+impl ExternalPlanes for FfmpegPlanes {
+    fn plane(&self, i: usize) -> (&[u8], usize) {
+        if i >= self.0.planes() {
+            return (&[], 0);
+        }
+        (self.0.data(i), self.0.stride(i))
+    }
+}
+
+/// Hands a decoded picture's planes to `out` without copying them: `out` takes the
+/// picture and the decoder gets a fresh one to decode the next into. The planes,
+/// read row by row without FFmpeg's padding, are the bytes `ffmpeg -f framemd5` hashes.
+pub(crate) fn hand_over(picture: &mut frame::Video, out: &mut DecodedFrame) -> Result<(), DecodeError> {
     let damage = crate::ffi::decode_error_flags(picture);
     if damage != 0 {
         return Err(DecodeError::malformed(format!(
@@ -272,26 +286,18 @@ pub(crate) fn copy_picture(picture: &frame::Video, out: &mut DecodedFrame) -> Re
     if width == 0 || height == 0 {
         return Err(DecodeError::malformed(format!("the decoder gave an empty {width}x{height} picture")));
     }
-    let planes = format.planes(width, height);
-    if planes.len() != picture.planes() {
+    let n_planes = format.planes(width, height).len();
+    if n_planes != picture.planes() {
         return Err(DecodeError::unsupported(format!(
-            "pixel format {name} has {} planes in FFmpeg, {} in playsim",
-            picture.planes(),
-            planes.len()
+            "pixel format {name} has {} planes in FFmpeg, {n_planes} in playsim",
+            picture.planes()
         )));
     }
-    out.reset(width, height, format);
-    for (i, plane) in planes.iter().enumerate() {
-        let (src, stride) = (picture.data(i), picture.stride(i));
-        if plane.row_bytes > stride || src.len() < stride * plane.rows.saturating_sub(1) + plane.row_bytes {
-            return Err(DecodeError::malformed(format!(
-                "plane {i} of the {name} picture is smaller than its size"
-            )));
-        }
-        let dst = &mut out.data[plane.offset..plane.offset + plane.row_bytes * plane.rows];
-        for (y, row) in dst.chunks_exact_mut(plane.row_bytes).enumerate() {
-            row.copy_from_slice(&src[y * stride..y * stride + plane.row_bytes]);
-        }
+    let picture = std::mem::replace(picture, frame::Video::empty());
+    out.set_external(width, height, format, Box::new(FfmpegPlanes(picture)));
+    if out.planes().len() != n_planes {
+        out.reset(width, height, format);
+        return Err(DecodeError::malformed(format!("a plane of the {name} picture is smaller than its size")));
     }
     Ok(())
 }
