@@ -297,7 +297,9 @@ pub(crate) fn hand_over(picture: &mut frame::Video, out: &mut DecodedFrame) -> R
     out.set_external(width, height, format, Box::new(FfmpegPlanes(picture)));
     if out.planes().len() != n_planes {
         out.reset(width, height, format);
-        return Err(DecodeError::malformed(format!("a plane of the {name} picture is smaller than its size")));
+        return Err(DecodeError::malformed(format!(
+            "a plane of the {name} picture is smaller than its size"
+        )));
     }
     Ok(())
 }
