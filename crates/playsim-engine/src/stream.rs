@@ -580,20 +580,25 @@ impl StreamCtx {
         self.changed.notify_waiters();
     }
 
-    fn describe_frame(&self, idx: u64) -> (u64, String) {
+    /// Where frame `idx` of the stream is in its source, worked out once per frame task:
+    /// for the read and for any message about it.
+    fn locate(&self, idx: u64) -> FrameAt {
         let src_idx = idx % self.source_len.max(1);
-        let frame_number = self.source.frame_number(src_idx);
-        (frame_number, self.source.extent(src_idx).path().display().to_string())
+        let extent = self.source.extent(src_idx);
+        let path = extent.path().display().to_string();
+        FrameAt { idx, src_idx, frame_number: self.source.frame_number(src_idx), extent, path }
+    }
+
+    fn describe_frame(&self, idx: u64) -> (u64, String) {
+        let at = self.locate(idx);
+        (at.frame_number, at.path)
     }
 
     async fn frame_task(self: Arc<Self>, idx: u64, slot: OwnedSemaphorePermit) {
         let cancel = Arc::clone(&self.lock().entry(idx).cancel);
-        // Where the frame is, worked out once: for the read and for any message about it.
-        let src_idx = idx % self.source_len.max(1);
-        let frame_number = self.source.frame_number(src_idx);
-        let extent = self.source.extent(src_idx);
-        let path = extent.path().display().to_string();
-        let unreadable = |detail: String| format!("frame {frame_number} (index {idx}) in {path}: {detail}");
+        let at = self.locate(idx);
+        let (extent, frame_number) = (&at.extent, at.frame_number);
+        let unreadable = |detail: String| at.unreadable(&detail);
 
         // Read.
         let Some(io) = acquire_unless_dropped(&self.io_slots, &cancel).await else {
@@ -604,7 +609,7 @@ impl StreamCtx {
             return self.retire(idx, slot);
         }
         let mut encoded = self.encoded_pool.get();
-        let read = self.read_frame(&extent, &mut encoded).await;
+        let read = self.read_frame(extent, &mut encoded).await;
         drop(io);
         let bytes = match read {
             Ok(n) => n,
@@ -680,19 +685,16 @@ impl StreamCtx {
     async fn frame_task_in_order(self: Arc<Self>, idx: u64, slot: OwnedSemaphorePermit) {
         let Some(decoder) = self.in_order.clone() else { return self.retire(idx, slot) };
         let cancel = Arc::clone(&self.lock().entry(idx).cancel);
-        let src_idx = idx % self.source_len.max(1);
-        let frame_number = self.source.frame_number(src_idx);
-        let extent = self.source.extent(src_idx);
-        let path = extent.path().display().to_string();
-        let unreadable = |detail: String| format!("frame {frame_number} (index {idx}) in {path}: {detail}");
-        let end_of_stream = src_idx + 1 == self.source_len || self.n_frames.is_some_and(|n| idx + 1 == n);
+        let at = self.locate(idx);
+        let unreadable = |detail: String| at.unreadable(&detail);
+        let end_of_stream = at.src_idx + 1 == self.source_len || self.n_frames.is_some_and(|n| idx + 1 == n);
 
         // Read: always, even for a dropped frame.
         let Ok(io) = Arc::clone(&self.io_slots).acquire_owned().await else { return self.retire(idx, slot) };
         let t = self.now_ns();
         self.mark(idx, Phase::Reading, |e| e.read_start_ns = Some(t));
         let mut encoded = self.encoded_pool.get();
-        let read = self.read_frame(&extent, &mut encoded).await;
+        let read = self.read_frame(&at.extent, &mut encoded).await;
         drop(io);
         let encoded = match read {
             Ok(bytes) => {
@@ -1058,6 +1060,22 @@ impl StreamCtx {
             }
         }
         true
+    }
+}
+
+/// Where one frame of a stream is: its position in the source, number, extent and path.
+struct FrameAt {
+    idx: u64,
+    src_idx: u64,
+    frame_number: u64,
+    extent: FrameExtent,
+    path: String,
+}
+
+impl FrameAt {
+    /// The unreadable-frame message: the frame number, index and file, then `detail`.
+    fn unreadable(&self, detail: &str) -> String {
+        format!("frame {} (index {}) in {}: {detail}", self.frame_number, self.idx, self.path)
     }
 }
 

@@ -27,18 +27,24 @@ impl SharedFile {
         })
     }
 
-    /// Reads up to `len` bytes at `offset`, outside FFmpeg's reader (which keeps its position).
-    pub fn read_at(&self, handle: &Handle, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    /// Reads up to `len` bytes at `offset` into `buf`, waiting for the storage on this
+    /// (blocking) thread, and counts the read. Returns the bytes now at the start of `buf`.
+    fn read_into(&self, handle: &Handle, offset: u64, len: usize, buf: &mut IoBuf) -> io::Result<usize> {
         let guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
         let Some(file) = guard.as_ref() else {
             return Err(io::Error::other("the file is already closed"));
         };
-        let mut buf = IoBuf::default();
-        let n =
-            handle.block_on(file.read_at(offset, len, &mut buf)).map_err(|e| io::Error::other(e.message))?;
-        let n = n.min(buf.len());
+        let n = handle.block_on(file.read_at(offset, len, buf)).map_err(|e| io::Error::other(e.message))?;
+        let n = n.min(len).min(buf.len());
         self.reads.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    /// Reads up to `len` bytes at `offset`, outside FFmpeg's reader (which keeps its position).
+    pub fn read_at(&self, handle: &Handle, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut buf = IoBuf::default();
+        let n = self.read_into(handle, offset, len, &mut buf)?;
         Ok(buf[..n].to_vec())
     }
 
@@ -72,20 +78,9 @@ impl Read for StorageReader {
         if want == 0 {
             return Ok(0);
         }
-        let guard = self.shared.file.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(file) = guard.as_ref() else {
-            return Err(io::Error::other("the file is already closed"));
-        };
-        let n = self
-            .handle
-            .block_on(file.read_at(self.pos, want, &mut self.buf))
-            .map_err(|e| io::Error::other(e.message))?;
-        drop(guard);
-        let n = n.min(want).min(self.buf.len());
+        let n = self.shared.read_into(&self.handle, self.pos, want, &mut self.buf)?;
         out[..n].copy_from_slice(&self.buf[..n]);
         self.pos += n as u64;
-        self.shared.reads.fetch_add(1, Ordering::Relaxed);
-        self.shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
     }
 }
