@@ -6,10 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use md5::{Digest, Md5};
-use playsim_core::{DecodedFrame, FrameExtent, InOrderDecoder};
+use playsim_core::{DecodedFrame, FrameExtent, InOrderDecoder, IoBuf, Storage};
 use playsim_media::DecodeOptions;
-use playsim_storage::{LocalOptions, LocalStorage};
+use playsim_storage::nfs::NfsOptions;
+use playsim_storage::LocalOptions;
 
+use crate::location::Place;
 use crate::Error;
 
 /// What a decode pass found.
@@ -30,17 +32,21 @@ pub struct DecodeSummary {
 /// md5s equal the hash column of `ffmpeg -i FILE -f framemd5 -`. Long-GOP video is
 /// decoded in order, and its lines come in presentation order.
 ///
-/// Must run inside a tokio runtime: a video file's container is read through playsim's storage.
+/// `source` is a local path or an `nfs://` URL (read with `nfs`'s settings); every byte is
+/// read through playsim's storage. Must run inside a tokio runtime.
 pub async fn decode_md5(
     source: &Path,
     options: &DecodeOptions,
+    nfs: &NfsOptions,
     max_frames: Option<u64>,
     out: &mut dyn Write,
     errors: &mut dyn Write,
 ) -> Result<DecodeSummary, Error> {
-    let storage = LocalStorage::new(LocalOptions::default()).map_err(Error::Storage)?;
-    let source =
-        playsim_media::open_location(source, options, Arc::new(storage)).await.map_err(Error::Source)?;
+    let place = Place::find(source, LocalOptions::default(), nfs).await?;
+    let storage = place.index_storage()?;
+    let source = playsim_media::open_location(place.path(), options, Arc::clone(&storage))
+        .await
+        .map_err(Error::Source)?;
     let decoder = source.decoder();
     let mut frame = DecodedFrame::default();
     let mut lines = Lines { out, errors, summary: DecodeSummary::default(), closed: false };
@@ -53,8 +59,9 @@ pub async fn decode_md5(
                 break;
             }
             let extent = source.extent(idx);
-            let sent =
-                read_extent(&extent).and_then(|bytes| in_order.send(Some(&bytes)).map_err(|e| e.to_string()));
+            let sent = read_extent(storage.as_ref(), &extent)
+                .await
+                .and_then(|bytes| in_order.send(Some(&bytes)).map_err(|e| e.to_string()));
             if let Err(detail) = sent {
                 lines.unreadable(next_picture, idx, &extent, &detail);
                 next_picture += 1;
@@ -71,7 +78,8 @@ pub async fn decode_md5(
     for idx in 0..n {
         let frame_number = source.frame_number(idx);
         let extent = source.extent(idx);
-        let result = read_extent(&extent)
+        let result = read_extent(storage.as_ref(), &extent)
+            .await
             .and_then(|bytes| decoder.decode(&bytes, &mut frame).map_err(|e| e.to_string()));
         match result {
             Ok(()) => lines.decoded(frame_number, &frame),
@@ -137,44 +145,32 @@ impl Lines<'_> {
     }
 }
 
-/// The bytes of one frame: a whole file, or a byte range of a video file.
-fn read_extent(extent: &FrameExtent) -> Result<Vec<u8>, String> {
-    match extent {
-        FrameExtent::File { path } => read_limited(path),
-        FrameExtent::Range { path, offset, len } => read_range(path, *offset, *len),
+/// The bytes of one frame: a whole file, or a byte range of a video file, read through
+/// `storage`. A frame larger than the engine's frame limit is refused before anything is
+/// allocated for it.
+async fn read_extent(storage: &dyn Storage, extent: &FrameExtent) -> Result<Vec<u8>, String> {
+    let (path, offset, len) = match extent {
+        FrameExtent::File { path } => (path.as_path(), 0, None),
+        FrameExtent::Range { path, offset, len } => (path.as_path(), *offset, Some(*len)),
         FrameExtent::Missing { expected } => {
-            Err(format!("{} is missing from the sequence (a gap)", expected.display()))
+            return Err(format!("{} is missing from the sequence (a gap)", expected.display()))
         }
+    };
+    let file = storage.open(path).await.map_err(|e| e.to_string())?;
+    let want = len.unwrap_or_else(|| file.size().saturating_sub(offset));
+    let limit = playsim_engine::MAX_FRAME_BYTES;
+    if want > limit {
+        let _ = file.close().await;
+        return Err(format!("{}: {want} bytes is more than the {limit}-byte frame limit", path.display()));
     }
-}
-
-fn read_range(path: &Path, offset: u64, len: u64) -> Result<Vec<u8>, String> {
-    use std::os::unix::fs::FileExt;
-    if len > playsim_engine::MAX_FRAME_BYTES {
-        let limit = playsim_engine::MAX_FRAME_BYTES;
-        return Err(format!(
-            "{}: a {len}-byte packet is more than the {limit}-byte frame limit",
-            path.display()
-        ));
+    let mut buf = IoBuf::default();
+    let read = file.read_at(offset, want as usize, &mut buf).await;
+    let _ = file.close().await;
+    let n = read.map_err(|e| e.to_string())?;
+    if (n as u64) < want {
+        return Err(format!("{}: short read, {n} of {want} bytes at offset {offset}", path.display()));
     }
-    let cannot =
-        |e: std::io::Error| format!("cannot read {} bytes at {offset} of {}: {e}", len, path.display());
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    let mut buf = vec![0; len as usize];
-    file.read_exact_at(&mut buf, offset).map_err(cannot)?;
-    Ok(buf)
-}
-
-/// Reads a whole frame file, refusing one larger than the engine's frame limit
-/// before allocating for it.
-fn read_limited(path: &Path) -> Result<Vec<u8>, String> {
-    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
-    let size = std::fs::metadata(path).map_err(cannot)?.len();
-    if size > playsim_engine::MAX_FRAME_BYTES {
-        let limit = playsim_engine::MAX_FRAME_BYTES;
-        return Err(format!("{} is {size} bytes, more than the {limit}-byte frame limit", path.display()));
-    }
-    std::fs::read(path).map_err(cannot)
+    Ok(buf.to_vec())
 }
 
 fn hex(bytes: &[u8]) -> String {

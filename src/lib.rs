@@ -23,6 +23,7 @@
 #![warn(clippy::unwrap_used)]
 
 mod decode;
+mod location;
 mod play;
 pub mod units;
 

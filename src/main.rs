@@ -100,6 +100,33 @@ struct PlayArgs {
     quiet: bool,
     #[command(flatten)]
     decoder: DecoderArgs,
+    #[command(flatten)]
+    nfs: NfsArgs,
+}
+
+/// Settings of playsim's own NFS client, for `nfs://` sources (play and decode).
+#[derive(Args)]
+struct NfsArgs {
+    /// TCP connections to the NFS server per stream, like Linux's nconnect mount option.
+    #[arg(long, default_value_t = 1, value_parser = parse_nconnect, allow_hyphen_values = true)]
+    nconnect: u32,
+    /// Bytes per NFS READ, e.g. 1M, 256K (capped by the server's largest).
+    #[arg(long, default_value = "1M", value_parser = parse_rsize, allow_hyphen_values = true)]
+    rsize: usize,
+    /// How long an NFS call may go unanswered, through reconnects, before the run ends, e.g. 30s.
+    #[arg(long, default_value = "30s", value_parser = units::parse_duration, allow_hyphen_values = true)]
+    nfs_timeout: Duration,
+}
+
+impl NfsArgs {
+    fn options(&self) -> playsim::storage::nfs::NfsOptions {
+        playsim::storage::nfs::NfsOptions {
+            nconnect: self.nconnect,
+            rsize: self.rsize,
+            timeout: self.nfs_timeout,
+            ..Default::default()
+        }
+    }
 }
 
 /// Decoder settings shared by `play` and `decode`.
@@ -140,7 +167,8 @@ enum OutputArg {
 
 #[derive(Args)]
 struct DecodeArgs {
-    /// A directory, a pattern or one file of the sequence.
+    /// A directory, a pattern or one file of the sequence, or a video file; a local path or an
+    /// nfs:// URL.
     source: PathBuf,
     /// Print the md5 of each frame's canonical pixels (the only mode for now).
     #[arg(long, required = true)]
@@ -150,6 +178,8 @@ struct DecodeArgs {
     frames: Option<u64>,
     #[command(flatten)]
     decoder: DecoderArgs,
+    #[command(flatten)]
+    nfs: NfsArgs,
 }
 
 #[derive(Args)]
@@ -241,6 +271,22 @@ fn parse_preroll(s: &str) -> Result<u32, String> {
         .map_err(|_| format!("'{s}' is not a whole number (for example 5, or 0 to start at once)"))
 }
 
+fn parse_nconnect(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n @ 1..=64) => Ok(n),
+        _ => Err(format!("'{s}' is not a connection count from 1 to 64 (for example --nconnect 4)")),
+    }
+}
+
+fn parse_rsize(s: &str) -> Result<usize, String> {
+    let bytes = units::parse_bytes(s)?;
+    if (4096..=64 << 20).contains(&bytes) {
+        Ok(bytes)
+    } else {
+        Err(format!("read size '{s}' is out of range: 4K to 64M (for example --rsize 1M)"))
+    }
+}
+
 fn parse_count(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(n) if n > 0 => Ok(n),
@@ -301,6 +347,7 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         cold: args.cold,
         decode: args.decoder.options(),
         rate_from_source: args.fps.is_none(),
+        nfs: args.nfs.options(),
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
@@ -401,6 +448,7 @@ fn decode(args: DecodeArgs) -> anyhow::Result<ExitCode> {
     let summary = runtime.block_on(playsim::decode_md5(
         &args.source,
         &args.decoder.options(),
+        &args.nfs.options(),
         args.frames,
         &mut stdout.lock(),
         &mut stderr.lock(),

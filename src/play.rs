@@ -1,21 +1,23 @@
-//! Wiring local sources to the engine: source, storage, cold cache, frame rate, simulation.
+//! Wiring sources (local or `nfs://`) to the engine: source, storage, cold cache, frame rate, simulation.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use playsim_core::{FrameExtent, Pacing, Source, Storage};
+use playsim_core::{FrameExtent, Pacing, Source};
 use playsim_engine::{EngineConfig, Simulation, StreamSpec};
 use playsim_media::DecodeOptions;
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
+use playsim_storage::nfs::NfsOptions;
 use playsim_storage::{LocalOptions, LocalStorage};
 
+use crate::location::{Place, Reader};
 use crate::Error;
 
-/// What to play and how: sources on local storage, each by one or more streams on one clock.
+/// What to play and how: sources on local disk or NFS, each by one or more streams on one clock.
 #[derive(Clone, Debug)]
 pub struct PlayRequest {
     /// Directories, patterns (`shot.%07d.dpx`, `shot.####.dpx`) or files of sequences,
-    /// or video files (`.mov`, `.mp4`, `.mxf`, ...).
+    /// or video files (`.mov`, `.mp4`, `.mxf`, ...): local paths or `nfs://` URLs.
     pub sources: Vec<PathBuf>,
     /// Independent streams reading each source (`--streams N`), like N clients or multicam angles.
     pub streams_per_source: u32,
@@ -32,6 +34,8 @@ pub struct PlayRequest {
     /// Play at the sources' own frame rate where they state one (video files), instead of
     /// `engine.pacing`; `--fps` on the command line turns this off.
     pub rate_from_source: bool,
+    /// Settings of playsim's NFS client, for `nfs://` sources.
+    pub nfs: NfsOptions,
 }
 
 impl PlayRequest {
@@ -46,6 +50,7 @@ impl PlayRequest {
             cold: false,
             decode: DecodeOptions::default(),
             rate_from_source: false,
+            nfs: NfsOptions::default(),
         }
     }
 }
@@ -68,15 +73,15 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
     let options = LocalOptions { block_size: request.block_size, direct: request.direct };
     let mut sources = Vec::with_capacity(request.sources.len());
     for location in &request.sources {
-        let index_storage: Arc<dyn Storage> = Arc::new(LocalStorage::new(options).map_err(Error::Storage)?);
-        let source = playsim_media::open_location(location, &request.decode, index_storage)
+        let place = Place::find(location, options, &request.nfs).await?;
+        let source = playsim_media::open_location(place.path(), &request.decode, place.index_storage()?)
             .await
             .map_err(Error::Source)?;
-        sources.push(source);
+        sources.push((place, source));
     }
     let mut engine = request.engine.clone();
     if request.rate_from_source {
-        if let Some(rate) = source_rate(&sources)? {
+        if let Some(rate) = source_rate(sources.iter().map(|(_, s)| s))? {
             engine.pacing = Pacing::Rate(rate);
         }
     }
@@ -84,21 +89,28 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
     if let Some(version) = playsim_exr::openexr_version() {
         builder = builder.library("openexr", &version);
     }
-    if sources.iter().any(|s| s.info().index.is_some()) {
+    if sources.iter().any(|(_, s)| s.info().index.is_some()) {
         builder = builder.library("ffmpeg", &playsim_ffmpeg::ffmpeg_version());
     }
     let mut n_streams = 0;
-    for source in sources {
+    for (place, source) in sources {
         let dimensions = probe_dimensions(source.as_ref());
         for reader in 0..request.streams_per_source {
-            let storage = LocalStorage::new(options).map_err(Error::Storage)?;
+            let storage = place.reader_storage().await?;
             // One reader drops the source's cached pages; the others would only repeat it.
-            let cold = if request.cold && reader == 0 {
-                drop_cache(&storage, source.as_ref())
-            } else {
-                ColdCache { requested: request.cold, ..ColdCache::default() }
+            let cold = match (&storage, request.cold && reader == 0) {
+                (Reader::Local(local), true) => drop_cache(local, source.as_ref()),
+                (Reader::Nfs(_), true) => ColdCache {
+                    requested: true,
+                    files_dropped: 0,
+                    message: Some(
+                        "nfs: playsim's own client caches nothing, and the server's cache is the server's"
+                            .into(),
+                    ),
+                },
+                (_, false) => ColdCache { requested: request.cold, ..ColdCache::default() },
             };
-            let storage: Arc<dyn Storage> = Arc::new(storage);
+            let storage = storage.into_storage();
             let name = format!("stream {n_streams}");
             builder =
                 builder.stream(StreamSpec { name, source: Arc::clone(&source), storage, cold, dimensions });
@@ -109,9 +121,11 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
 }
 
 /// The rate the sources state, if any does; sources that state different rates are refused.
-fn source_rate(sources: &[Arc<dyn Source>]) -> Result<Option<playsim_core::FrameRate>, Error> {
+fn source_rate<'a>(
+    sources: impl Iterator<Item = &'a Arc<dyn Source>>,
+) -> Result<Option<playsim_core::FrameRate>, Error> {
     let stated: Vec<(String, playsim_core::FrameRate)> =
-        sources.iter().filter_map(|s| Some((s.info().location, s.frame_rate()?))).collect();
+        sources.filter_map(|s| Some((s.info().location, s.frame_rate()?))).collect();
     let Some(&(_, first)) = stated.first() else { return Ok(None) };
     if stated.iter().all(|(_, r)| *r == first) {
         return Ok(Some(first));

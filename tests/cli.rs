@@ -1,14 +1,15 @@
 //! The `playsim` command line end to end: refusals, exit codes, Ctrl-C, --verify, reports, generate, decode.
 
 use std::fs::File;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use playsim::report::{Drops, RunStatus, SCHEMA_VERSION};
 
 use crate::util::{
-    ffmpeg, file_names, frame_path, generate, playsim, read_report, run, Damage, Run, SMALL_PRESET,
+    ffmpeg, file_names, frame_path, generate, playsim, read_report, run, Damage, KillOnDrop, Run,
+    SMALL_PRESET,
 };
 
 /// Every refused value gets clap's usage error (2), or the engine's (1), and a valid example.
@@ -342,32 +343,4 @@ fn generate_names_files_and_writes_decodable_rgba() -> Result<()> {
     generate(&plain, SMALL_PRESET, 2, &["--bit-depth", "8"])?;
     ensure!(file_names(&plain)? == ["frame.0000000.dpx", "frame.0000001.dpx"], "{:?}", file_names(&plain)?);
     Ok(())
-}
-
-/// Kills the child if the test ends before it does.
-struct KillOnDrop(Child);
-
-impl KillOnDrop {
-    /// Waits for the child to exit, at most `limit`.
-    fn wait_for(&mut self, limit: Duration) -> Result<std::process::ExitStatus> {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.0.try_wait()? {
-                return Ok(status);
-            }
-            if start.elapsed() > limit {
-                bail!("playsim did not exit within {limit:?} of SIGINT");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
 }

@@ -6,5 +6,6 @@ mod dpx_ffmpeg;
 mod exr_bad_input;
 mod exr_ffmpeg;
 mod fixtures;
+mod nfs;
 mod util;
 mod video;

@@ -1,7 +1,8 @@
 //! Helpers shared by the command-line tests: running playsim and ffmpeg, generated sequences, damage, reports.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 use playsim::report::Report;
@@ -199,4 +200,32 @@ pub fn ffmpeg(args: &[&str]) -> Result<String> {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8(output.stdout).context("ffmpeg printed non-utf-8")
+}
+
+/// Kills the child if the test ends before it does.
+pub struct KillOnDrop(pub Child);
+
+impl KillOnDrop {
+    /// Waits for the child to exit, at most `limit`.
+    pub fn wait_for(&mut self, limit: Duration) -> Result<std::process::ExitStatus> {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.0.try_wait()? {
+                return Ok(status);
+            }
+            if start.elapsed() > limit {
+                bail!("playsim did not exit within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }

@@ -12,8 +12,9 @@ pub struct Package {
     pub why: &'static str,
 }
 
-/// Every system package the project needs. Later work adds fio (storage anchor in the bench)
-/// and nfs-ganesha (NFS integration tests).
+/// Every system package the project needs. Later work adds fio (storage anchor in the bench).
+/// NFS-Ganesha, rpcbind and libnfs serve and read `nfs://` in the integration tests and the bench
+/// (through crates/playsim-testserver).
 pub const PACKAGES: &[Package] = &[
     Package {
         name: "ffmpeg",
@@ -38,6 +39,17 @@ pub const PACKAGES: &[Package] = &[
     Package { name: "clang", why: "ffmpeg-sys-next generates its FFmpeg bindings with bindgen" },
     Package { name: "libclang-dev", why: "libclang, which bindgen loads to read FFmpeg's headers" },
     Package { name: "fonts-dejavu-core", why: "the font `cargo xtask fixtures` burns frame numbers in with" },
+    Package {
+        name: "nfs-ganesha",
+        why: "the NFS server (ganesha.nfsd) that playsim-testserver runs on loopback",
+    },
+    Package { name: "nfs-ganesha-vfs", why: "Ganesha's VFS backend, which exports a local directory" },
+    Package { name: "rpcbind", why: "the portmapper Ganesha must register with, or it exits" },
+    Package {
+        name: "libnfs-utils",
+        why: "nfs-ls and friends, an independent NFS client to check the test server with",
+    },
+    Package { name: "libnfs-dev", why: "libnfs, the bench's NFS anchor (benches/anchors/libnfs_read.c)" },
 ];
 
 /// Installs whichever of [`PACKAGES`] are missing; does nothing when all are present.

@@ -36,4 +36,7 @@ pub use frame::{Chroma, DecodedFrame, ExternalPlanes, PixelFormat, Plane, PlaneV
 pub use preset::{FramePreset, MAX_DIMENSION};
 pub use rate::{FrameRate, Pacing};
 pub use source::{FrameExtent, Source, SourceInfo};
-pub use storage::{Storage, StorageError, StorageErrorKind, StorageFile, StorageInfo, StorageStats};
+pub use storage::{
+    DirEntry, EntryKind, MountLabel, Storage, StorageError, StorageErrorKind, StorageFile, StorageInfo,
+    StorageStats,
+};

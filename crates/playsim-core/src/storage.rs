@@ -18,6 +18,11 @@ pub enum StorageErrorKind {
     Io,
     /// The request is malformed for this transport (unaligned O_DIRECT read).
     Invalid,
+    /// The transport gave up: its server did not answer within its time limit, through
+    /// reconnects. Every later call would fail the same way, so the run ends.
+    Unavailable,
+    /// The transport cannot do this (a storage with no directory listing).
+    Unsupported,
 }
 
 /// A storage call failed. The message names the path.
@@ -59,6 +64,27 @@ pub struct StorageInfo {
     pub direct: bool,
     /// Transport-specific settings (mount options, server, ...), as key/value pairs.
     pub options: Vec<(String, String)>,
+    /// The kernel mount the files are on, for local paths when it was looked up:
+    /// how a "local" read actually travels (NFS over TCP or RDMA, SMB, a local disk).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount: Option<MountLabel>,
+}
+
+/// The kernel mount under a local path, as the report shows it. The storage crate
+/// fills it from /proc/self/mountinfo; this crate only carries it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MountLabel {
+    /// Where the filesystem is mounted, e.g. "/mnt/isilon".
+    pub mount_point: String,
+    /// The filesystem type, e.g. "nfs4", "cifs", "ext4".
+    pub fstype: String,
+    /// What is mounted, e.g. "10.0.0.5:/ifs/media" or "/dev/nvme0n1p2".
+    pub source: String,
+    /// How the bytes travel, e.g. "nfs over rdma", "nfs over tcp", "smb direct (rdma)", "local (ext4)".
+    pub transport: String,
+    /// The options that matter for reading (vers, proto, rsize, nconnect, hard, ...), in a
+    /// fixed order; a flag without a value (hard, soft, rdma) has an empty value.
+    pub options: Vec<(String, String)>,
 }
 
 /// Cumulative counters a transport keeps while it runs.
@@ -70,6 +96,26 @@ pub struct StorageStats {
     pub bytes: u64,
     /// CPU time spent by the threads doing the reads, in nanoseconds, where measurable.
     pub cpu_ns: u64,
+}
+
+/// What a path names, as a directory listing or a lookup reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A file (or anything else that is not a directory).
+    File,
+    /// A directory.
+    Dir,
+}
+
+/// One entry of a directory listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The entry's name (not a path); names that are not UTF-8 are left out of listings.
+    pub name: String,
+    /// File or directory.
+    pub kind: EntryKind,
+    /// Size in bytes, as listed.
+    pub size: u64,
 }
 
 /// A transport that frames are read from.
@@ -87,6 +133,30 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Counters so far.
     fn stats(&self) -> StorageStats;
+
+    /// What `path` is, or `None` when nothing is there. Sequence discovery asks this.
+    async fn kind(&self, path: &Path) -> Result<Option<EntryKind>, StorageError> {
+        Err(StorageError::new(
+            StorageErrorKind::Unsupported,
+            format!(
+                "cannot look up {}: the {} transport has no lookup",
+                path.display(),
+                self.info().transport
+            ),
+        ))
+    }
+
+    /// The entries of directory `dir`, in no particular order, without `.` and `..`.
+    async fn list_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StorageError> {
+        Err(StorageError::new(
+            StorageErrorKind::Unsupported,
+            format!(
+                "cannot list {}: the {} transport has no directory listing",
+                dir.display(),
+                self.info().transport
+            ),
+        ))
+    }
 }
 
 /// An open object on a [`Storage`].

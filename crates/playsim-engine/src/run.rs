@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use playsim_core::{Clock, Pacing, Source, Storage};
 use playsim_report::{
-    ColdCache, CpuReport, Drops, FrameRecord, PoolBuffers, Report, RunStatus, Settings, SourceReport,
-    StageCpu, StageLatency, StorageReport, StreamReport, Totals, SCHEMA_VERSION,
+    ColdCache, CpuReport, Drops, FrameRecord, MountReport, PoolBuffers, Report, RunStatus, Settings,
+    SourceReport, StageCpu, StageLatency, StorageReport, StreamReport, Totals, SCHEMA_VERSION,
 };
 use tokio::sync::Semaphore;
 
@@ -200,11 +200,16 @@ impl Simulation {
         let sys = cpu_after.sys.saturating_sub(cpu_before.sys).as_secs_f64();
         let gb = totals.bytes_read as f64 / 1e9;
         let per_gb = |s: f64| if gb > 0.0 { s / gb } else { 0.0 };
+        // Softirq is system-wide: the network receive work for this client's reads is
+        // done there and charged to no process, so the client's cost of a GB counts it.
+        let softirq = system.softirq_s;
         let cpu = CpuReport {
             process_user_s: user,
             process_sys_s: sys,
             user_s_per_gb: per_gb(user),
             sys_s_per_gb: per_gb(sys),
+            softirq_s_per_gb: per_gb(softirq),
+            total_s_per_gb: per_gb(user + sys + softirq),
             stages: StageCpu {
                 read_s: Duration::from_nanos(read_cpu_ns).as_secs_f64(),
                 decode_s: self.decode.cpu_time().as_secs_f64(),
@@ -214,6 +219,7 @@ impl Simulation {
         };
         let mut environment = probe::environment();
         environment.libraries = self.libraries.clone();
+        let error = error.or_else(|| self.cancel.failure());
         let status = match (&error, self.cancel.is_cancelled()) {
             (Some(_), _) => RunStatus::Failed,
             (None, true) => RunStatus::Partial,
@@ -338,6 +344,7 @@ fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> Stre
             options: storage_info.options.into_iter().collect(),
             cold: spec.cold.clone(),
             n_reads: storage_stats.n_reads,
+            mount: storage_info.mount.map(MountReport::from),
         },
         fps: cfg.pacing.to_string(),
         t0_ns,

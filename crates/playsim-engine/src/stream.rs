@@ -35,7 +35,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use playsim_core::{
     BufPool, Clock, DecodedFrame, Decoder, DropCause, DropCounters, FrameExtent, InOrderDecoder, IoBuf,
-    Pacing, PooledBuf, Source, Storage,
+    Pacing, PooledBuf, Source, Storage, StorageError, StorageErrorKind,
 };
 use playsim_report::{SignedHistogram, UnreadableFrame};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -891,7 +891,7 @@ impl StreamCtx {
             }
         };
         let t = self.now();
-        let file = self.storage.open(path).await.map_err(|e| e.to_string())?;
+        let file = self.storage.open(path).await.map_err(|e| self.storage_failure(e))?;
         let opened = self.now();
         self.lock().hist.open.record(opened.saturating_sub(t));
         let want = len.unwrap_or_else(|| file.size().saturating_sub(offset));
@@ -909,12 +909,21 @@ impl StreamCtx {
             st.hist.read.record(read_done.saturating_sub(opened));
             st.hist.close.record(close_done.saturating_sub(read_done));
         }
-        let n = read.map_err(|e| e.to_string())?;
-        closed.map_err(|e| e.to_string())?;
+        let n = read.map_err(|e| self.storage_failure(e))?;
+        closed.map_err(|e| self.storage_failure(e))?;
         if (n as u64) < want {
             return Err(format!("{}: short read, {n} of {want} bytes", path.display()));
         }
         Ok(n as u64)
+    }
+
+    /// The message of a failed storage call. A transport that gave up ends the run: every
+    /// later frame would fail the same way, and the report should say why once, not per frame.
+    fn storage_failure(&self, error: StorageError) -> String {
+        if error.kind == StorageErrorKind::Unavailable {
+            self.cancel.fail(format!("storage unavailable: {}", error.message));
+        }
+        error.message
     }
 
     /// Waits until `cond` holds; false if the run was cancelled first.

@@ -20,6 +20,9 @@ pub enum Error {
         /// The underlying error.
         source: io::Error,
     },
+    /// The storage failed while finding the sequence (its message names the path).
+    #[error("{0}")]
+    Storage(playsim_core::StorageError),
     /// Nothing exists at the location and it is not a pattern.
     #[error("{} not found", .path.display())]
     NotFound {

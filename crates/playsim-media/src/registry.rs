@@ -51,23 +51,9 @@ pub fn open_source(location: &Path) -> Result<Arc<dyn Source>, Error> {
     open_source_with(location, &DecodeOptions::default())
 }
 
-/// [`open_source`] with decoder options.
-pub fn open_source_with(location: &Path, options: &DecodeOptions) -> Result<Arc<dyn Source>, Error> {
-    let sequence = Sequence::discover(location)?;
-    let extension = sequence.extension().unwrap_or("none");
-    let Some(format) = format_for_extension(extension) else {
-        return Err(Error::Unsupported {
-            path: sequence.pattern_path(),
-            extension: extension.to_owned(),
-            known: FORMATS.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
-        });
-    };
-    Ok(Arc::new(SequenceSource::new(sequence, (format.decoder)(options))))
-}
-
 /// Opens what is at `location` for playback: a video file (by its extension, see
 /// [`playsim_ffmpeg::VIDEO_EXTENSIONS`]), whose container is read through `storage`,
-/// or else an image sequence, as [`open_source_with`] does.
+/// or else an image sequence, discovered through `storage` (its lookups and listings).
 ///
 /// Must run inside a tokio runtime (the demuxer waits for the storage on a blocking thread).
 pub async fn open_location(
@@ -79,7 +65,26 @@ pub async fn open_location(
         let source = playsim_ffmpeg::open(location, storage, &options.video).await?;
         return Ok(Arc::new(source));
     }
-    open_source_with(location, options)
+    let sequence = Sequence::discover_on(location, storage.as_ref()).await?;
+    sequence_source(sequence, options)
+}
+
+/// [`open_source`] with decoder options.
+pub fn open_source_with(location: &Path, options: &DecodeOptions) -> Result<Arc<dyn Source>, Error> {
+    sequence_source(Sequence::discover(location)?, options)
+}
+
+/// The source playing `sequence` with the decoder for its file extension.
+fn sequence_source(sequence: Sequence, options: &DecodeOptions) -> Result<Arc<dyn Source>, Error> {
+    let extension = sequence.extension().unwrap_or("none");
+    let Some(format) = format_for_extension(extension) else {
+        return Err(Error::Unsupported {
+            path: sequence.pattern_path(),
+            extension: extension.to_owned(),
+            known: FORMATS.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
+        });
+    };
+    Ok(Arc::new(SequenceSource::new(sequence, (format.decoder)(options))))
 }
 
 fn dpx_decoder(_: &DecodeOptions) -> Arc<dyn Decoder> {

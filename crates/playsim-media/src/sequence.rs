@@ -9,6 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use playsim_core::{EntryKind, Storage, StorageError, StorageErrorKind};
+
 use crate::Error;
 
 /// The largest span `last - first + 1` of frame numbers a sequence may have.
@@ -55,17 +57,37 @@ impl Sequence {
     ///
     /// Names that are not valid UTF-8 are ignored.
     pub fn discover(location: &Path) -> Result<Sequence, Error> {
-        if location.is_dir() {
-            return discover_in_dir(location);
-        }
-        if location.exists() {
-            return discover_from_file(location);
-        }
-        let name = location.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        match parse_pattern(name).map_err(|e| e.into_error(location))? {
-            Some(parts) => discover_from_pattern(location, parts),
-            None => Err(Error::NotFound { path: location.to_owned() }),
-        }
+        let kind = if location.is_dir() {
+            Some(EntryKind::Dir)
+        } else if location.exists() {
+            Some(EntryKind::File)
+        } else {
+            None
+        };
+        let listing = match dir_to_list(location, kind)? {
+            Some(dir) => list_names(&dir, location)?,
+            None => Listing::default(),
+        };
+        from_listing(location, kind, listing)
+    }
+
+    /// [`discover`](Self::discover) through a [`Storage`]: the location's kind and its
+    /// directory's listing come from the transport (an NFS server's LOOKUP and READDIRPLUS),
+    /// and the paths are the transport's.
+    pub async fn discover_on(location: &Path, storage: &dyn Storage) -> Result<Sequence, Error> {
+        let kind = storage.kind(location).await.map_err(|e| storage_error(location, e))?;
+        let listing = match dir_to_list(location, kind)? {
+            Some(dir) => {
+                let listed = if dir.as_os_str().is_empty() { Path::new(".") } else { dir.as_path() };
+                let entries = storage.list_dir(listed).await.map_err(|e| storage_error(location, e))?;
+                let n_entries = entries.len();
+                let mut names: Vec<String> = entries.into_iter().map(|e| e.name).collect();
+                names.sort_unstable();
+                Listing { names, n_entries }
+            }
+            None => Listing::default(),
+        };
+        from_listing(location, kind, listing)
     }
 
     /// What the sequence was discovered from: a directory, a pattern or a file.
@@ -300,7 +322,7 @@ fn best(candidates: Vec<Candidate>) -> Option<Candidate> {
 
 /// The names in `dir` (the current directory when empty), skipping names that
 /// are not UTF-8.
-fn list_names(dir: &Path, location: &Path) -> Result<(Vec<String>, usize), Error> {
+fn list_names(dir: &Path, location: &Path) -> Result<Listing, Error> {
     let listed = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let entries = std::fs::read_dir(listed).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::NotFound { path: location.to_owned() },
@@ -316,11 +338,55 @@ fn list_names(dir: &Path, location: &Path) -> Result<(Vec<String>, usize), Error
         }
     }
     names.sort_unstable();
-    Ok((names, n_entries))
+    Ok(Listing { names, n_entries })
 }
 
-fn discover_in_dir(dir: &Path) -> Result<Sequence, Error> {
-    let (names, n_entries) = list_names(dir, dir)?;
+/// A directory's entries: the UTF-8 names, sorted, and how many entries there were in all.
+#[derive(Debug, Default)]
+struct Listing {
+    names: Vec<String>,
+    n_entries: usize,
+}
+
+/// The directory whose listing discovery needs for `location` of `kind` (`None`: nothing is
+/// there): the location itself, or the directory holding the file or pattern. `Ok(None)`
+/// when no listing is needed (a lone still).
+fn dir_to_list(location: &Path, kind: Option<EntryKind>) -> Result<Option<PathBuf>, Error> {
+    let parent = || location.parent().unwrap_or(Path::new("")).to_owned();
+    let name = location.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    match kind {
+        Some(EntryKind::Dir) => Ok(Some(location.to_owned())),
+        Some(EntryKind::File) => Ok(split_numbered(name).map(|_| parent())),
+        None => match parse_pattern(name).map_err(|e| e.into_error(location))? {
+            Some(_) => Ok(Some(parent())),
+            None => Err(Error::NotFound { path: location.to_owned() }),
+        },
+    }
+}
+
+fn from_listing(location: &Path, kind: Option<EntryKind>, listing: Listing) -> Result<Sequence, Error> {
+    match kind {
+        Some(EntryKind::Dir) => discover_in_dir(location, listing),
+        Some(EntryKind::File) => discover_from_file(location, listing),
+        None => {
+            let name = location.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            match parse_pattern(name).map_err(|e| e.into_error(location))? {
+                Some(parts) => discover_from_pattern(location, parts, listing),
+                None => Err(Error::NotFound { path: location.to_owned() }),
+            }
+        }
+    }
+}
+
+fn storage_error(location: &Path, error: StorageError) -> Error {
+    match error.kind {
+        StorageErrorKind::NotFound => Error::NotFound { path: location.to_owned() },
+        _ => Error::Storage(error),
+    }
+}
+
+fn discover_in_dir(dir: &Path, listing: Listing) -> Result<Sequence, Error> {
+    let Listing { names, n_entries } = listing;
     if n_entries == 0 {
         return Err(Error::EmptyDirectory { path: dir.to_owned() });
     }
@@ -333,7 +399,7 @@ fn discover_in_dir(dir: &Path) -> Result<Sequence, Error> {
     finish(dir, dir.to_owned(), chosen)
 }
 
-fn discover_from_file(file: &Path) -> Result<Sequence, Error> {
+fn discover_from_file(file: &Path, listing: Listing) -> Result<Sequence, Error> {
     let no_number = || Error::NoNumberedFiles {
         path: file.to_owned(),
         detail: " (the file name has no frame number)".to_owned(),
@@ -358,7 +424,7 @@ fn discover_from_file(file: &Path) -> Result<Sequence, Error> {
         reason: format!("frame number {} has more than {MAX_DIGITS} digits or is too large", split.digits),
     })?;
     let dir = file.parent().unwrap_or(Path::new("")).to_owned();
-    let (names, _) = list_names(&dir, file)?;
+    let names = listing.names;
     let siblings =
         names.iter().map(String::as_str).filter(|n| n.starts_with(split.prefix) && n.ends_with(split.suffix));
     // Keep only the readings of the group that name this very file.
@@ -372,9 +438,9 @@ fn discover_from_file(file: &Path) -> Result<Sequence, Error> {
     finish(file, dir, chosen)
 }
 
-fn discover_from_pattern(pattern: &Path, parts: PatternParts) -> Result<Sequence, Error> {
+fn discover_from_pattern(pattern: &Path, parts: PatternParts, listing: Listing) -> Result<Sequence, Error> {
     let dir = pattern.parent().unwrap_or(Path::new("")).to_owned();
-    let (names, _) = list_names(&dir, pattern)?;
+    let names = listing.names;
     let mut frames = Vec::new();
     for name in &names {
         let Some(digits) = name.strip_prefix(&parts.prefix).and_then(|rest| rest.strip_suffix(&parts.suffix))

@@ -102,6 +102,8 @@ fn finite(report: &Report) -> Report {
         &mut cpu.process_sys_s,
         &mut cpu.user_s_per_gb,
         &mut cpu.sys_s_per_gb,
+        &mut cpu.softirq_s_per_gb,
+        &mut cpu.total_s_per_gb,
     ]);
     numbers.extend([&mut cpu.stages.read_s, &mut cpu.stages.decode_s, &mut cpu.stages.output_s]);
     let sys = &mut cpu.system;
@@ -139,6 +141,7 @@ fn percentile_numbers(p: &mut Percentiles) -> [&mut f64; 7] {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::model::MountReport;
     use crate::testutil::sample_report;
 
     #[test]
@@ -160,6 +163,37 @@ mod tests {
         assert_eq!(value["settings"]["loop"], false);
         assert_eq!(value["streams"][0]["timeline"][1]["cause"], "storage");
         assert_eq!(value["streams"][0]["latency"]["read"]["p999_ms"], 80.0);
+    }
+
+    #[test]
+    fn mount_and_cost_per_gb_round_trip_and_may_be_absent() {
+        let mut report = sample_report();
+        report.streams[0].storage.mount = Some(MountReport {
+            mount_point: "/mnt/my media".into(),
+            fstype: "nfs4".into(),
+            source: "192.168.1.10:/export".into(),
+            transport: "nfs over rdma".into(),
+            options: [("proto", "rdma"), ("hard", "")].map(|(k, v)| (k.to_owned(), v.to_owned())).into(),
+        });
+        let text = to_string_pretty(&report);
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mount = &value["streams"][0]["storage"]["mount"];
+        assert_eq!(mount["transport"], "nfs over rdma");
+        assert_eq!(mount["options"]["proto"], "rdma");
+        assert!(
+            value["cpu"]["total_s_per_gb"].as_f64().unwrap()
+                > value["cpu"]["user_s_per_gb"].as_f64().unwrap()
+        );
+        assert_eq!(from_str(&text).unwrap(), report);
+
+        // Without a mount the key is left out; reports written before these fields still read.
+        let mut value: serde_json::Value = serde_json::from_str(&to_string_pretty(&sample_report())).unwrap();
+        assert!(value["streams"][0]["storage"].get("mount").is_none());
+        let cpu = value["cpu"].as_object_mut().unwrap();
+        cpu.remove("softirq_s_per_gb");
+        cpu.remove("total_s_per_gb");
+        let back = from_str(&value.to_string()).unwrap();
+        assert_eq!((back.cpu.softirq_s_per_gb, back.cpu.total_s_per_gb), (0.0, 0.0));
     }
 
     #[test]

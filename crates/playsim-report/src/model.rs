@@ -158,6 +158,15 @@ pub struct CpuReport {
     pub user_s_per_gb: f64,
     /// System CPU seconds per gigabyte read.
     pub sys_s_per_gb: f64,
+    /// System-wide softirq seconds per gigabyte read: mostly the network receive work the
+    /// kernel does for this client (NFS over TCP), which is not charged to the process.
+    /// It includes whatever else the machine was doing, so read it on a quiet machine.
+    #[serde(default)]
+    pub softirq_s_per_gb: f64,
+    /// The client's CPU seconds per gigabyte read: process user + process system +
+    /// system-wide softirq.
+    #[serde(default)]
+    pub total_s_per_gb: f64,
     /// CPU seconds (user + system) of each stage's threads.
     pub stages: StageCpu,
     /// System-wide CPU seconds from /proc/stat over the run; softirq holds the
@@ -310,6 +319,39 @@ pub struct StorageReport {
     pub cold: ColdCache,
     /// Read requests issued.
     pub n_reads: u64,
+    /// The kernel mount a local path is on (NFS over TCP or RDMA, SMB, a local disk),
+    /// when it was looked up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount: Option<MountReport>,
+}
+
+/// The kernel mount under a local path, from /proc/self/mountinfo.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MountReport {
+    /// Where the filesystem is mounted, e.g. "/mnt/isilon".
+    pub mount_point: String,
+    /// The filesystem type, e.g. "nfs4", "cifs", "ext4".
+    pub fstype: String,
+    /// What is mounted, e.g. "10.0.0.5:/ifs/media".
+    pub source: String,
+    /// How the bytes travel: "nfs over rdma", "nfs over tcp", "smb direct (rdma)", "smb",
+    /// "local (ext4)", ...
+    pub transport: String,
+    /// The mount options that matter for reading (vers, proto, rsize, wsize, nconnect,
+    /// hard or soft, timeo, sec, ...); a flag such as `hard` has an empty value.
+    pub options: BTreeMap<String, String>,
+}
+
+impl From<playsim_core::MountLabel> for MountReport {
+    fn from(m: playsim_core::MountLabel) -> MountReport {
+        MountReport {
+            mount_point: m.mount_point,
+            fstype: m.fstype,
+            source: m.source,
+            transport: m.transport,
+            options: m.options.into_iter().collect(),
+        }
+    }
 }
 
 /// The outcome of `--cold`.

@@ -47,6 +47,7 @@ pub fn sample_report() -> Report {
             options: BTreeMap::from([("server".to_owned(), "10.0.0.5:/export".to_owned())]),
             cold: ColdCache { requested: true, files_dropped: 239, message: None },
             n_reads: frames_read * 34,
+            mount: None,
         },
         fps: "24".into(),
         t0_ns: 250_000_000,
@@ -149,6 +150,8 @@ pub fn sample_report() -> Report {
             process_sys_s: 6.5,
             user_s_per_gb: 41.25 / (bytes_read as f64 / 1e9),
             sys_s_per_gb: 6.5 / (bytes_read as f64 / 1e9),
+            softirq_s_per_gb: 2.75 / (bytes_read as f64 / 1e9),
+            total_s_per_gb: (41.25 + 6.5 + 2.75) / (bytes_read as f64 / 1e9),
             stages: StageCpu { read_s: 5.75, decode_s: 38.0, output_s: 3.125 },
             system: SystemCpu {
                 user_s: 42.0,

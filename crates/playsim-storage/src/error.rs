@@ -1,9 +1,12 @@
-//! The error of this crate: a transport that cannot be built as configured.
+//! The error of this crate: a transport that cannot be built as configured, or an NFS
+//! source that cannot be reached.
 //!
 //! Failures of the calls themselves (open, read, close) are
 //! [`playsim_core::StorageError`]s, because they cross the `Storage` seam.
 
-/// A transport could not be built from its options.
+use crate::nfs::UrlPart;
+
+/// A transport could not be built from its options, or could not reach its server.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -11,4 +14,15 @@ pub enum Error {
     /// that O_DIRECT cannot use. The message says which option and why.
     #[error("invalid storage option: {0}")]
     InvalidOption(String),
+    /// An `nfs://` URL is malformed, or the server refused what it names; `part` says
+    /// which part of the URL is at fault.
+    #[error("{url}: {part}: {reason}")]
+    Url {
+        /// The URL as given.
+        url: String,
+        /// The part at fault.
+        part: UrlPart,
+        /// Why, in one line.
+        reason: String,
+    },
 }

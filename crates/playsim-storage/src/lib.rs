@@ -41,8 +41,10 @@
 #![warn(clippy::unwrap_used)]
 
 mod error;
+mod listing;
 mod local;
-// `mountinfo` (the filesystem and mount options under a path) comes in a later change.
+pub mod mountinfo;
+pub mod nfs;
 pub mod scripted;
 
 pub use error::Error;

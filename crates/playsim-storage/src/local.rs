@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use playsim_core::{
-    IoBuf, Storage, StorageError, StorageErrorKind, StorageFile, StorageInfo, StorageStats, DIRECT_IO_ALIGN,
+    DirEntry, EntryKind, IoBuf, MountLabel, Storage, StorageError, StorageErrorKind, StorageFile,
+    StorageInfo, StorageStats, DIRECT_IO_ALIGN,
 };
 use rustix::fs::{Advice, OFlags};
 use rustix::io::Errno;
@@ -68,10 +69,15 @@ pub struct ColdOutcome {
 /// Every call runs on tokio's blocking pool, so it must be used inside a tokio
 /// runtime; outside one, calls fail with an `Io` error rather than panicking.
 /// Counters are shared by the storage and all the files it opened.
+///
+/// A "local" path may be a kernel NFS or SMB mount; [`LocalStorage::label_mount_of`]
+/// looks the mount up so that [`Storage::info`] (and the report) says which.
 #[derive(Debug)]
 pub struct LocalStorage {
     options: LocalOptions,
     counters: Arc<Counters>,
+    /// The mount the files are on, when it was looked up.
+    mount: Option<MountLabel>,
 }
 
 /// Builds a [`LocalStorage`]; see [`LocalStorage::builder`].
@@ -108,12 +114,37 @@ impl LocalStorage {
     /// The storage with `options`, or an error when they are out of range.
     pub fn new(options: LocalOptions) -> Result<LocalStorage, Error> {
         options.validate()?;
-        Ok(LocalStorage { options, counters: Arc::default() })
+        Ok(LocalStorage { options, counters: Arc::default(), mount: None })
     }
 
     /// The options this storage was built with.
     pub fn options(&self) -> LocalOptions {
         self.options
+    }
+
+    /// The storage, labelled with the kernel mount `path` is on (read from
+    /// /proc/self/mountinfo), so that [`Storage::info`] reports its filesystem type,
+    /// its transport ("nfs over rdma", "nfs over tcp", "smb", "local (ext4)") and the
+    /// mount options that matter for reading. `path` may be a frame pattern that does
+    /// not exist as such (`/mnt/x/shot.%07d.dpx`): its nearest existing ancestor
+    /// decides. When the mount cannot be found the storage is left unlabelled.
+    ///
+    /// This reads a small procfs file: call it while setting up, not during a run.
+    pub fn label_mount_of(self, path: &Path) -> LocalStorage {
+        let mount = crate::mountinfo::mount_of(path).map(|m| m.to_label());
+        self.with_mount(mount)
+    }
+
+    /// The storage, labelled with `mount` (as [`LocalStorage::label_mount_of`] does,
+    /// for a mount looked up once and shared by several storages, or for tests).
+    pub fn with_mount(mut self, mount: Option<MountLabel>) -> LocalStorage {
+        self.mount = mount;
+        self
+    }
+
+    /// The mount this storage was labelled with, if any.
+    pub fn mount(&self) -> Option<&MountLabel> {
+        self.mount.as_ref()
     }
 
     /// Asks the kernel to drop the cached pages of each file in `paths`, so
@@ -160,6 +191,7 @@ impl Storage for LocalStorage {
             block_size: self.options.block_size,
             direct: self.options.direct,
             options: Vec::new(),
+            mount: self.mount.clone(),
         }
     }
 
@@ -176,6 +208,16 @@ impl Storage for LocalStorage {
             direct,
             counters: Arc::clone(&self.counters),
         }))
+    }
+
+    async fn kind(&self, path: &Path) -> Result<Option<EntryKind>, StorageError> {
+        let owned = path.to_owned();
+        run_blocking("look up", path, move || crate::listing::local_kind(&owned)).await?
+    }
+
+    async fn list_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StorageError> {
+        let owned = dir.to_owned();
+        run_blocking("list", dir, move || crate::listing::local_list(&owned)).await?
     }
 
     fn stats(&self) -> StorageStats {
@@ -633,5 +675,25 @@ mod tests {
         let message = outcome.message.expect("a message");
         assert!(message.contains("2 of 5"), "{message}");
         assert!(message.contains("gone.dpx"), "{message}");
+    }
+
+    #[test]
+    fn info_carries_the_mount_label() {
+        let storage = storage(4096);
+        assert_eq!(storage.info().mount, None);
+        let storage = storage.label_mount_of(Path::new("/no/such/dir/shot.%07d.dpx"));
+        let mount = storage.info().mount.expect("/ is on some mount");
+        assert_eq!(mount.mount_point, "/");
+        assert!(!mount.transport.is_empty() && !mount.fstype.is_empty());
+
+        let text =
+            "45 27 0:42 / /mnt/fast rw - nfs4 192.168.1.10:/export rw,vers=4.2,hard,proto=rdma,port=20049";
+        let mounts = crate::mountinfo::parse_mountinfo(text);
+        let label = crate::mountinfo::find_mount(&mounts, Path::new("/mnt/fast/a")).map(|m| m.to_label());
+        let info = LocalStorage::builder().build().expect("options").with_mount(label).info();
+        assert_eq!(info.transport, "local");
+        let mount = info.mount.expect("labelled");
+        assert_eq!(mount.transport, "nfs over rdma");
+        assert_eq!(mount.options[..2], [("vers".into(), "4.2".into()), ("proto".into(), "rdma".into())]);
     }
 }

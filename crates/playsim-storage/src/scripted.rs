@@ -84,7 +84,13 @@ impl ScriptedStorage {
 #[async_trait::async_trait]
 impl Storage for ScriptedStorage {
     fn info(&self) -> StorageInfo {
-        StorageInfo { transport: "scripted".into(), block_size: 1 << 20, direct: false, options: Vec::new() }
+        StorageInfo {
+            transport: "scripted".into(),
+            block_size: 1 << 20,
+            direct: false,
+            options: Vec::new(),
+            mount: None,
+        }
     }
 
     async fn open(&self, path: &Path) -> Result<Box<dyn StorageFile>, StorageError> {

@@ -1,0 +1,493 @@
+//! The NFSv3 calls playsim makes, over a pool of `nconnect` connections that reconnect with
+//! bounded backoff, and the MOUNT and portmapper calls that find the export's root handle.
+
+use std::io::Cursor;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nfs3_types::mount::{dirpath, exports, mountres3, MOUNT_PROGRAM};
+use nfs3_types::nfs3::{
+    cookieverf3, diropargs3, fattr3, filename3, ftype3, nfs_fh3, FSINFO3args, FSINFO3res, GETATTR3args,
+    GETATTR3res, LOOKUP3args, LOOKUP3res, Nfs3Option, Nfs3Result, READ3args, READDIRPLUS3args,
+    READDIRPLUS3res, NFS_PROGRAM,
+};
+use nfs3_types::portmap::{mapping, PMAP_PROG};
+use nfs3_types::xdr_codec::{Opaque, Pack, Unpack, Void};
+use tokio::sync::{Mutex, Semaphore};
+
+use super::rpc::{CallError, Credential, Reply, RpcConnection, XdrReader};
+
+const NFS_PROGRAM_NUMBER: u32 = nfs3_types::nfs3::PROGRAM;
+const NFS_VERSION: u32 = 3;
+const MOUNT_PROGRAM_NUMBER: u32 = nfs3_types::mount::PROGRAM;
+const MOUNT_VERSION: u32 = 3;
+const PORTMAP_PROGRAM: u32 = 100_000;
+const PORTMAP_VERSION: u32 = 2;
+const PORTMAP_PORT: u16 = 111;
+const IPPROTO_TCP: u32 = 6;
+
+/// The first wait before a reconnect; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+/// The longest wait between reconnect attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// Bytes of directory entries asked for per READDIRPLUS.
+const READDIR_DIRCOUNT: u32 = 64 * 1024;
+const READDIR_MAXCOUNT: u32 = 1024 * 1024;
+
+/// Why an NFS call failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum NfsFailure {
+    /// The server did not answer within the time limit, through reconnects.
+    Unavailable(String),
+    /// The server answered with an NFS error status.
+    Status(u32),
+    /// The server refused the call or answered nonsense.
+    Protocol(String),
+}
+
+impl std::fmt::Display for NfsFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NfsFailure::Unavailable(m) | NfsFailure::Protocol(m) => f.write_str(m),
+            NfsFailure::Status(s) => f.write_str(status_name(*s)),
+        }
+    }
+}
+
+/// Connection settings shared by the pool.
+#[derive(Clone, Debug)]
+pub(crate) struct PoolConfig {
+    pub nconnect: usize,
+    pub in_flight: usize,
+    pub timeout: Duration,
+    pub credential: Credential,
+    /// The client's CPU time (see [`CpuMeter`](super::cpu::CpuMeter)).
+    pub cpu_ns: Arc<AtomicU64>,
+}
+
+/// `nconnect` connections to the NFS service, each carrying many calls; a broken one is
+/// replaced on its next use.
+pub(crate) struct NfsPool {
+    addr: SocketAddr,
+    slots: Vec<Mutex<Slot>>,
+    next_slot: AtomicUsize,
+    in_flight: Semaphore,
+    config: PoolConfig,
+    reconnects: AtomicU64,
+}
+
+impl std::fmt::Debug for NfsPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NfsPool").field("addr", &self.addr).field("nconnect", &self.slots.len()).finish()
+    }
+}
+
+/// One of the pool's connections, made when first needed and replaced when broken.
+struct Slot {
+    connection: Option<Arc<RpcConnection>>,
+    ever_connected: bool,
+}
+
+/// A file's handle and attributes.
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    pub handle: Arc<[u8]>,
+    pub is_dir: bool,
+    pub size: u64,
+}
+
+impl Node {
+    fn from_attributes(handle: &[u8], attributes: &fattr3) -> Node {
+        Node { handle: Arc::from(handle), is_dir: attributes.type_ == ftype3::NF3DIR, size: attributes.size }
+    }
+}
+
+/// One directory entry from READDIRPLUS, with its handle when the server gave one.
+#[derive(Clone, Debug)]
+pub(crate) struct ListedEntry {
+    pub name: String,
+    pub node: Option<Node>,
+}
+
+impl NfsPool {
+    /// Opens the first connection, so that a refused port is reported before anything else.
+    pub async fn connect(addr: SocketAddr, config: PoolConfig) -> std::io::Result<NfsPool> {
+        let first = tokio::time::timeout(
+            config.timeout,
+            RpcConnection::connect(addr, &config.credential, Arc::clone(&config.cpu_ns)),
+        )
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer"))??;
+        let n = config.nconnect.max(1);
+        let first = Arc::new(first);
+        let slots: Vec<_> = (0..n)
+            .map(|i| {
+                Mutex::new(Slot { connection: (i == 0).then(|| Arc::clone(&first)), ever_connected: i == 0 })
+            })
+            .collect();
+        Ok(NfsPool {
+            addr,
+            slots,
+            next_slot: AtomicUsize::new(0),
+            in_flight: Semaphore::new(config.in_flight.max(1) * n),
+            config,
+            reconnects: AtomicU64::new(0),
+        })
+    }
+
+    /// Times a connection was replaced after it broke.
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// Calls an NFS procedure, on the next connection in turn. A connection that breaks is
+    /// replaced and the call sent again (every call playsim makes is idempotent), with a
+    /// backoff from 50 ms doubling to 1 s, until the pool's timeout has passed since the first
+    /// attempt; then the call fails as unavailable.
+    pub async fn call(&self, procedure: NFS_PROGRAM, args: &(impl Pack + Sync)) -> Result<Reply, NfsFailure> {
+        let _permit =
+            self.in_flight.acquire().await.map_err(|_| NfsFailure::Protocol("pool closed".into()))?;
+        let slot = self.next_slot.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let deadline = tokio::time::Instant::now() + self.config.timeout;
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let attempt = async {
+                let connection = self.connection(slot).await?;
+                match connection.call(NFS_PROGRAM_NUMBER, NFS_VERSION, procedure as u32, args).await {
+                    Err(CallError::Connection(reason)) => {
+                        self.discard(slot, &connection).await;
+                        Err(reason)
+                    }
+                    other => Ok(other),
+                }
+            };
+            let last_error = match tokio::time::timeout_at(deadline, attempt).await {
+                Ok(Ok(Ok(reply))) => return Ok(reply),
+                Ok(Ok(Err(other))) => return Err(NfsFailure::Protocol(other.to_string())),
+                Ok(Err(reason)) => reason,
+                Err(_) => format!("no answer within {}", describe(self.config.timeout)),
+            };
+            let now = tokio::time::Instant::now();
+            if now + backoff >= deadline {
+                return Err(NfsFailure::Unavailable(format!(
+                    "nfs server {} unavailable for {}: {last_error}",
+                    self.addr,
+                    describe(self.config.timeout)
+                )));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    async fn connection(&self, slot: usize) -> Result<Arc<RpcConnection>, String> {
+        let mut slot = self.slots[slot].lock().await;
+        if let Some(connection) = slot.connection.as_ref().filter(|c| !c.is_broken()) {
+            return Ok(Arc::clone(connection));
+        }
+        slot.connection = None;
+        let connection =
+            RpcConnection::connect(self.addr, &self.config.credential, Arc::clone(&self.config.cpu_ns))
+                .await
+                .map_err(|e| format!("cannot reconnect to {}: {e}", self.addr))?;
+        if slot.ever_connected {
+            self.reconnects.fetch_add(1, Ordering::Relaxed);
+        }
+        slot.ever_connected = true;
+        let connection = Arc::new(connection);
+        slot.connection = Some(Arc::clone(&connection));
+        Ok(connection)
+    }
+
+    async fn discard(&self, slot: usize, broken: &Arc<RpcConnection>) {
+        let mut slot = self.slots[slot].lock().await;
+        if slot.connection.as_ref().is_some_and(|c| Arc::ptr_eq(c, broken)) {
+            slot.connection = None;
+        }
+    }
+
+    /// LOOKUP of `name` in directory `dir`.
+    pub async fn lookup(&self, dir: &[u8], name: &str) -> Result<Node, NfsFailure> {
+        let args = LOOKUP3args {
+            what: diropargs3 { dir: handle(dir), name: filename3(Opaque::borrowed(name.as_bytes())) },
+        };
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_LOOKUP, &args).await?;
+        match unpack::<LOOKUP3res>(&reply)? {
+            Nfs3Result::Ok(ok) => match ok.obj_attributes {
+                Nfs3Option::Some(attributes) => Ok(Node::from_attributes(&ok.object.data, &attributes)),
+                Nfs3Option::None => self.getattr(&ok.object.data).await,
+            },
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+
+    /// GETATTR of `handle`.
+    pub async fn getattr(&self, fh: &[u8]) -> Result<Node, NfsFailure> {
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_GETATTR, &GETATTR3args { object: handle(fh) }).await?;
+        match unpack::<GETATTR3res>(&reply)? {
+            Nfs3Result::Ok(ok) => Ok(Node::from_attributes(fh, &ok.obj_attributes)),
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+
+    /// FSINFO's largest and preferred read sizes.
+    pub async fn read_sizes(&self, root: &[u8]) -> Result<(u32, u32), NfsFailure> {
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_FSINFO, &FSINFO3args { fsroot: handle(root) }).await?;
+        match unpack::<FSINFO3res>(&reply)? {
+            Nfs3Result::Ok(ok) => Ok((ok.rtmax, ok.rtpref)),
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+
+    /// Every entry of directory `dir`, by READDIRPLUS, following cookies to the end.
+    pub async fn read_dir_plus(&self, dir: &[u8]) -> Result<Vec<ListedEntry>, NfsFailure> {
+        let mut entries = Vec::new();
+        let mut cookie = 0;
+        let mut verifier = cookieverf3::default();
+        loop {
+            let args = READDIRPLUS3args {
+                dir: handle(dir),
+                cookie,
+                cookieverf: verifier,
+                dircount: READDIR_DIRCOUNT,
+                maxcount: READDIR_MAXCOUNT,
+            };
+            let reply = self.call(NFS_PROGRAM::NFSPROC3_READDIRPLUS, &args).await?;
+            let ok = match unpack::<READDIRPLUS3res>(&reply)? {
+                Nfs3Result::Ok(ok) => ok,
+                Nfs3Result::Err((status, _)) => return Err(NfsFailure::Status(status as u32)),
+            };
+            verifier = ok.cookieverf;
+            let n_before = entries.len();
+            for entry in ok.reply.entries.0 {
+                cookie = entry.cookie;
+                let Ok(name) = String::from_utf8(entry.name.0.to_vec()) else { continue };
+                if name == "." || name == ".." {
+                    continue;
+                }
+                let node = match (entry.name_handle, entry.name_attributes) {
+                    (Nfs3Option::Some(fh), Nfs3Option::Some(attributes)) => {
+                        Some(Node::from_attributes(&fh.data, &attributes))
+                    }
+                    _ => None,
+                };
+                entries.push(ListedEntry { name, node });
+            }
+            if ok.reply.eof {
+                return Ok(entries);
+            }
+            if entries.len() == n_before && cookie == 0 {
+                return Err(NfsFailure::Protocol("readdirplus made no progress".into()));
+            }
+        }
+    }
+
+    /// READ of up to `count` bytes at `offset`, copied into `out` (which must hold `count`
+    /// bytes). Returns the bytes read and whether the file ends there.
+    pub async fn read(&self, fh: &[u8], offset: u64, out: &mut [u8]) -> Result<(usize, bool), NfsFailure> {
+        let count = u32::try_from(out.len()).map_err(|_| NfsFailure::Protocol("read too large".into()))?;
+        let reply =
+            self.call(NFS_PROGRAM::NFSPROC3_READ, &READ3args { file: handle(fh), offset, count }).await?;
+        let (data, eof) = parse_read(reply.body())?;
+        if data.len() > out.len() {
+            return Err(NfsFailure::Protocol(format!(
+                "the server sent {} bytes for a read of {}",
+                data.len(),
+                out.len()
+            )));
+        }
+        out[..data.len()].copy_from_slice(data);
+        Ok((data.len(), eof))
+    }
+}
+
+/// The data and eof flag of a READ3res, without copying the data (parsed by hand: the
+/// generic decoder copies the data into a new vector).
+fn parse_read(body: &[u8]) -> Result<(&[u8], bool), NfsFailure> {
+    let malformed = || NfsFailure::Protocol("malformed read reply".into());
+    let mut r = XdrReader::new(body);
+    let status = r.u32().ok_or_else(malformed)?;
+    if status != 0 {
+        return Err(NfsFailure::Status(status));
+    }
+    // post_op_attr: a flag, then a fattr3 of fixed size (84 bytes).
+    if r.u32().ok_or_else(malformed)? == 1 {
+        r.skip(84).ok_or_else(malformed)?;
+    }
+    let _count = r.u32().ok_or_else(malformed)?;
+    let eof = r.u32().ok_or_else(malformed)? != 0;
+    let data = r.opaque().ok_or_else(malformed)?;
+    Ok((data, eof))
+}
+
+fn handle(fh: &[u8]) -> nfs_fh3 {
+    nfs_fh3 { data: Opaque::owned(fh.to_vec()) }
+}
+
+fn unpack<T: Unpack>(reply: &Reply) -> Result<T, NfsFailure> {
+    let mut cursor = Cursor::new(reply.body());
+    T::unpack(&mut cursor)
+        .map(|(value, _)| value)
+        .map_err(|e| NfsFailure::Protocol(format!("malformed reply: {e}")))
+}
+
+/// Asks the portmapper on `host` for the TCP port of `program` version `version`.
+pub(crate) async fn portmap_port(
+    host: std::net::IpAddr,
+    program: u32,
+    version: u32,
+    credential: &Credential,
+    timeout: Duration,
+) -> Result<u16, String> {
+    let addr = SocketAddr::new(host, PORTMAP_PORT);
+    let call = async {
+        let connection = RpcConnection::connect(addr, credential, Arc::default())
+            .await
+            .map_err(|e| format!("the portmapper at {addr} cannot be reached: {e}"))?;
+        let args = mapping { prog: program, vers: version, prot: IPPROTO_TCP, port: 0 };
+        let reply = connection
+            .call(PORTMAP_PROGRAM, PORTMAP_VERSION, PMAP_PROG::PMAPPROC_GETPORT as u32, &args)
+            .await
+            .map_err(|e| format!("the portmapper at {addr} failed: {e}"))?;
+        let port = XdrReader::new(reply.body()).u32().ok_or("the portmapper's reply is malformed")?;
+        match u16::try_from(port) {
+            Ok(0) | Err(_) => {
+                Err(format!("the portmapper at {addr} lists no {} over tcp", program_name(program)))
+            }
+            Ok(port) => Ok(port),
+        }
+    };
+    tokio::time::timeout(timeout, call)
+        .await
+        .map_err(|_| format!("the portmapper at {addr} did not answer within {}", describe(timeout)))?
+}
+
+/// A connection to the MOUNT service.
+pub(crate) struct MountService {
+    connection: RpcConnection,
+}
+
+impl MountService {
+    pub async fn connect(
+        addr: SocketAddr,
+        credential: &Credential,
+        cpu_ns: Arc<AtomicU64>,
+    ) -> std::io::Result<MountService> {
+        Ok(MountService { connection: RpcConnection::connect(addr, credential, cpu_ns).await? })
+    }
+
+    /// The exported directories (MOUNTPROC3_EXPORT).
+    pub async fn exports(&self) -> Result<Vec<String>, String> {
+        let reply = self
+            .connection
+            .call(MOUNT_PROGRAM_NUMBER, MOUNT_VERSION, MOUNT_PROGRAM::MOUNTPROC3_EXPORT as u32, &Void)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut cursor = Cursor::new(reply.body());
+        let (list, _) = exports::unpack(&mut cursor).map_err(|e| format!("malformed export list: {e}"))?;
+        Ok(list.0.into_iter().filter_map(|node| String::from_utf8(node.ex_dir.0.to_vec()).ok()).collect())
+    }
+
+    /// Mounts `export` (MOUNTPROC3_MNT): its root handle, or the MOUNT status that refused it.
+    pub async fn mount(&self, export: &str) -> Result<Result<Vec<u8>, u32>, String> {
+        let args = dirpath(Opaque::borrowed(export.as_bytes()));
+        let reply = self
+            .connection
+            .call(MOUNT_PROGRAM_NUMBER, MOUNT_VERSION, MOUNT_PROGRAM::MOUNTPROC3_MNT as u32, &args)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut cursor = Cursor::new(reply.body());
+        match mountres3::unpack(&mut cursor).map_err(|e| format!("malformed mount reply: {e}"))? {
+            (mountres3::Ok(ok), _) => Ok(Ok(ok.fhandle.0.to_vec())),
+            (mountres3::Err(status), _) => Ok(Err(status as u32)),
+        }
+    }
+}
+
+fn program_name(program: u32) -> &'static str {
+    match program {
+        MOUNT_PROGRAM_NUMBER => "mount service",
+        NFS_PROGRAM_NUMBER => "nfs service",
+        _ => "program",
+    }
+}
+
+/// A duration as a person writes it: 500 ms, 3 s, 2.5 s.
+pub(crate) fn describe(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
+}
+
+/// The name of an NFSv3 status (RFC 1813), in words.
+pub(crate) fn status_name(status: u32) -> &'static str {
+    match status {
+        1 => "not owner (NFS3ERR_PERM)",
+        2 => "no such file or directory (NFS3ERR_NOENT)",
+        5 => "i/o error on the server (NFS3ERR_IO)",
+        6 => "no such device (NFS3ERR_NXIO)",
+        13 => "permission denied (NFS3ERR_ACCES)",
+        20 => "not a directory (NFS3ERR_NOTDIR)",
+        21 => "is a directory (NFS3ERR_ISDIR)",
+        22 => "invalid argument (NFS3ERR_INVAL)",
+        27 => "file too large (NFS3ERR_FBIG)",
+        63 => "name too long (NFS3ERR_NAMETOOLONG)",
+        70 => "stale file handle (NFS3ERR_STALE)",
+        10001 => "bad file handle (NFS3ERR_BADHANDLE)",
+        10004 => "operation not supported (NFS3ERR_NOTSUPP)",
+        10006 => "server fault (NFS3ERR_SERVERFAULT)",
+        10008 => "server busy, try later (NFS3ERR_JUKEBOX)",
+        _ => "nfs error",
+    }
+}
+
+/// The name of a MOUNT status (RFC 1813), in words.
+pub(crate) fn mount_status_name(status: u32) -> &'static str {
+    match status {
+        1 => "not owner (MNT3ERR_PERM)",
+        2 => "no such directory (MNT3ERR_NOENT)",
+        5 => "i/o error (MNT3ERR_IO)",
+        13 => "permission denied (MNT3ERR_ACCES)",
+        20 => "not a directory (MNT3ERR_NOTDIR)",
+        22 => "invalid argument (MNT3ERR_INVAL)",
+        63 => "name too long (MNT3ERR_NAMETOOLONG)",
+        10004 => "operation not supported (MNT3ERR_NOTSUPP)",
+        10006 => "server fault (MNT3ERR_SERVERFAULT)",
+        _ => "mount error",
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn words(words: &[u32]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_be_bytes()).collect()
+    }
+
+    #[test]
+    fn read_reply_is_parsed_in_place() {
+        // OK, no attributes, count 5, eof, data "hello" padded to 8.
+        let mut body = words(&[0, 0, 5, 1, 5]);
+        body.extend_from_slice(b"hello\0\0\0");
+        assert_eq!(parse_read(&body).unwrap(), (&b"hello"[..], true));
+        // With attributes (84 bytes skipped).
+        let mut body = words(&[0, 1]);
+        body.extend_from_slice(&[0; 84]);
+        body.extend_from_slice(&words(&[3, 0, 3]));
+        body.extend_from_slice(b"abc\0");
+        assert_eq!(parse_read(&body).unwrap(), (&b"abc"[..], false));
+    }
+
+    #[test]
+    fn read_errors_and_truncation_are_reported() {
+        assert_eq!(parse_read(&words(&[13, 0])), Err(NfsFailure::Status(13)));
+        assert!(matches!(parse_read(&words(&[0, 0, 9, 0, 9])), Err(NfsFailure::Protocol(_))));
+        assert_eq!(status_name(13), "permission denied (NFS3ERR_ACCES)");
+    }
+}

@@ -1,0 +1,315 @@
+//! `nfs://` sources against a real NFS-Ganesha on loopback: bit-exact playback of DPX, EXR and
+//! ProRes, faults of the server mid-run (stopped, killed and restarted, gone for good), and a
+//! one-line error for every kind of bad URL.
+//!
+//! The read tests share one server; each fault test starts its own and holds [`FAULTS`], so
+//! that only one server is being stopped or killed at a time.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use playsim::report::{Report, RunStatus};
+use playsim_testserver::{AccessType, ExportSpec, NfsServer};
+
+use crate::util::{generate, playsim, read_report, run, KillOnDrop, Run, SMALL_PRESET};
+
+/// Held by each fault test for its whole run.
+static FAULTS: Mutex<()> = Mutex::new(());
+
+/// The read tests' server, with its media written once.
+struct Shared {
+    server: NfsServer,
+}
+
+fn shared() -> Result<&'static Shared> {
+    static SHARED: OnceLock<std::result::Result<Shared, String>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| setup_shared().map_err(|e| format!("{e:#}")))
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("the shared nfs server could not be set up: {e}"))
+}
+
+fn setup_shared() -> Result<Shared> {
+    // A second export that no client may use, for the permission-denied case.
+    let denied = ExportSpec { access_type: AccessType::None, ..ExportSpec::new("denied") };
+    let server = NfsServer::builder().extra_export(denied).start().context("starting nfs-ganesha")?;
+    let export = server.export_dir();
+    generate(&export.join("dpx"), SMALL_PRESET, 12, &[])?;
+    generate(&export.join("exr"), SMALL_PRESET, 6, &["--format", "exr", "--compression", "piz"])?;
+    let clip = fixture("prores-422hq-tiny.mov");
+    std::fs::create_dir_all(export.join("video"))?;
+    std::fs::copy(&clip, export.join("video/clip.mov"))
+        .with_context(|| format!("copying {}", clip.display()))?;
+    Ok(Shared { server })
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/video").join(name)
+}
+
+/// `playsim decode --md5` of `source`, checked to exit 0.
+fn md5s(source: &str) -> Result<String> {
+    let done = run(playsim().args(["decode", "--md5", source]))?;
+    done.ensure_code(0)?;
+    Ok(done.stdout)
+}
+
+/// A paced or unpaced play of `source` with `extra` flags; returns the run and its report.
+fn play(source: &str, extra: &[&str], json: &Path) -> Result<(Run, Report)> {
+    let done = run(playsim().args(["play", source, "--quiet", "--json"]).arg(json).args(extra))?;
+    done.ensure_no_panic()?;
+    let report = read_report(json).with_context(|| format!("no report:\n{done}"))?;
+    Ok((done, report))
+}
+
+fn option<'a>(report: &'a Report, key: &str) -> &'a str {
+    report.streams[0].storage.options.get(key).map_or("", String::as_str)
+}
+
+/// Each format decodes over nfs:// to the same md5s as from the local file, and plays
+/// every frame with nothing dropped, the frames found by READDIRPLUS (no LOOKUP per frame).
+#[test]
+fn dpx_exr_and_prores_over_nfs_decode_bit_exact_and_play_every_frame() -> Result<()> {
+    let shared = shared()?;
+    let tmp = tempfile::tempdir()?;
+    let export = shared.server.export_dir();
+    for (rel, n_frames) in [("dpx", 12), ("exr", 6), ("video/clip.mov", 12)] {
+        let url = shared.server.url(rel);
+        let local = md5s(&export.join(rel).to_string_lossy())?;
+        let remote = md5s(&url)?;
+        ensure!(
+            local.lines().count() as u64 == n_frames,
+            "{rel}: {} md5 lines:\n{local}",
+            local.lines().count()
+        );
+        ensure!(local == remote, "{rel}: md5s differ over nfs\nlocal:\n{local}\nnfs:\n{remote}");
+
+        let json = tmp.path().join(format!("{}.json", rel.replace('/', "-")));
+        let (done, report) = play(&url, &["--fps", "max", "--nconnect", "2"], &json)?;
+        done.ensure_code(0)?;
+        ensure!(report.status == RunStatus::Complete, "{rel}: status {:?}\n{done}", report.status);
+        ensure!(report.totals.presented == n_frames, "{rel}: presented {}\n{done}", report.totals.presented);
+        ensure!(report.totals.dropped.total() == 0, "{rel}: dropped {:?}\n{done}", report.totals.dropped);
+        let storage = &report.streams[0].storage;
+        ensure!(storage.transport == "nfs", "{rel}: transport {}", storage.transport);
+        ensure!(option(&report, "nconnect") == "2", "{rel}: options {:?}", storage.options);
+        ensure!(
+            option(&report, "lookups") == "0",
+            "{rel}: the stream looked files up: {:?}",
+            storage.options
+        );
+        let file_bytes: u64 = if rel.ends_with(".mov") {
+            report.totals.bytes_read
+        } else {
+            std::fs::read_dir(export.join(rel))?.map(|e| Ok(e?.metadata()?.len())).sum::<Result<u64>>()?
+        };
+        ensure!(
+            report.totals.bytes_read == file_bytes,
+            "{rel}: read {} of {file_bytes} bytes",
+            report.totals.bytes_read
+        );
+    }
+    Ok(())
+}
+
+/// A pattern URL (`%07d`) and a one-file URL find the same sequence as the directory.
+#[test]
+fn pattern_and_file_urls_find_the_sequence() -> Result<()> {
+    let shared = shared()?;
+    let by_dir = md5s(&shared.server.url("dpx/"))?;
+    let by_pattern = md5s(&shared.server.url("dpx/frame.%07d.dpx"))?;
+    let by_file = md5s(&shared.server.url("dpx/frame.0000003.dpx"))?;
+    ensure!(by_dir.lines().count() == 12, "{by_dir}");
+    ensure!(
+        by_dir == by_pattern && by_dir == by_file,
+        "dir:\n{by_dir}\npattern:\n{by_pattern}\nfile:\n{by_file}"
+    );
+    Ok(())
+}
+
+/// Every kind of bad URL is refused with one line naming the part at fault, and `--json`
+/// still gets a failed report.
+#[test]
+fn bad_urls_get_one_line_naming_the_part() -> Result<()> {
+    let shared = shared()?;
+    let server = &shared.server;
+    let tmp = tempfile::tempdir()?;
+    let ports = format!("mountport={}&nfsport={}", server.mount_port(), server.nfs_port());
+    let export = server.export_dir().to_string_lossy().into_owned();
+    let denied_dir = server.extra_export_dir("denied").context("the denied export")?.display().to_string();
+    let denied_url = format!("nfs://127.0.0.1{denied_dir}/?{ports}&export={denied_dir}");
+    let cases = [
+        ("nfs://127.0.0.1:99999/x/a.dpx".to_owned(), "port: `99999` is not a port"),
+        ("nfs://bad_host!/x/a.dpx".to_owned(), "host: `bad_host!` is not a host name"),
+        (
+            format!("nfs://127.0.0.1{export}/dpx?mountport=1&nfsport=1"),
+            "port: 127.0.0.1:1 refused the connection",
+        ),
+        (
+            format!("nfs://127.0.0.1/no/such/export/dpx?{ports}"),
+            "export: no export holds /no/such/export/dpx",
+        ),
+        (format!("nfs://127.0.0.1{export}/missing/?{ports}"), "path: "),
+        (format!("nfs://127.0.0.1{export}/dpx/nothing.0001.dpx?{ports}"), "path: "),
+        (format!("nfs://127.0.0.1{export}/dpx?{ports}&colour=red"), "option: unknown option `colour`"),
+        // The server does not list an export this client may not use, so `?export=` names it.
+        (denied_url, "credentials: the server refused to mount"),
+    ];
+    for (i, (url, expected)) in cases.iter().enumerate() {
+        let json = tmp.path().join(format!("{i}.json"));
+        let done = run(playsim().args(["play", url, "--json"]).arg(&json))?;
+        done.ensure_code(1)?;
+        let error_lines: Vec<&str> =
+            done.stderr.lines().filter(|l| l.starts_with("playsim: error")).collect();
+        ensure!(error_lines.len() == 1, "{url}: expected one error line:\n{done}");
+        ensure!(error_lines[0].contains(expected), "{url}: expected {expected:?}:\n{done}");
+        ensure!(error_lines[0].contains(url.as_str()), "{url}: the error should name the url:\n{done}");
+        let report = read_report(&json)?;
+        ensure!(report.status == RunStatus::Failed, "{url}: report status {:?}", report.status);
+    }
+    Ok(())
+}
+
+/// With no ports in the URL, the portmapper finds the MOUNT and NFS services.
+#[test]
+fn the_portmapper_finds_the_services() -> Result<()> {
+    let shared = shared()?;
+    // Servers started by the fault tests take the portmapper's names; hold them off.
+    let _one_at_a_time = FAULTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    shared.server.register_with_portmapper()?;
+    let url = format!("nfs://127.0.0.1{}/dpx/", shared.server.export_dir().display());
+    let by_portmapper = md5s(&url)?;
+    ensure!(by_portmapper == md5s(&shared.server.url("dpx"))?, "{by_portmapper}");
+    Ok(())
+}
+
+/// A run of `seq` at 24 fps, looping, for `seconds`, while `fault` is done to the server;
+/// returns the finished run and its report.
+fn paced_run_with_fault(
+    server: &mut NfsServer,
+    seconds: u32,
+    extra: &[&str],
+    fault: impl FnOnce(&mut NfsServer, Instant) -> Result<()>,
+) -> Result<(Run, Report)> {
+    let tmp = tempfile::tempdir()?;
+    let json = tmp.path().join("r.json");
+    let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
+    let child = playsim()
+        .args(["play", &server.url("dpx"), "--fps", "24", "--loop", "--quiet"])
+        .args(["--duration", &format!("{seconds}s"), "--json"])
+        .arg(&json)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(File::create(&stdout)?)
+        .stderr(File::create(&stderr)?)
+        .spawn()?;
+    let started = Instant::now();
+    let mut child = KillOnDrop(child);
+    fault(server, started)?;
+    let status = child.wait_for(Duration::from_secs(u64::from(seconds) + 60))?;
+    let done = Run {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&stdout)?,
+        stderr: std::fs::read_to_string(&stderr)?,
+    };
+    done.ensure_no_panic()?;
+    let report = read_report(&json).with_context(|| format!("no report:\n{done}"))?;
+    Ok((done, report))
+}
+
+fn fault_server() -> Result<NfsServer> {
+    let server = NfsServer::start().context("starting nfs-ganesha")?;
+    generate(&server.export_dir().join("dpx"), SMALL_PRESET, 24, &[])?;
+    Ok(server)
+}
+
+fn sleep_until(started: Instant, at: Duration) {
+    std::thread::sleep(at.saturating_sub(started.elapsed()));
+}
+
+/// The frames presented that fell due at or after `from_s` seconds into playback.
+fn presented_after(report: &Report, from_s: f64) -> usize {
+    let from_ns = (from_s * 1e9) as u64;
+    report.streams[0].timeline.iter().filter(|f| f.presented_ns.is_some() && f.due_ns >= from_ns).count()
+}
+
+/// The server stopped (SIGSTOP) for 3 s mid-run: the frames that fell due meanwhile are
+/// storage drops, and playback resumes when it answers again.
+#[test]
+fn a_server_stopped_for_3_s_costs_storage_drops_then_playback_resumes() -> Result<()> {
+    let _one_at_a_time = FAULTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut server = fault_server()?;
+    let (done, report) = paced_run_with_fault(&mut server, 8, &[], |server, started| {
+        sleep_until(started, Duration::from_secs(3));
+        server.pause();
+        std::thread::sleep(Duration::from_secs(3));
+        server.resume();
+        Ok(())
+    })?;
+    done.ensure_code(0)?;
+    let d = &report.totals.dropped;
+    ensure!(report.status == RunStatus::Complete, "status {:?}\n{done}", report.status);
+    // 3 s at 24 fps is 72 frames; the prefetched frames cover the first few.
+    ensure!(
+        (50..=80).contains(&d.storage),
+        "storage drops {} (expected about 72 - prefetch):\n{done}",
+        d.storage
+    );
+    ensure!(d.decode + d.unreadable == 0, "drops {d:?}:\n{done}");
+    ensure!(presented_after(&report, 6.5) > 24, "playback did not resume:\n{done}");
+    println!("sigstop 3 s: drops {d:?}, presented {}", report.totals.presented);
+    Ok(())
+}
+
+/// The server killed and restarted mid-run: the transport reconnects with backoff, the
+/// frames that fell due meanwhile are storage drops, and the run completes.
+#[test]
+fn a_server_killed_and_restarted_costs_storage_drops_and_a_reconnect() -> Result<()> {
+    let _one_at_a_time = FAULTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut server = fault_server()?;
+    let mut restarted_after = Duration::ZERO;
+    let (done, report) = paced_run_with_fault(&mut server, 10, &[], |server, started| {
+        sleep_until(started, Duration::from_secs(3));
+        let killed = Instant::now();
+        server.kill();
+        std::thread::sleep(Duration::from_secs(1));
+        server.restart()?;
+        restarted_after = killed.elapsed();
+        Ok(())
+    })?;
+    done.ensure_code(0)?;
+    let d = &report.totals.dropped;
+    ensure!(report.status == RunStatus::Complete, "status {:?}\n{done}", report.status);
+    ensure!(d.storage > 0, "no storage drops while the server was down:\n{done}");
+    ensure!(d.decode + d.unreadable == 0, "drops {d:?}:\n{done}");
+    let reconnects: u64 = option(&report, "reconnects").parse().unwrap_or(0);
+    ensure!(reconnects >= 1, "no reconnect counted: {:?}", report.streams[0].storage.options);
+    ensure!(presented_after(&report, 8.0) > 24, "playback did not resume:\n{done}");
+    println!("kill + restart ({restarted_after:?} down): drops {d:?}, reconnects {reconnects}");
+    Ok(())
+}
+
+/// A server that never comes back ends the run with a clear error once `--nfs-timeout`
+/// has passed, and the report is still written.
+#[test]
+fn a_server_that_never_comes_back_ends_the_run_with_a_report() -> Result<()> {
+    let _one_at_a_time = FAULTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut server = fault_server()?;
+    let (done, report) =
+        paced_run_with_fault(&mut server, 60, &["--nfs-timeout", "3s"], |server, started| {
+            sleep_until(started, Duration::from_secs(2));
+            server.kill();
+            Ok(())
+        })?;
+    done.ensure_code(1)?;
+    ensure!(report.status == RunStatus::Failed, "status {:?}\n{done}", report.status);
+    let error = report.error.as_deref().unwrap_or_default();
+    ensure!(error.contains("storage unavailable") && error.contains("nfs"), "report error {error:?}\n{done}");
+    ensure!(report.duration_s < 30.0, "the run went on for {} s", report.duration_s);
+    ensure!(report.totals.presented > 0, "nothing presented before the kill:\n{done}");
+    Ok(())
+}
