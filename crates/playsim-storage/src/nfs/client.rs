@@ -17,7 +17,7 @@ use nfs3_types::portmap::{mapping, PMAP_PROG};
 use nfs3_types::xdr_codec::{Opaque, Pack, Unpack, Void};
 use tokio::sync::{Mutex, Semaphore};
 
-use super::rpc::{CallError, Credential, Reply, RpcConnection, XdrReader};
+use super::rpc::{Answer, CallError, Credential, Reply, RpcConnection, XdrReader};
 
 const NFS_PROGRAM_NUMBER: u32 = nfs3_types::nfs3::PROGRAM;
 const NFS_VERSION: u32 = 3;
@@ -63,8 +63,6 @@ pub(crate) struct PoolConfig {
     pub in_flight: usize,
     pub timeout: Duration,
     pub credential: Credential,
-    /// The client's CPU time (see [`CpuMeter`](super::cpu::CpuMeter)).
-    pub cpu_ns: Arc<AtomicU64>,
 }
 
 /// `nconnect` connections to the NFS service, each carrying many calls; a broken one is
@@ -114,12 +112,9 @@ pub(crate) struct ListedEntry {
 impl NfsPool {
     /// Opens the first connection, so that a refused port is reported before anything else.
     pub async fn connect(addr: SocketAddr, config: PoolConfig) -> std::io::Result<NfsPool> {
-        let first = tokio::time::timeout(
-            config.timeout,
-            RpcConnection::connect(addr, &config.credential, Arc::clone(&config.cpu_ns)),
-        )
-        .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer"))??;
+        let first = tokio::time::timeout(config.timeout, RpcConnection::connect(addr, &config.credential))
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer"))??;
         let n = config.nconnect.max(1);
         let first = Arc::new(first);
         let slots: Vec<_> = (0..n)
@@ -147,15 +142,32 @@ impl NfsPool {
     /// backoff from 50 ms doubling to 1 s, until the pool's timeout has passed since the first
     /// attempt; then the call fails as unavailable.
     pub async fn call(&self, procedure: NFS_PROGRAM, args: &(impl Pack + Sync)) -> Result<Reply, NfsFailure> {
+        match self.call_into(procedure, args, None).await? {
+            Answer::Reply(reply) => Ok(reply),
+            Answer::Data { .. } => Err(NfsFailure::Protocol("unexpected data reply".into())),
+        }
+    }
+
+    /// [`call`](Self::call), for a READ whose data may go straight into `dest`.
+    async fn call_into(
+        &self,
+        procedure: NFS_PROGRAM,
+        args: &(impl Pack + Sync),
+        mut dest: Option<&mut [u8]>,
+    ) -> Result<Answer, NfsFailure> {
         let _permit =
             self.in_flight.acquire().await.map_err(|_| NfsFailure::Protocol("pool closed".into()))?;
         let slot = self.next_slot.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         let deadline = tokio::time::Instant::now() + self.config.timeout;
         let mut backoff = FIRST_BACKOFF;
         loop {
+            let dest = dest.as_deref_mut();
             let attempt = async {
                 let connection = self.connection(slot).await?;
-                match connection.call(NFS_PROGRAM_NUMBER, NFS_VERSION, procedure as u32, args).await {
+                match connection
+                    .call_into(NFS_PROGRAM_NUMBER, NFS_VERSION, procedure as u32, args, dest)
+                    .await
+                {
                     Err(CallError::Connection(reason)) => {
                         self.discard(slot, &connection).await;
                         Err(reason)
@@ -188,10 +200,9 @@ impl NfsPool {
             return Ok(Arc::clone(connection));
         }
         slot.connection = None;
-        let connection =
-            RpcConnection::connect(self.addr, &self.config.credential, Arc::clone(&self.config.cpu_ns))
-                .await
-                .map_err(|e| format!("cannot reconnect to {}: {e}", self.addr))?;
+        let connection = RpcConnection::connect(self.addr, &self.config.credential)
+            .await
+            .map_err(|e| format!("cannot reconnect to {}: {e}", self.addr))?;
         if slot.ever_connected {
             self.reconnects.fetch_add(1, Ordering::Relaxed);
         }
@@ -288,8 +299,11 @@ impl NfsPool {
     /// bytes). Returns the bytes read and whether the file ends there.
     pub async fn read(&self, fh: &[u8], offset: u64, out: &mut [u8]) -> Result<(usize, bool), NfsFailure> {
         let count = u32::try_from(out.len()).map_err(|_| NfsFailure::Protocol("read too large".into()))?;
-        let reply =
-            self.call(NFS_PROGRAM::NFSPROC3_READ, &READ3args { file: handle(fh), offset, count }).await?;
+        let args = READ3args { file: handle(fh), offset, count };
+        let reply = match self.call_into(NFS_PROGRAM::NFSPROC3_READ, &args, Some(&mut *out)).await? {
+            Answer::Data { n, eof } => return Ok((n, eof)),
+            Answer::Reply(reply) => reply,
+        };
         let (data, eof) = parse_read(reply.body())?;
         if data.len() > out.len() {
             return Err(NfsFailure::Protocol(format!(
@@ -343,7 +357,7 @@ pub(crate) async fn portmap_port(
 ) -> Result<u16, String> {
     let addr = SocketAddr::new(host, PORTMAP_PORT);
     let call = async {
-        let connection = RpcConnection::connect(addr, credential, Arc::default())
+        let connection = RpcConnection::connect(addr, credential)
             .await
             .map_err(|e| format!("the portmapper at {addr} cannot be reached: {e}"))?;
         let args = mapping { prog: program, vers: version, prot: IPPROTO_TCP, port: 0 };
@@ -370,12 +384,8 @@ pub(crate) struct MountService {
 }
 
 impl MountService {
-    pub async fn connect(
-        addr: SocketAddr,
-        credential: &Credential,
-        cpu_ns: Arc<AtomicU64>,
-    ) -> std::io::Result<MountService> {
-        Ok(MountService { connection: RpcConnection::connect(addr, credential, cpu_ns).await? })
+    pub async fn connect(addr: SocketAddr, credential: &Credential) -> std::io::Result<MountService> {
+        Ok(MountService { connection: RpcConnection::connect(addr, credential).await? })
     }
 
     /// The exported directories (MOUNTPROC3_EXPORT).

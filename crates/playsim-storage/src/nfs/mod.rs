@@ -179,12 +179,11 @@ impl NfsStorage {
         let mount_addr = SocketAddr::new(ip, mount_port);
         let nfs_addr = SocketAddr::new(ip, nfs_port);
 
-        let mount =
-            tokio::time::timeout(timeout, MountService::connect(mount_addr, &credential, Arc::default()))
-                .await
-                .map_err(|_| format!("no answer from the mount service at {mount_addr}"))
-                .and_then(|r| r.map_err(|e| connect_failure(mount_addr, "mount service", &e)))
-                .map_err(|r| fail(UrlPart::Port, r))?;
+        let mount = tokio::time::timeout(timeout, MountService::connect(mount_addr, &credential))
+            .await
+            .map_err(|_| format!("no answer from the mount service at {mount_addr}"))
+            .and_then(|r| r.map_err(|e| connect_failure(mount_addr, "mount service", &e)))
+            .map_err(|r| fail(UrlPart::Port, r))?;
         let export = match url.export() {
             Some(export) => export.to_owned(),
             None => {
@@ -214,9 +213,7 @@ impl NfsStorage {
         };
         drop(mount);
 
-        let cpu_ns = Arc::new(AtomicU64::new(0));
         let config = PoolConfig {
-            cpu_ns: Arc::clone(&cpu_ns),
             nconnect: options.nconnect as usize,
             in_flight: options.in_flight as usize,
             timeout,
@@ -245,7 +242,7 @@ impl NfsStorage {
                 nodes: Mutex::new(HashMap::new()),
                 n_reads: AtomicU64::new(0),
                 bytes: AtomicU64::new(0),
-                cpu_ns,
+                cpu_ns: Arc::new(AtomicU64::new(0)),
                 n_lookups: AtomicU64::new(0),
             }),
         };
@@ -258,8 +255,7 @@ impl NfsStorage {
     /// LOOKUPs for files this one has listed). Each stream of a run reads through its own.
     pub async fn another_client(&self) -> Result<NfsStorage, crate::Error> {
         let inner = &self.inner;
-        let cpu_ns = Arc::new(AtomicU64::new(0));
-        let config = PoolConfig { cpu_ns: Arc::clone(&cpu_ns), ..inner.config.clone() };
+        let config = inner.config.clone();
         let pool = NfsPool::connect(inner.nfs_addr, config.clone()).await.map_err(|e| crate::Error::Url {
             url: inner.url.as_str().to_owned(),
             part: UrlPart::Port,
@@ -282,7 +278,7 @@ impl NfsStorage {
                 nodes: Mutex::new(nodes),
                 n_reads: AtomicU64::new(0),
                 bytes: AtomicU64::new(0),
-                cpu_ns,
+                cpu_ns: Arc::new(AtomicU64::new(0)),
                 n_lookups: AtomicU64::new(0),
             }),
         })
