@@ -100,17 +100,38 @@ struct Report {
     rows: Vec<BenchRow>,
 }
 
-pub fn run() -> Result<()> {
+/// The bench's sections, in the order they run.
+const SECTIONS: [&str; 4] = ["dpx", "exr", "video", "nfs"];
+
+/// `cargo xtask bench [SECTION...]`.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Run only these sections (dpx, exr, video, nfs) [default: all].
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(SECTIONS))]
+    sections: Vec<String>,
+}
+
+pub fn run(args: &BenchArgs) -> Result<()> {
     deps::run()?;
     let target = crate::target_dir()?;
     let playsim = crate::build_playsim(&target)?;
-    let dpx_dir = target.join("bench").join("dpx-4k-dci");
-    crate::ensure_sequence(&playsim, "4k-dci", DPX_N_FRAMES, &dpx_dir)?;
-
-    let exr_file = ensure_exr_frame(&playsim, &target.join("bench").join("exr-4k-dci"))?;
-    let mut rows = vec![dpx_decode(&target, &dpx_dir)?];
-    rows.extend(exr_decode(&target, &exr_file)?);
-    rows.extend(video_decode(&playsim, &target.join("bench"))?);
+    let wanted = |section: &str| args.sections.is_empty() || args.sections.iter().any(|s| s == section);
+    let mut rows = Vec::new();
+    if wanted("dpx") {
+        let dpx_dir = target.join("bench").join("dpx-4k-dci");
+        crate::ensure_sequence(&playsim, "4k-dci", DPX_N_FRAMES, &dpx_dir)?;
+        rows.push(dpx_decode(&target, &dpx_dir)?);
+    }
+    if wanted("exr") {
+        let exr_file = ensure_exr_frame(&playsim, &target.join("bench").join("exr-4k-dci"))?;
+        rows.extend(exr_decode(&target, &exr_file)?);
+    }
+    if wanted("video") {
+        rows.extend(video_decode(&playsim, &target.join("bench"))?);
+    }
+    if wanted("nfs") {
+        rows.extend(crate::bench_nfs::run(&target, &playsim)?);
+    }
 
     let report = Report { machine: Machine::probe()?, rows };
     let markdown = render_markdown(&report);

@@ -4,6 +4,7 @@
 //! nothing but Rust on a Debian-like machine: `deps` installs the rest.
 
 mod bench;
+mod bench_nfs;
 mod deps;
 mod fixtures;
 mod process;
@@ -34,9 +35,9 @@ enum Task {
     Test,
     /// Build playsim, generate a DPX sequence under target/demo/ and play it at 24 fps.
     Demo(DemoArgs),
-    /// Measure decode against the anchors: DPX and video against FFmpeg, EXR against a plain OpenEXR
-    /// reader; writes target/bench/report.{md,json}.
-    Bench,
+    /// Measure against the anchors: DPX and video decode against FFmpeg, EXR against a plain OpenEXR
+    /// reader, NFS reads against libnfs on the same Ganesha; writes target/bench/report.{md,json}.
+    Bench(bench::BenchArgs),
     /// Write video test media with ffmpeg: UHD clips into target/fixtures/video/, or with `--tiny` the
     /// committed tiny clips and their md5s in fixtures/video/.
     Fixtures(fixtures::FixturesArgs),
@@ -72,7 +73,7 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Deps => deps::run().map(|()| ExitCode::SUCCESS),
         Task::Test => test(),
         Task::Demo(args) => demo(args),
-        Task::Bench => bench::run().map(|()| ExitCode::SUCCESS),
+        Task::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
         Task::Fixtures(args) => fixtures::run(args).map(|()| ExitCode::SUCCESS),
     }
 }
