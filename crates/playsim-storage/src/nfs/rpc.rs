@@ -96,7 +96,40 @@ impl BufferPool {
     }
 }
 
-type Waiter = oneshot::Sender<Result<Vec<u8>, CallError>>;
+/// The read half, held by the caller whose turn it is to read.
+type ReadTurn = tokio::sync::OwnedMutexGuard<OwnedReadHalf>;
+
+/// A reply's first bytes, read by another caller, and the turn to read the rest. Dropped
+/// unread (its call gave up just as it was handed over), it breaks the connection, whose
+/// stream is then in the middle of a record.
+struct Handover {
+    turn: Option<ReadTurn>,
+    head: Head,
+    broken: Arc<AtomicBool>,
+    pending: Arc<Mutex<Pending>>,
+}
+
+impl Handover {
+    /// The turn and the head, for the call that reads the rest.
+    fn take(mut self) -> Result<(ReadTurn, Head), CallError> {
+        let head = std::mem::replace(&mut self.head, Head { mark: 0, bytes: [0; READ_HEAD_BYTES], len: 0 });
+        // `turn` is only ever taken here, by value, so it is always there.
+        let turn =
+            self.turn.take().ok_or_else(|| CallError::Connection("a reply was handed over twice".into()))?;
+        Ok((turn, head))
+    }
+}
+
+impl Drop for Handover {
+    fn drop(&mut self) {
+        if self.turn.is_some() {
+            self.broken.store(true, Ordering::Release);
+            fail_all(&self.pending, "a reply was abandoned in the middle".into());
+        }
+    }
+}
+
+type Waiter = oneshot::Sender<Result<Handover, CallError>>;
 
 #[derive(Default)]
 struct Pending {
@@ -120,11 +153,11 @@ pub(crate) struct RpcConnection {
     peer: SocketAddr,
     writer: tokio::sync::Mutex<OwnedWriteHalf>,
     /// Held by the caller that is reading replies (see [`RpcConnection::call_into`]).
-    reader: tokio::sync::Mutex<OwnedReadHalf>,
-    pending: Mutex<Pending>,
+    reader: Arc<tokio::sync::Mutex<OwnedReadHalf>>,
+    pending: Arc<Mutex<Pending>>,
     next_xid: AtomicU32,
     credential: Vec<u8>,
-    broken: AtomicBool,
+    broken: Arc<AtomicBool>,
     buffers: Arc<BufferPool>,
 }
 
@@ -143,11 +176,11 @@ impl RpcConnection {
         Ok(RpcConnection {
             peer,
             writer: tokio::sync::Mutex::new(write_half),
-            reader: tokio::sync::Mutex::new(read_half),
-            pending: Mutex::new(Pending::default()),
+            reader: Arc::new(tokio::sync::Mutex::new(read_half)),
+            pending: Arc::new(Mutex::new(Pending::default())),
             next_xid: AtomicU32::new(initial_xid()),
             credential: auth_sys(credential),
-            broken: AtomicBool::new(false),
+            broken: Arc::new(AtomicBool::new(false)),
             buffers: Arc::new(BufferPool::default()),
         })
     }
@@ -173,21 +206,20 @@ impl RpcConnection {
 
     /// [`call`](Self::call), for a READ whose data may go straight into `dest`.
     ///
-    /// There is no reader task: the callers take turns reading. One holds the read half and
-    /// reads records, handing each one that is not its own to the caller waiting for it,
-    /// until its own comes; then the next waiting caller takes over. A READ's own reply is
-    /// read straight from the socket into `dest`. So with replies in order (as a server
-    /// with calls in flight mostly sends them), each caller reads its own data on its own
-    /// thread, with one copy, the kernel's; a reader task would add a hop to another thread
-    /// and a second copy. (Measured on loopback: it cost about twice the CPU per GB of
-    /// nfs3_client's one call per connection, which reads its replies itself.)
+    /// There is no reader task: the callers take turns reading, and every reply is read by
+    /// its own caller. The caller whose turn it is reads the first bytes of the next record;
+    /// if the record is another call's reply, it hands those bytes and the turn to that call
+    /// and waits again. So a READ's data goes straight from the socket into its caller's
+    /// buffer, on the caller's thread, with one copy, the kernel's. (Measured on loopback: a
+    /// reader task, a hop to another thread and a second copy cost about twice the CPU per
+    /// GB of nfs3_client's one call per connection, which reads its replies itself.)
     pub async fn call_into(
         &self,
         program: u32,
         version: u32,
         procedure: u32,
         args: &impl Pack,
-        mut dest: Option<&mut [u8]>,
+        dest: Option<&mut [u8]>,
     ) -> Result<Answer, CallError> {
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
         let record = self.encode(xid, program, version, procedure, args)?;
@@ -202,43 +234,104 @@ impl RpcConnection {
         let sent = { self.writer.lock().await.write_all(&record).await };
         if let Err(e) = sent {
             lock(&self.pending).waiters.remove(&xid);
-            self.fail(format!("cannot send to {}: {e}", self.peer));
-            return Err(CallError::Connection(format!("cannot send to {}: {e}", self.peer)));
+            let reason = format!("cannot send to {}: {e}", self.peer);
+            self.fail(reason.clone());
+            return Err(CallError::Connection(reason));
         }
         loop {
-            let mut stream = tokio::select! {
+            let (mut turn, handed_head) = tokio::select! {
                 biased;
-                delivered = &mut rx => return self.delivered(delivered),
-                stream = self.reader.lock() => stream,
+                handed = &mut rx => {
+                    let (turn, head) = handed
+                        .map_err(|_| CallError::Connection(format!("connection to {} closed", self.peer)))??
+                        .take()?;
+                    (turn, Some(head))
+                }
+                turn = Arc::clone(&self.reader).lock_owned() => (turn, None),
             };
-            // Another caller may have read this reply while this one waited for its turn.
-            if let Ok(delivered) = rx.try_recv() {
-                return self.delivered(Ok(delivered));
-            }
-            if let Some(reason) = lock(&self.pending).closed.clone() {
-                return Err(CallError::Connection(reason));
-            }
-            let mut guard = BreakOnDrop { connection: self, armed: true };
-            let next = read_next(&mut stream, xid, dest.as_deref_mut(), &self.buffers).await;
-            guard.armed = false;
-            drop(stream);
-            match next {
-                Err(reason) => {
-                    let reason = format!("connection to {} lost: {reason}", self.peer);
-                    self.fail(reason.clone());
-                    return Err(CallError::Connection(reason));
+            let head = match handed_head {
+                Some(head) => head,
+                None => {
+                    // The turn may have been handed over while this call waited for the lock.
+                    if let Ok(handed) = rx.try_recv() {
+                        drop(turn);
+                        let (turn, head) = handed?.take()?;
+                        return self.read_own(turn, head, xid, dest).await;
+                    }
+                    if let Some(reason) = lock(&self.pending).closed.clone() {
+                        return Err(CallError::Connection(reason));
+                    }
+                    let mut guard = BreakOnDrop { connection: self, armed: true };
+                    let head = read_head(&mut turn).await;
+                    guard.armed = false;
+                    match head {
+                        Ok(head) => head,
+                        Err(reason) => return Err(self.lost(reason)),
+                    }
                 }
-                Ok(Next::Other(record)) => deliver(&self.pending, record),
-                Ok(Next::Mine(record)) => {
-                    lock(&self.pending).waiters.remove(&xid);
-                    return self.accept(record).map(Answer::Reply);
-                }
-                Ok(Next::MineDirect { n, eof }) => {
-                    lock(&self.pending).waiters.remove(&xid);
-                    return Ok(Answer::Data { n, eof });
-                }
+            };
+            if head.xid() == xid {
+                return self.read_own(turn, head, xid, dest).await;
             }
+            self.hand_over(turn, head).await?;
         }
+    }
+
+    /// Reads the rest of this call's own reply, whose head has been read.
+    async fn read_own(
+        &self,
+        mut turn: ReadTurn,
+        head: Head,
+        xid: u32,
+        dest: Option<&mut [u8]>,
+    ) -> Result<Answer, CallError> {
+        lock(&self.pending).waiters.remove(&xid);
+        let mut guard = BreakOnDrop { connection: self, armed: true };
+        let rest = read_rest(&mut turn, head, dest, &self.buffers).await;
+        guard.armed = false;
+        drop(turn);
+        match rest {
+            Ok(Rest::Data { n, eof }) => Ok(Answer::Data { n, eof }),
+            Ok(Rest::Record(record)) => self.accept(record).map(Answer::Reply),
+            Err(reason) => Err(self.lost(reason)),
+        }
+    }
+
+    /// Gives the turn, with the head it read, to the call the record answers. A reply to a
+    /// call that gave up waiting is read and dropped.
+    async fn hand_over(&self, turn: ReadTurn, head: Head) -> Result<(), CallError> {
+        let waiter = lock(&self.pending).waiters.remove(&head.xid());
+        let handover = Handover {
+            turn: Some(turn),
+            head,
+            broken: Arc::clone(&self.broken),
+            pending: Arc::clone(&self.pending),
+        };
+        let unclaimed = match waiter {
+            Some(waiter) => match waiter.send(Ok(handover)) {
+                Ok(()) => return Ok(()),
+                Err(Ok(handover)) => handover,
+                Err(Err(_)) => return Ok(()),
+            },
+            None => handover,
+        };
+        let (mut turn, head) = unclaimed.take()?;
+        let mut guard = BreakOnDrop { connection: self, armed: true };
+        let rest = read_rest(&mut turn, head, None, &self.buffers).await;
+        guard.armed = false;
+        match rest {
+            Ok(Rest::Record(record)) => self.buffers.put(record),
+            Ok(Rest::Data { .. }) => {}
+            Err(reason) => return Err(self.lost(reason)),
+        }
+        Ok(())
+    }
+
+    /// Fails the connection because reading failed, and returns the error for this call.
+    fn lost(&self, reason: String) -> CallError {
+        let reason = format!("connection to {} lost: {reason}", self.peer);
+        self.fail(reason.clone());
+        CallError::Connection(reason)
     }
 
     fn encode(
@@ -261,15 +354,6 @@ impl RpcConnection {
             .map_err(|_| CallError::Malformed("the call is too large to send".into()))?;
         record[..4].copy_from_slice(&(body_len | 0x8000_0000).to_be_bytes());
         Ok(record)
-    }
-
-    fn delivered(
-        &self,
-        delivered: Result<Result<Vec<u8>, CallError>, oneshot::error::RecvError>,
-    ) -> Result<Answer, CallError> {
-        let record =
-            delivered.map_err(|_| CallError::Connection(format!("connection to {} closed", self.peer)))??;
-        self.accept(record).map(Answer::Reply)
     }
 
     fn accept(&self, record: Vec<u8>) -> Result<Reply, CallError> {
@@ -306,14 +390,6 @@ fn lock(pending: &Mutex<Pending>) -> std::sync::MutexGuard<'_, Pending> {
     pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn deliver(pending: &Mutex<Pending>, record: Vec<u8>) {
-    let Some(xid) = record.get(..4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]])) else { return };
-    // A reply to a call that gave up waiting is dropped.
-    if let Some(waiter) = lock(pending).waiters.remove(&xid) {
-        let _ = waiter.send(Ok(record));
-    }
-}
-
 fn fail_all(pending: &Mutex<Pending>, reason: String) {
     let waiters: Vec<Waiter> = {
         let mut pending = lock(pending);
@@ -325,14 +401,51 @@ fn fail_all(pending: &Mutex<Pending>, reason: String) {
     }
 }
 
-/// The next record on the connection, as the caller waiting for `my_xid` reads it.
-enum Next {
-    /// Another call's reply.
-    Other(Vec<u8>),
-    /// This call's reply, whole.
-    Mine(Vec<u8>),
-    /// This call's successful READ reply, whose data went into the caller's buffer.
-    MineDirect { n: usize, eof: bool },
+/// The first bytes of a record: its record mark and up to [`READ_HEAD_BYTES`] of it.
+struct Head {
+    mark: u32,
+    bytes: [u8; READ_HEAD_BYTES],
+    len: usize,
+}
+
+impl Head {
+    fn word(&self, i: usize) -> u32 {
+        let b = &self.bytes[4 * i..4 * i + 4];
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    fn xid(&self) -> u32 {
+        self.word(0)
+    }
+
+    fn record_len(&self) -> usize {
+        (self.mark & 0x7fff_ffff) as usize
+    }
+
+    fn is_last_fragment(&self) -> bool {
+        self.mark & 0x8000_0000 != 0
+    }
+
+    /// An accepted reply with an empty verifier, SUCCESS and NFS3_OK, in one fragment: the
+    /// shape of a successful READ reply, whose data can be read in place.
+    fn is_successful_read(&self) -> bool {
+        self.len == READ_HEAD_BYTES
+            && self.is_last_fragment()
+            && self.word(1) == 1
+            && self.word(2) == 0
+            && self.word(4) == 0
+            && self.word(5) == 0
+            && self.word(6) == 0
+            && self.word(7) <= 1
+    }
+}
+
+/// The rest of a reply, as its caller reads it.
+enum Rest {
+    /// The whole record.
+    Record(Vec<u8>),
+    /// A successful READ reply, whose data went into the caller's buffer.
+    Data { n: usize, eof: bool },
 }
 
 /// Bytes of an accepted reply with an empty verifier, up to a READ's `attributes_follow`:
@@ -342,45 +455,38 @@ const READ_HEAD_BYTES: usize = 32;
 /// A READ reply's fattr3, which has a fixed size.
 const FATTR3_BYTES: usize = 84;
 
-/// Reads one record. When it is the reply to `my_xid` and has the shape of a successful
-/// READ reply, and `dest` is given, its data is read into `dest`; otherwise the record is
-/// read whole into a pooled buffer.
-async fn read_next(
+/// Reads the record mark and the first bytes of the next record.
+async fn read_head(stream: &mut OwnedReadHalf) -> Result<Head, String> {
+    let mark = stream.read_u32().await.map_err(|e| describe_read_error(&e))?;
+    let mut head = Head { mark, bytes: [0; READ_HEAD_BYTES], len: 0 };
+    head.len = READ_HEAD_BYTES.min(head.record_len());
+    stream.read_exact(&mut head.bytes[..head.len]).await.map_err(|e| describe_read_error(&e))?;
+    Ok(head)
+}
+
+/// Reads the rest of the record `head` began: a successful READ reply's data into `dest`
+/// when one is given, anything else whole into a pooled buffer.
+async fn read_rest(
     stream: &mut OwnedReadHalf,
-    my_xid: u32,
+    head: Head,
     dest: Option<&mut [u8]>,
     buffers: &BufferPool,
-) -> Result<Next, String> {
-    let mark = stream.read_u32().await.map_err(|e| describe_read_error(&e))?;
-    let len = (mark & 0x7fff_ffff) as usize;
-    let last = mark & 0x8000_0000 != 0;
-    let mut head = [0u8; READ_HEAD_BYTES];
-    let head_len = READ_HEAD_BYTES.min(len);
-    stream.read_exact(&mut head[..head_len]).await.map_err(|e| describe_read_error(&e))?;
-    let word =
-        |i: usize| u32::from_be_bytes([head[4 * i], head[4 * i + 1], head[4 * i + 2], head[4 * i + 3]]);
-    let xid = word(0);
-    // Message type REPLY, accepted, empty verifier, SUCCESS, NFS3_OK.
-    let successful_read_shape = head_len == READ_HEAD_BYTES
-        && word(1) == 1
-        && word(2) == 0
-        && word(4) == 0
-        && word(5) == 0
-        && word(6) == 0;
+) -> Result<Rest, String> {
+    let len = head.record_len();
     let dest = match dest {
-        Some(dest) if last && xid == my_xid && successful_read_shape && word(7) <= 1 => dest,
+        Some(dest) if head.is_successful_read() => dest,
         _ => {
             let mut record = buffers.take();
-            record.extend_from_slice(&head[..head_len]);
-            read_fragment(stream, &mut record, len - head_len).await?;
-            if !last {
+            record.extend_from_slice(&head.bytes[..head.len]);
+            read_fragment(stream, &mut record, len - head.len).await?;
+            if !head.is_last_fragment() {
                 read_fragments(stream, &mut record).await?;
             }
-            return Ok(if xid == my_xid { Next::Mine(record) } else { Next::Other(record) });
+            return Ok(Rest::Record(record));
         }
     };
     let mut consumed = READ_HEAD_BYTES;
-    if word(7) == 1 {
+    if head.word(7) == 1 {
         let mut attributes = [0u8; FATTR3_BYTES];
         stream.read_exact(&mut attributes).await.map_err(|e| describe_read_error(&e))?;
         consumed += FATTR3_BYTES;
@@ -397,7 +503,7 @@ async fn read_next(
     stream.read_exact(&mut dest[..n]).await.map_err(|e| describe_read_error(&e))?;
     let mut pad = [0u8; 3];
     stream.read_exact(&mut pad[..padding]).await.map_err(|e| describe_read_error(&e))?;
-    Ok(Next::MineDirect { n, eof })
+    Ok(Rest::Data { n, eof })
 }
 
 /// Reads `len` bytes into the spare capacity of `record`, which is not zeroed first; `take`
