@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use playsim_core::Storage;
+use playsim_core::{Decoder, FrameExtent, FrameRate, Source, SourceInfo, Storage};
 use playsim_storage::nfs::{NfsOptions, NfsStorage, NfsUrl};
 use playsim_storage::{LocalOptions, LocalStorage};
 
@@ -74,5 +74,50 @@ impl Reader {
             Reader::Local(s) => Arc::new(s),
             Reader::Nfs(s) => Arc::new(s),
         }
+    }
+}
+
+/// A source found on an NFS server, named in reports by the URL it was given as rather than
+/// by its path on the server.
+pub(crate) struct NamedSource {
+    inner: Arc<dyn Source>,
+    location: String,
+}
+
+impl NamedSource {
+    /// `source`, named `location` when the place is an NFS URL; otherwise `source` itself.
+    pub fn wrap(source: Arc<dyn Source>, place: &Place, location: &Path) -> Arc<dyn Source> {
+        match place {
+            Place::Local { .. } => source,
+            Place::Nfs { .. } => {
+                Arc::new(NamedSource { inner: source, location: location.to_string_lossy().into_owned() })
+            }
+        }
+    }
+}
+
+impl Source for NamedSource {
+    fn info(&self) -> SourceInfo {
+        SourceInfo { location: self.location.clone(), ..self.inner.info() }
+    }
+
+    fn n_frames(&self) -> u64 {
+        self.inner.n_frames()
+    }
+
+    fn frame_number(&self, idx: u64) -> u64 {
+        self.inner.frame_number(idx)
+    }
+
+    fn extent(&self, idx: u64) -> FrameExtent {
+        self.inner.extent(idx)
+    }
+
+    fn decoder(&self) -> Arc<dyn Decoder> {
+        self.inner.decoder()
+    }
+
+    fn frame_rate(&self) -> Option<FrameRate> {
+        self.inner.frame_rate()
     }
 }

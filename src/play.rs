@@ -10,7 +10,7 @@ use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
 use playsim_storage::nfs::NfsOptions;
 use playsim_storage::{LocalOptions, LocalStorage};
 
-use crate::location::{Place, Reader};
+use crate::location::{NamedSource, Place, Reader};
 use crate::Error;
 
 /// What to play and how: sources on local disk or NFS, each by one or more streams on one clock.
@@ -77,6 +77,7 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
         let source = playsim_media::open_location(place.path(), &request.decode, place.index_storage()?)
             .await
             .map_err(Error::Source)?;
+        let source = NamedSource::wrap(source, &place, location);
         sources.push((place, source));
     }
     let mut engine = request.engine.clone();

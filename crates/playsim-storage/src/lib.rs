@@ -8,10 +8,14 @@
 //! - [`LocalStorage`]: files through the kernel, buffered or with O_DIRECT,
 //!   read on tokio's blocking pool; [`LocalStorage::drop_cache`] prepares a
 //!   cold run.
+//! - [`nfs`]: userspace NFSv3 over TCP from an `nfs://` URL, with no mount and
+//!   no root: a pool of `nconnect` connections, each with many READs of `rsize`
+//!   in flight, and each reply read straight into its frame buffer.
 //! - [`scripted`]: a storage whose sizes, latencies and failures follow a
 //!   script, for engine tests under tokio's paused clock.
 //!
-//! NFS, the mount-info probe and URL parsing come later.
+//! [`mountinfo`] labels a local path by the mount under it (NFS over TCP or
+//! RDMA, SMB, a local filesystem) with the mount's options, for the report.
 //!
 //! ```
 //! use playsim_core::{IoBuf, Storage};
