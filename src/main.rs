@@ -74,10 +74,10 @@ struct PlayArgs {
     /// Work done per frame before its deadline.
     #[arg(long, value_enum, default_value_t = OutputArg::V210)]
     output_stage: OutputArg,
-    /// Bytes per read request, e.g. 1M, 512K, 4096.
+    /// Bytes per read request from local files, e.g. 1M, 512K, 4096 (nfs:// sources use --rsize).
     #[arg(long, default_value = "1M", value_parser = units::parse_bytes, allow_hyphen_values = true)]
     block_size: usize,
-    /// Read with O_DIRECT, bypassing the page cache.
+    /// Read local files with O_DIRECT, bypassing the page cache (playsim's NFS client has no cache).
     #[arg(long)]
     direct: bool,
     /// Drop the sequence from the page cache before the run.

@@ -28,6 +28,12 @@ fn bad_values_are_refused_with_an_example() -> Result<()> {
         (&["play", seq, "--duration", "-5"], 2),
         (&["play", seq, "--duration=-5"], 2),
         (&["play", seq, "--frames", "0"], 2),
+        (&["play", seq, "--nconnect", "0"], 2),
+        (&["play", seq, "--nconnect", "100"], 2),
+        (&["play", seq, "--rsize", "512"], 2),
+        (&["play", seq, "--rsize", "1G"], 2),
+        (&["play", seq, "--nfs-timeout", "soon"], 2),
+        (&["decode", "--md5", seq, "--nconnect", "x"], 2),
         (&["generate", "--preset", "5k", out], 2),
         (&["generate", "--bit-depth", "12", out], 2),
         // Refused by the engine, after parsing.
