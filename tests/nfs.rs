@@ -12,7 +12,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use playsim::report::{Report, RunStatus};
+use playsim::report::{DropCauseName, Report, RunStatus};
 use playsim_testserver::{AccessType, ExportSpec, NfsServer};
 
 use crate::util::{generate, playsim, read_report, run, KillOnDrop, Run, SMALL_PRESET};
@@ -237,6 +237,18 @@ fn presented_after(report: &Report, from_s: f64) -> usize {
     report.streams[0].timeline.iter().filter(|f| f.presented_ns.is_some() && f.due_ns >= from_ns).count()
 }
 
+/// The longest run of consecutive frames dropped for storage: with the prefetched frames
+/// before it, how long playback saw the storage stall.
+fn longest_storage_outage(report: &Report) -> usize {
+    let mut longest = 0;
+    let mut run = 0;
+    for frame in &report.streams[0].timeline {
+        run = if frame.cause == Some(DropCauseName::Storage) { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
+}
+
 /// The server stopped (SIGSTOP) for 3 s mid-run: the frames that fell due meanwhile are
 /// storage drops, and playback resumes when it answers again.
 #[test]
@@ -261,7 +273,11 @@ fn a_server_stopped_for_3_s_costs_storage_drops_then_playback_resumes() -> Resul
     );
     ensure!(d.decode + d.unreadable == 0, "drops {d:?}:\n{done}");
     ensure!(presented_after(&report, 6.5) > 24, "playback did not resume:\n{done}");
-    println!("sigstop 3 s: drops {d:?}, presented {}", report.totals.presented);
+    println!(
+        "sigstop 3 s: drops {d:?}, longest run of storage drops {}, presented {}",
+        longest_storage_outage(&report),
+        report.totals.presented
+    );
     Ok(())
 }
 
@@ -289,7 +305,10 @@ fn a_server_killed_and_restarted_costs_storage_drops_and_a_reconnect() -> Result
     let reconnects: u64 = option(&report, "reconnects").parse().unwrap_or(0);
     ensure!(reconnects >= 1, "no reconnect counted: {:?}", report.streams[0].storage.options);
     ensure!(presented_after(&report, 8.0) > 24, "playback did not resume:\n{done}");
-    println!("kill + restart ({restarted_after:?} down): drops {d:?}, reconnects {reconnects}");
+    println!(
+        "kill + restart ({restarted_after:?} down): drops {d:?}, longest run of storage drops {}, reconnects {reconnects}",
+        longest_storage_outage(&report)
+    );
     Ok(())
 }
 
