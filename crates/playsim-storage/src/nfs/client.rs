@@ -272,6 +272,7 @@ impl NfsPool {
             };
             verifier = ok.cookieverf;
             let n_before = entries.len();
+            let had_entries = !ok.reply.entries.0.is_empty();
             for entry in ok.reply.entries.0 {
                 cookie = entry.cookie;
                 let Ok(name) = String::from_utf8(entry.name.0.to_vec()) else { continue };
@@ -289,8 +290,9 @@ impl NfsPool {
             if ok.reply.eof {
                 return Ok(entries);
             }
-            if entries.len() == n_before && cookie == 0 {
-                return Err(NfsFailure::Protocol("readdirplus made no progress".into()));
+            // A page with no entries that is not the last would make the next call the same.
+            if entries.len() == n_before && !had_entries {
+                return Err(NfsFailure::Protocol("readdirplus returned an empty page before the end".into()));
             }
         }
     }

@@ -187,11 +187,17 @@ impl NfsStorage {
         let export = match url.export() {
             Some(export) => export.to_owned(),
             None => {
-                let exports = mount.exports().await.map_err(|r| fail(UrlPart::Export, r))?;
+                let exports = tokio::time::timeout(timeout, mount.exports())
+                    .await
+                    .unwrap_or_else(|_| Err(format!("the mount service at {mount_addr} did not answer")))
+                    .map_err(|r| fail(UrlPart::Export, r))?;
                 choose_export(&exports, url.path()).map_err(|r| fail(UrlPart::Export, r))?
             }
         };
-        let root = match mount.mount(&export).await.map_err(|r| fail(UrlPart::Export, r))? {
+        let mounted = tokio::time::timeout(timeout, mount.mount(&export))
+            .await
+            .unwrap_or_else(|_| Err(format!("the mount service at {mount_addr} did not answer")));
+        let root = match mounted.map_err(|r| fail(UrlPart::Export, r))? {
             Ok(root) => root,
             Err(status @ (1 | 13)) => {
                 return Err(fail(
