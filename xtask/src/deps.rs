@@ -54,17 +54,22 @@ pub const PACKAGES: &[Package] = &[
 
 /// Installs whichever of [`PACKAGES`] are missing; does nothing when all are present.
 pub fn run() -> Result<()> {
-    let names: Vec<&str> = PACKAGES.iter().map(|p| p.name).collect();
+    ensure(PACKAGES)
+}
+
+/// Installs whichever of `packages` are missing; does nothing when all are present.
+pub fn ensure(packages: &[Package]) -> Result<()> {
+    let names: Vec<&str> = packages.iter().map(|p| p.name).collect();
     if !process::on_path("dpkg-query") {
         // Not Debian-like: we cannot tell what is installed, so say what is needed and go on.
         println!("deps: warning: no dpkg-query, not a Debian-like system; make sure these are installed:");
-        for p in PACKAGES {
+        for p in packages {
             println!("  {:<16} {}", p.name, p.why);
         }
         return Ok(());
     }
 
-    let missing = missing_of(PACKAGES)?;
+    let missing = missing_of(packages)?;
     if missing.is_empty() {
         println!("deps: all {} packages present", names.len());
         return Ok(());

@@ -8,6 +8,7 @@ mod bench_nfs;
 mod deps;
 mod fixtures;
 mod process;
+mod vm;
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -31,13 +32,18 @@ struct Cli {
 enum Task {
     /// Install the Debian packages the project needs (does nothing when all are present).
     Deps,
-    /// deps, then `cargo fmt --check`, clippy with `-D warnings` and every test in the workspace.
+    /// deps, then `cargo fmt --check`, clippy with `-D warnings`, every test in the workspace, and
+    /// the guest tier (`vm`) when this machine can boot the guest (PLAYSIM_SKIP_VM=1 skips it).
     Test,
     /// Build playsim, generate a DPX sequence under target/demo/ and play it at 24 fps.
     Demo(DemoArgs),
     /// Measure against the anchors: DPX and video decode against FFmpeg, EXR against a plain OpenEXR
     /// reader, NFS reads against libnfs on the same Ganesha; writes target/bench/report.{md,json}.
     Bench(bench::BenchArgs),
+    /// Boot a qemu guest with Linux's NFS server and soft-RoCE and play sequences from NFS
+    /// mounts over TCP and over RDMA, and from the host with playsim's own NFS client; print
+    /// the runs side by side. The guest image is cached (--cache-dir, $PLAYSIM_VM_CACHE).
+    Vm(vm::VmArgs),
     /// Write video test media with ffmpeg: UHD clips into target/fixtures/video/, or with `--tiny` the
     /// committed tiny clips and their md5s in fixtures/video/.
     Fixtures(fixtures::FixturesArgs),
@@ -75,6 +81,7 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Demo(args) => demo(args),
         Task::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
         Task::Fixtures(args) => fixtures::run(args).map(|()| ExitCode::SUCCESS),
+        Task::Vm(args) => vm::run(&args).map(|()| ExitCode::SUCCESS),
     }
 }
 
@@ -82,13 +89,15 @@ fn run(task: Task) -> Result<ExitCode> {
 type Step = (&'static str, fn() -> Result<()>);
 
 fn test() -> Result<ExitCode> {
-    let steps: [Step; 4] = [
+    let steps: [Step; 5] = [
         ("deps", deps::run),
         ("fmt", || process::run(cargo().args(["fmt", "--all", "--", "--check"]))),
         ("clippy", || {
             process::run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))
         }),
         ("test", || process::run(cargo().args(["test", "--workspace"]).env("PLAYSIM_XTASK_TEST", "1"))),
+        // Kernel NFS over TCP and RDMA in a qemu guest, when this machine can boot one.
+        ("vm", vm::test_tier),
     ];
     let start = Instant::now();
     let mut times = Vec::new();

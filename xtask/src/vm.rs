@@ -1,0 +1,697 @@
+//! `cargo xtask vm`: real NFS over RDMA and over TCP, with the Linux kernel's NFS server and
+//! client and soft-RoCE, in a qemu guest.
+//!
+//! This host's kernel has neither nfsd nor RDMA; Debian's own kernel in a guest has both. The
+//! guest image (debootstrap of bookworm with the NFS, RDMA and playsim runtime packages, as an
+//! ext4 image made with `mkfs.ext4 -d`, no loop mount) is built once and cached outside the
+//! repository, keyed on the kernel package's version and the package list. Each run boots it
+//! (read-only, `snapshot=on`) with two 9p shares: `payload` (the host-built playsim, the guest
+//! script `xtask/vm/guest.sh`, generated DPX and EXR sequences and their md5s) and `out` (where
+//! the guest writes its reports). The guest plays each sequence from a `proto=tcp` and a
+//! `proto=rdma` mount of the same export, caches dropped before each run, and checks the
+//! decoded frames against the host's md5s. While it waits, the host reads the same export with
+//! playsim's userspace NFS client through qemu's hostfwd ports. Then the guest powers off and
+//! the host prints the runs side by side.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+use serde_json::Value;
+
+use crate::deps::{self, Package};
+use crate::process;
+
+/// Host packages the guest tier needs.
+const VM_PACKAGES: &[Package] = &[
+    Package { name: "qemu-system-x86", why: "boots the test guest with Linux's NFS server and soft-RoCE" },
+    Package { name: "debootstrap", why: "builds the guest's Debian root filesystem" },
+    Package { name: "e2fsprogs", why: "mkfs.ext4 -d makes the guest image without a loop mount" },
+];
+
+/// Guest packages besides the libraries the playsim binary links.
+const GUEST_PACKAGES: &[&str] = &[
+    "linux-image-amd64",
+    "initramfs-tools",
+    "kmod",
+    "udev",
+    "iproute2",
+    "procps",
+    "nfs-kernel-server",
+    "nfs-common",
+    "rpcbind",
+    "rdma-core",
+    "ibverbs-providers",
+    "busybox",
+];
+
+/// Frames per sequence: soft-RoCE under emulation moves 35-50 MB/s, so keep the media small.
+const N_FRAMES: u32 = 12;
+const PRESET: &str = "2k-dci";
+
+/// Time limits of each step.
+const DEBOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+const MKFS_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+const BOOT_TO_READY_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+const POWEROFF_TIMEOUT: Duration = Duration::from_secs(60);
+const HOST_CHECK_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// `cargo xtask vm`.
+#[derive(clap::Args, Default)]
+pub struct VmArgs {
+    /// Where the guest image is cached [default: $PLAYSIM_VM_CACHE, else ~/.cache/playsim/vm].
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+}
+
+/// What a guest run produced.
+struct Outcome {
+    /// `(sequence, transport)` → the run's report.
+    reports: BTreeMap<(String, String), Value>,
+    /// Lines of the guest's results file.
+    results: Vec<String>,
+    elapsed: Duration,
+}
+
+/// Runs the whole tier and prints the side-by-side comparison.
+pub fn run(args: &VmArgs) -> Result<()> {
+    let outcome = run_tier(args)?;
+    print_outcome(&outcome);
+    Ok(())
+}
+
+/// The tier inside `cargo xtask test`: runs when this machine can boot the guest, and says
+/// clearly that it ran, or why not.
+pub fn test_tier() -> Result<()> {
+    if let Some(why) = skip_reason()? {
+        println!("vm tier: SKIPPED: {why}");
+        return Ok(());
+    }
+    let outcome = run_tier(&VmArgs::default())?;
+    print_outcome(&outcome);
+    println!(
+        "vm tier: RAN in {:.0} s: kernel NFS over TCP and over RDMA (soft-RoCE), frames bit-exact",
+        outcome.elapsed.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Why this machine cannot run the tier, if it cannot.
+fn skip_reason() -> Result<Option<String>> {
+    if std::env::var_os("PLAYSIM_SKIP_VM").is_some_and(|v| v == "1") {
+        return Ok(Some("PLAYSIM_SKIP_VM=1".into()));
+    }
+    if std::env::consts::ARCH != "x86_64" {
+        return Ok(Some(format!("the guest is x86_64 and this machine is {}", std::env::consts::ARCH)));
+    }
+    if !process::on_path("apt-get") && !process::on_path("qemu-system-x86_64") {
+        return Ok(Some("no qemu-system-x86_64 and no apt-get to install it".into()));
+    }
+    let cache = cache_root(&VmArgs::default())?;
+    let free = free_bytes(cache.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/")))?;
+    if free < 4 << 30 {
+        return Ok(Some(format!("only {} MB free for the guest image cache", free >> 20)));
+    }
+    Ok(None)
+}
+
+fn run_tier(args: &VmArgs) -> Result<Outcome> {
+    let start = Instant::now();
+    deps::run()?;
+    deps::ensure(VM_PACKAGES)?;
+    let target = crate::target_dir()?;
+    let playsim = crate::build_playsim(&target)?;
+    let image = ensure_image(args, &playsim)?;
+    let work = target.join("vm");
+    let payload = work.join("payload");
+    let out = work.join("out");
+    prepare_payload(&playsim, &payload)?;
+    let _ = fs::remove_dir_all(&out);
+    fs::create_dir_all(&out)?;
+    let (nfs_port, mount_port) = (free_port()?, free_port()?);
+    boot_and_run(&image, &payload, &out, &playsim, nfs_port, mount_port)?;
+
+    let results: Vec<String> = fs::read_to_string(out.join("results.txt"))
+        .context("the guest wrote no results")?
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut reports = BTreeMap::new();
+    for seq in ["dpx", "exr"] {
+        for transport in ["tcp", "rdma", "userspace-tcp"] {
+            let path = out.join(format!("{seq}-{transport}.json"));
+            let text = fs::read_to_string(&path).with_context(|| format!("no report {}", path.display()))?;
+            let report: Value =
+                serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+            reports.insert((seq.to_owned(), transport.to_owned()), report);
+        }
+    }
+    let failures: Vec<&String> =
+        results.iter().filter(|l| !l.contains(" OK") && !l.starts_with("LDD OK")).collect();
+    ensure!(failures.is_empty(), "the guest tier failed:\n{}", results.join("\n"));
+    for seq in ["dpx", "exr"] {
+        for transport in ["tcp", "rdma", "userspace-tcp"] {
+            let line = format!("MD5 {seq} {transport} OK");
+            ensure!(
+                results.iter().any(|l| l.starts_with(&line)),
+                "no `{line}` in the results:\n{}",
+                results.join("\n")
+            );
+        }
+    }
+    check_labels(&reports)?;
+    Ok(Outcome { reports, results, elapsed: start.elapsed() })
+}
+
+/// Each kernel-mount report names its transport, from the mount's options.
+fn check_labels(reports: &BTreeMap<(String, String), Value>) -> Result<()> {
+    for ((seq, transport), report) in reports {
+        let storage = &report["streams"][0]["storage"];
+        match transport.as_str() {
+            "userspace-tcp" => ensure!(
+                storage["transport"] == "nfs",
+                "{seq} {transport}: transport {}",
+                storage["transport"]
+            ),
+            _ => {
+                let proto = &storage["mount"]["options"]["proto"];
+                ensure!(
+                    proto == transport.as_str(),
+                    "{seq} over {transport}: the report's mount says proto={proto}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The cache directory for images.
+fn cache_root(args: &VmArgs) -> Result<PathBuf> {
+    if let Some(dir) = &args.cache_dir {
+        return Ok(dir.clone());
+    }
+    if let Some(dir) = std::env::var_os("PLAYSIM_VM_CACHE") {
+        return Ok(PathBuf::from(dir));
+    }
+    let home = std::env::var_os("HOME").context("no $HOME for the image cache; give --cache-dir")?;
+    Ok(PathBuf::from(home).join(".cache/playsim/vm"))
+}
+
+/// A built guest image.
+struct Image {
+    dir: PathBuf,
+}
+
+impl Image {
+    fn kernel(&self) -> PathBuf {
+        self.dir.join("vmlinuz")
+    }
+    fn initrd(&self) -> PathBuf {
+        self.dir.join("initrd.img")
+    }
+    fn rootfs(&self) -> PathBuf {
+        self.dir.join("rootfs.img")
+    }
+}
+
+/// The cached image for this kernel version and package list, built when missing.
+fn ensure_image(args: &VmArgs, playsim: &Path) -> Result<Image> {
+    let kernel_version = process::read(Command::new("apt-cache").args(["policy", "linux-image-amd64"]))?
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Candidate:").map(|v| v.trim().to_owned()))
+        .filter(|v| v != "(none)")
+        .context("apt-cache knows no linux-image-amd64 (is this Debian with bookworm's lists?)")?;
+    let mut packages: Vec<String> = GUEST_PACKAGES.iter().map(|p| (*p).to_owned()).collect();
+    packages.extend(runtime_packages(playsim)?);
+    packages.sort();
+    packages.dedup();
+    let key = format!("bookworm-{kernel_version}-{:016x}", fnv1a(packages.join(",").as_bytes()));
+    let image = Image { dir: cache_root(args)?.join(key) };
+    if image.rootfs().exists() && image.kernel().exists() && image.initrd().exists() {
+        println!("vm: guest image cached in {}", image.dir.display());
+        return Ok(image);
+    }
+    println!("vm: building the guest image in {} (debootstrap, about 2-3 min)", image.dir.display());
+    let building = image.dir.with_extension("building");
+    let _ = fs::remove_dir_all(&building);
+    fs::create_dir_all(&building)?;
+    let rootfs = building.join("rootfs");
+    let started = Instant::now();
+    run_with_timeout(
+        Command::new("debootstrap")
+            .args(["--variant=minbase", &format!("--include={}", packages.join(",")), "bookworm"])
+            .arg(&rootfs),
+        DEBOOTSTRAP_TIMEOUT,
+        "debootstrap",
+    )?;
+    println!("vm: debootstrap took {:.0} s", started.elapsed().as_secs_f64());
+    for dir in
+        ["var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"]
+    {
+        let _ = fs::remove_dir_all(rootfs.join(dir));
+    }
+    fs::write(rootfs.join("etc/hostname"), "playsim-guest\n")?;
+    fs::write(rootfs.join("etc/hosts"), "127.0.0.1 localhost playsim-guest\n")?;
+    let init = rootfs.join("init.sh");
+    fs::write(&init, include_str!("../vm/init.sh"))?;
+    set_executable(&init)?;
+    copy_boot_file(&rootfs, "vmlinuz-", &building.join("vmlinuz"))?;
+    copy_boot_file(&rootfs, "initrd.img-", &building.join("initrd.img"))?;
+    let image_file = building.join("rootfs.img");
+    fs::File::create(&image_file)?.set_len(2 << 30)?;
+    run_with_timeout(
+        Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-L", "playsim-guest", "-d"])
+            .arg(&rootfs)
+            .arg(&image_file),
+        MKFS_TIMEOUT,
+        "mkfs.ext4",
+    )?;
+    fs::remove_dir_all(&rootfs)?;
+    let _ = fs::remove_dir_all(&image.dir);
+    fs::rename(&building, &image.dir)?;
+    println!("vm: image built in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(image)
+}
+
+/// The Debian packages that hold the libraries `binary` links directly.
+fn runtime_packages(binary: &Path) -> Result<Vec<String>> {
+    let ldd = process::read(Command::new("ldd").arg(binary))?;
+    let mut packages = Vec::new();
+    for line in ldd.lines() {
+        let Some(path) = line.split("=>").nth(1).and_then(|rest| rest.split_whitespace().next()) else {
+            continue;
+        };
+        if !path.starts_with('/') {
+            continue;
+        }
+        // Debian's merged /usr: dpkg knows the /usr/lib path.
+        let candidates = [path.to_owned(), format!("/usr{path}")];
+        for candidate in candidates {
+            let Ok(output) = Command::new("dpkg").args(["-S", &candidate]).output() else { continue };
+            if output.status.success() {
+                let text = String::from_utf8_lossy(&output.stdout);
+                if let Some(package) = text.split(':').next() {
+                    packages.push(package.trim().to_owned());
+                }
+                break;
+            }
+        }
+    }
+    packages.sort();
+    packages.dedup();
+    Ok(packages)
+}
+
+/// The payload: playsim, the guest script, the media and their md5s.
+fn prepare_payload(playsim: &Path, payload: &Path) -> Result<()> {
+    fs::create_dir_all(payload.join("expected"))?;
+    fs::copy(playsim, payload.join("playsim")).context("copying playsim into the payload")?;
+    let guest = payload.join("guest.sh");
+    fs::write(&guest, include_str!("../vm/guest.sh"))?;
+    set_executable(&guest)?;
+    for (name, extra) in [("dpx", &[][..]), ("exr", &["--format", "exr", "--compression", "piz"][..])] {
+        let dir = payload.join("media").join(name);
+        if count_files(&dir) != N_FRAMES as usize {
+            let _ = fs::remove_dir_all(&dir);
+            process::run(
+                Command::new(playsim)
+                    .args(["generate", "--preset", PRESET, "--frames", &N_FRAMES.to_string()])
+                    .args(extra)
+                    .arg(&dir),
+            )?;
+        }
+        let md5 = process::read(Command::new(playsim).args(["decode", "--md5"]).arg(&dir))?;
+        // One line per frame, each ending in a newline, as the guest's output has.
+        fs::write(payload.join("expected").join(format!("{name}.md5")), format!("{}\n", md5.trim_end()))?;
+    }
+    Ok(())
+}
+
+/// What the console reader saw.
+enum Console {
+    Line(String),
+    Closed,
+}
+
+/// Boots the guest, runs the host's userspace-NFS checks when the guest is ready, and waits
+/// for it to power off. On any failure the console's tail is in the error.
+fn boot_and_run(
+    image: &Image,
+    payload: &Path,
+    out: &Path,
+    playsim: &Path,
+    nfs_port: u16,
+    mount_port: u16,
+) -> Result<()> {
+    let accel = if kvm_usable() {
+        vec!["-enable-kvm", "-cpu", "host"]
+    } else {
+        vec!["-accel", "tcg,thread=multi", "-cpu", "max"]
+    };
+    println!(
+        "vm: booting the guest ({})",
+        if accel[0] == "-enable-kvm" { "kvm" } else { "tcg: no usable kvm" }
+    );
+    let mut qemu = Command::new("qemu-system-x86_64");
+    qemu.args(&accel)
+        .args(["-m", "3G", "-smp", "2", "-nographic", "-no-reboot", "-monitor", "none", "-serial", "stdio"])
+        .arg("-kernel")
+        .arg(image.kernel())
+        .arg("-initrd")
+        .arg(image.initrd())
+        .args(["-append", "console=ttyS0 root=/dev/vda rootfstype=ext4 rw init=/init.sh quiet panic=-1"])
+        .arg("-drive")
+        .arg(format!("file={},if=virtio,format=raw,snapshot=on", image.rootfs().display()))
+        .args([
+            "-netdev",
+            &format!(
+                "user,id=n0,hostfwd=tcp:127.0.0.1:{nfs_port}-:2049,hostfwd=tcp:127.0.0.1:{mount_port}-:20048"
+            ),
+        ])
+        .args(["-device", "virtio-net-pci,netdev=n0"])
+        .arg("-virtfs")
+        .arg(format!("local,path={},mount_tag=payload,security_model=none,readonly=on", payload.display()))
+        .arg("-virtfs")
+        .arg(format!("local,path={},mount_tag=out,security_model=none", out.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = qemu.spawn().context("cannot start qemu-system-x86_64")?;
+    let stdout = child.stdout.take().context("no qemu stdout")?;
+    let stderr = child.stderr.take().context("no qemu stderr")?;
+    let (tx, rx) = mpsc::channel();
+    let console_log = out.join("console.log");
+    let mut log = fs::File::create(&console_log)?;
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(Console::Line(line));
+            }
+            let _ = tx.send(Console::Closed);
+        });
+    }
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(Console::Line(format!("qemu: {line}")));
+        }
+    });
+    let mut tail: Vec<String> = Vec::new();
+    let fail = |why: String, tail: &[String]| -> anyhow::Error {
+        anyhow::anyhow!(
+            "{why}\n--- guest console (last lines; all of it in {}):\n{}",
+            console_log.display(),
+            tail.join("\n")
+        )
+    };
+    let started = Instant::now();
+    let mut deadline = started + BOOT_TO_READY_TIMEOUT;
+    let mut host_checked = false;
+    let result = loop {
+        let now = Instant::now();
+        if now >= deadline {
+            break Err(fail(format!("the guest did not finish within {:?}", deadline - started), &tail));
+        }
+        match rx.recv_timeout(deadline - now) {
+            Ok(Console::Line(line)) => {
+                writeln!(log, "[{:7.2}] {line}", started.elapsed().as_secs_f64())?;
+                if line.starts_with("PLAYSIM-GUEST") {
+                    println!("vm: [{:5.1} s] {line}", started.elapsed().as_secs_f64());
+                }
+                tail.push(line.clone());
+                if tail.len() > 40 {
+                    tail.remove(0);
+                }
+                if line.contains("PLAYSIM-GUEST-FAIL") {
+                    break Err(fail(format!("the guest failed: {line}"), &tail));
+                }
+                if line.contains("PLAYSIM-GUEST-READY-FOR-HOST") && !host_checked {
+                    host_checked = true;
+                    let checked = host_checks(playsim, payload, out, nfs_port, mount_port);
+                    fs::write(out.join("poweroff"), "host checks done\n")?;
+                    if let Err(e) = checked {
+                        break Err(fail(
+                            format!("the host's checks of the guest's NFS server failed: {e:#}"),
+                            &tail,
+                        ));
+                    }
+                    deadline = Instant::now() + POWEROFF_TIMEOUT;
+                }
+                if line.contains("PLAYSIM-GUEST-DONE") {
+                    deadline = deadline.min(Instant::now() + POWEROFF_TIMEOUT);
+                }
+            }
+            Ok(Console::Closed) => {
+                break if host_checked {
+                    Ok(())
+                } else {
+                    Err(fail("the guest stopped before it was ready".into(), &tail))
+                };
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(fail("lost the guest's console".into(), &tail))
+            }
+        }
+    };
+    // The guest powers itself off; make sure qemu is gone either way.
+    let waited = Instant::now();
+    while child.try_wait()?.is_none() && waited.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if child.try_wait()?.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    println!("vm: guest ran for {:.0} s", started.elapsed().as_secs_f64());
+    result
+}
+
+/// From the host, playsim's own NFS client reads the guest's kernel NFS server over TCP
+/// (qemu's hostfwd): the same md5s, and a report per sequence.
+fn host_checks(playsim: &Path, payload: &Path, out: &Path, nfs_port: u16, mount_port: u16) -> Result<()> {
+    let mut results = fs::OpenOptions::new().append(true).open(out.join("results.txt"))?;
+    for seq in ["dpx", "exr"] {
+        let url = format!("nfs://127.0.0.1/export/{seq}/?nfsport={nfs_port}&mountport={mount_port}");
+        let md5 =
+            read_with_timeout(Command::new(playsim).args(["decode", "--md5", &url]), HOST_CHECK_TIMEOUT)?;
+        let expected = fs::read_to_string(payload.join("expected").join(format!("{seq}.md5")))?;
+        let verdict = if md5.trim_end() == expected.trim_end() { "OK" } else { "MISMATCH" };
+        writeln!(results, "MD5 {seq} userspace-tcp {verdict} {} frames", md5.lines().count())?;
+        let json = out.join(format!("{seq}-userspace-tcp.json"));
+        run_with_timeout(
+            Command::new(playsim).args(["play", &url, "--fps", "max", "--quiet", "--json"]).arg(&json),
+            HOST_CHECK_TIMEOUT,
+            "playsim play over nfs://",
+        )?;
+        println!("vm: host read {seq} from the guest's knfsd over nfs://: md5 {verdict}");
+    }
+    Ok(())
+}
+
+/// Prints each sequence's runs side by side: kernel NFS over TCP, over RDMA, and playsim's
+/// userspace client over TCP from the host.
+fn print_outcome(outcome: &Outcome) {
+    println!("\nvm results:\n  {}", outcome.results.join("\n  "));
+    for seq in ["dpx", "exr"] {
+        let columns: Vec<(&str, &Value)> = ["tcp", "rdma", "userspace-tcp"]
+            .iter()
+            .filter_map(|t| outcome.reports.get(&(seq.to_owned(), (*t).to_owned())).map(|r| (*t, r)))
+            .collect();
+        println!("\n{seq}: {PRESET}, {N_FRAMES} frames, --fps max, cold");
+        println!("{}", side_by_side(&columns));
+    }
+    println!(
+        "soft-RoCE is RDMA done in software by the guest's emulated CPU: these figures show that the\n\
+         path works and is labelled, not that RDMA is faster (see README, \"RDMA on real hardware\")."
+    );
+}
+
+/// A row of the side-by-side table: its label, and how to read a report's cell.
+type Row = (&'static str, fn(&Value) -> String);
+
+/// A plain side-by-side table of reports (until `playsim compare` lands).
+fn side_by_side(columns: &[(&str, &Value)]) -> String {
+    let rows: [Row; 11] = [
+        ("transport", |r| {
+            let s = &r["streams"][0]["storage"];
+            match s["mount"]["transport"].as_str() {
+                Some(label) => format!("kernel {label}"),
+                None => format!("playsim {} client", s["transport"].as_str().unwrap_or("?")),
+            }
+        }),
+        ("rsize", |r| {
+            let s = &r["streams"][0]["storage"];
+            s["mount"]["options"]["rsize"]
+                .as_str()
+                .or(s["options"]["rsize"].as_str())
+                .unwrap_or("?")
+                .to_owned()
+        }),
+        ("frames presented", |r| format!("{} of {}", r["totals"]["presented"], r["totals"]["frames_due"])),
+        ("dropped", |r| {
+            let d = &r["totals"]["dropped"];
+            let n = |k: &str| d[k].as_u64().unwrap_or(0);
+            let total = n("storage") + n("decode") + n("output") + n("unreadable");
+            format!("{total} (s{} d{} o{} u{})", n("storage"), n("decode"), n("output"), n("unreadable"))
+        }),
+        ("fps", |r| number(&r["totals"]["fps"], 2)),
+        ("MB/s", |r| number(&r["totals"]["mb_per_s"], 1)),
+        ("read p50 ms", |r| number(&r["streams"][0]["latency"]["read"]["p50_ms"], 1)),
+        ("read p99 ms", |r| number(&r["streams"][0]["latency"]["read"]["p99_ms"], 1)),
+        ("user s/GB", |r| number(&r["cpu"]["user_s_per_gb"], 2)),
+        ("sys s/GB", |r| number(&r["cpu"]["sys_s_per_gb"], 2)),
+        ("softirq s/GB", |r| number(&r["cpu"]["softirq_s_per_gb"], 2)),
+    ];
+    let mut text = format!("  {:<18}", "");
+    for (name, _) in columns {
+        text.push_str(&format!("{name:>28}"));
+    }
+    for (label, cell) in rows {
+        text.push_str(&format!("\n  {label:<18}"));
+        for (_, report) in columns {
+            text.push_str(&format!("{:>28}", cell(report)));
+        }
+    }
+    text
+}
+
+fn number(value: &Value, decimals: usize) -> String {
+    value.as_f64().map_or_else(|| "?".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+/// True when /dev/kvm can boot a stock kernel: real hardware virtualisation, not kvm_pvm
+/// (software nested virtualisation, which cannot).
+fn kvm_usable() -> bool {
+    let writable = fs::OpenOptions::new().read(true).write(true).open("/dev/kvm").is_ok();
+    let pvm = Path::new("/sys/module/kvm_pvm").exists();
+    let cpu_flags = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let hardware = cpu_flags.split_whitespace().any(|f| f == "vmx" || f == "svm");
+    writable && !pvm && hardware
+}
+
+fn count_files(dir: &Path) -> usize {
+    fs::read_dir(dir).map_or(0, |entries| entries.filter_map(|e| e.ok()).count())
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn free_bytes(path: &Path) -> Result<u64> {
+    let df = process::read(Command::new("df").args(["--output=avail", "-B1"]).arg(path))?;
+    df.lines().nth(1).and_then(|l| l.trim().parse().ok()).context("cannot read df's output")
+}
+
+fn copy_boot_file(rootfs: &Path, prefix: &str, to: &Path) -> Result<()> {
+    let boot = rootfs.join("boot");
+    let found = fs::read_dir(&boot)?
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .with_context(|| format!("no {prefix}* in {}", boot.display()))?;
+    fs::copy(found.path(), to)?;
+    Ok(())
+}
+
+fn set_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+/// Runs `cmd` to the end, killing it after `limit`.
+fn run_with_timeout(cmd: &mut Command, limit: Duration, what: &str) -> Result<()> {
+    let output = output_with_timeout(cmd, limit, what)?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect();
+        bail!("{what} failed ({}):\n{}", output.status, tail.join("\n"));
+    }
+    Ok(())
+}
+
+fn read_with_timeout(cmd: &mut Command, limit: Duration) -> Result<String> {
+    let output = output_with_timeout(cmd, limit, "playsim")?;
+    ensure!(
+        output.status.success(),
+        "{} failed: {}",
+        process::display(cmd),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+fn output_with_timeout(cmd: &mut Command, limit: Duration, what: &str) -> Result<std::process::Output> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {what}"))?;
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        if let Some(mut s) = stdout {
+            let _ = std::io::Read::read_to_end(&mut s, &mut out);
+        }
+        if let Some(mut s) = stderr {
+            let _ = std::io::Read::read_to_end(&mut s, &mut err);
+        }
+        let _ = tx.send((out, err));
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("{what} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (stdout, stderr) = rx.recv().unwrap_or_default();
+    let _ = reader.join();
+    Ok(std::process::Output { status, stdout, stderr })
+}
+
+/// 64-bit FNV-1a, for the image cache key (stable across Rust versions, unlike `DefaultHasher`).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_key_hash_is_stable() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn the_side_by_side_table_reads_reports() {
+        let report: Value = serde_json::from_str(
+            r#"{"streams":[{"storage":{"transport":"local","mount":{"transport":"nfs over rdma","options":{"rsize":"524288","proto":"rdma"}}},
+                 "latency":{"read":{"p50_ms":12.5,"p99_ms":40.0}}}],
+                "totals":{"presented":12,"frames_due":12,"dropped":{"storage":0},"fps":3.5,"mb_per_s":40.25},
+                "cpu":{"user_s_per_gb":1.5,"sys_s_per_gb":2.25,"softirq_s_per_gb":0.5}}"#,
+        )
+        .expect("test json");
+        let table = side_by_side(&[("rdma", &report)]);
+        assert!(table.contains("kernel nfs over rdma"), "{table}");
+        assert!(table.contains("524288") && table.contains("12 of 12") && table.contains("40.2"), "{table}");
+    }
+}
