@@ -35,6 +35,16 @@ enum Command {
     Decode(DecodeArgs),
     /// Write a synthetic sequence (gradient, noise, moving pattern, frame index in the pixels).
     Generate(GenerateArgs),
+    /// Show runs side by side from their JSON reports: fps, drops by cause, MB/s, latency,
+    /// CPU per GB; each later run marked against the first.
+    Compare(CompareArgs),
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Two or more reports written by `play --json`, the first being the baseline.
+    #[arg(required = true, value_name = "REPORT")]
+    reports: Vec<PathBuf>,
 }
 
 #[derive(Args)]
@@ -310,6 +320,7 @@ fn main() -> ExitCode {
         Command::Play(args) => play(args),
         Command::Decode(args) => decode(args),
         Command::Generate(args) => generate(args),
+        Command::Compare(args) => compare(args),
     };
     match result {
         Ok(code) => code,
@@ -376,6 +387,30 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         }
         RunStatus::Complete => ExitCode::SUCCESS,
     })
+}
+
+fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    if args.reports.len() < 2 {
+        anyhow::bail!("compare needs two reports or more, for example `playsim compare tcp.json rdma.json`");
+    }
+    let mut reports = Vec::with_capacity(args.reports.len());
+    for path in &args.reports {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let report = json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a playsim report (write one with `playsim play SOURCE --json run.json`)",
+                path.display()
+            )
+        })?;
+        let name =
+            path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        reports.push((name, report));
+    }
+    let runs: Vec<playsim::report::compare::Run<'_>> =
+        reports.iter().map(|(name, report)| playsim::report::compare::Run { name, report }).collect();
+    print!("{}", playsim::report::compare::compare(&runs));
+    Ok(ExitCode::SUCCESS)
 }
 
 fn finish_report(report: &Report, path: Option<&std::path::Path>) -> anyhow::Result<()> {

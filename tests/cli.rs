@@ -350,3 +350,37 @@ fn generate_names_files_and_writes_decodable_rgba() -> Result<()> {
     ensure!(file_names(&plain)? == ["frame.0000000.dpx", "frame.0000001.dpx"], "{:?}", file_names(&plain)?);
     Ok(())
 }
+
+/// `compare` shows two runs side by side, the second marked against the first, and refuses
+/// a single report or a file that is not one, naming it.
+#[test]
+fn compare_marks_the_second_run_against_the_first() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let seq = tmp.path().join("seq");
+    generate(&seq, SMALL_PRESET, 6, &[])?;
+    let (a, b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+    for (json, fps) in [(&a, "50"), (&b, "25")] {
+        run(playsim().arg("play").arg(&seq).args(["--fps", fps, "--quiet", "--json"]).arg(json))?
+            .ensure_code(0)?;
+    }
+    let done = run(playsim().arg("compare").arg(&a).arg(&b))?;
+    done.ensure_code(0)?;
+    let line =
+        |label: &str| done.stdout.lines().find(|l| l.starts_with(label)).unwrap_or_default().to_owned();
+    ensure!(line("").contains("a.json") && line("").contains("b.json"), "{done}");
+    ensure!(line("pacing").contains("50") && line("pacing").contains("25"), "{done}");
+    ensure!(line("fps").contains("worse") && line("fps").contains("0.50x"), "{done}");
+    ensure!(line("dropped").contains("same"), "{done}");
+    for label in ["MB/s", "read p99 ms", "cpu user s/GB", "cpu sys s/GB"] {
+        ensure!(!line(label).is_empty(), "no {label} row:\n{done}");
+    }
+    let one = run(playsim().arg("compare").arg(&a))?;
+    one.ensure_code(1)?;
+    ensure!(one.stderr.contains("for example `playsim compare tcp.json rdma.json`"), "{one}");
+    let not_a_report = tmp.path().join("notes.txt");
+    std::fs::write(&not_a_report, "not json")?;
+    let bad = run(playsim().arg("compare").arg(&a).arg(&not_a_report))?;
+    bad.ensure_code(1)?;
+    ensure!(bad.stderr.contains("notes.txt is not a playsim report"), "{bad}");
+    Ok(())
+}

@@ -72,8 +72,10 @@ pub struct VmArgs {
 
 /// What a guest run produced.
 struct Outcome {
-    /// `(sequence, transport)` → the run's report.
-    reports: BTreeMap<(String, String), Value>,
+    /// Where the reports are.
+    out: PathBuf,
+    /// The playsim that ran, whose `compare` prints them.
+    playsim: PathBuf,
     /// Lines of the guest's results file.
     results: Vec<String>,
     elapsed: Duration,
@@ -82,8 +84,7 @@ struct Outcome {
 /// Runs the whole tier and prints the side-by-side comparison.
 pub fn run(args: &VmArgs) -> Result<()> {
     let outcome = run_tier(args)?;
-    print_outcome(&outcome);
-    Ok(())
+    print_outcome(&outcome)
 }
 
 /// The tier inside `cargo xtask test`: runs when this machine can boot the guest, and says
@@ -94,7 +95,7 @@ pub fn test_tier() -> Result<()> {
         return Ok(());
     }
     let outcome = run_tier(&VmArgs::default())?;
-    print_outcome(&outcome);
+    print_outcome(&outcome)?;
     println!(
         "vm tier: RAN in {:.0} s: kernel NFS over TCP and over RDMA (soft-RoCE), frames bit-exact",
         outcome.elapsed.as_secs_f64()
@@ -166,7 +167,7 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
         }
     }
     check_labels(&reports)?;
-    Ok(Outcome { reports, results, elapsed: start.elapsed() })
+    Ok(Outcome { out, playsim, results, elapsed: start.elapsed() })
 }
 
 /// Each kernel-mount report names its transport, from the mount's options.
@@ -496,75 +497,26 @@ fn host_checks(playsim: &Path, payload: &Path, out: &Path, nfs_port: u16, mount_
     Ok(())
 }
 
-/// Prints each sequence's runs side by side: kernel NFS over TCP, over RDMA, and playsim's
-/// userspace client over TCP from the host.
-fn print_outcome(outcome: &Outcome) {
+/// Prints each sequence's runs side by side with `playsim compare`: kernel NFS over TCP (the
+/// baseline), over RDMA, and playsim's userspace client over TCP from the host.
+fn print_outcome(outcome: &Outcome) -> Result<()> {
     println!("\nvm results:\n  {}", outcome.results.join("\n  "));
     for seq in ["dpx", "exr"] {
-        let columns: Vec<(&str, &Value)> = ["tcp", "rdma", "userspace-tcp"]
+        let reports: Vec<PathBuf> = ["tcp", "rdma", "userspace-tcp"]
             .iter()
-            .filter_map(|t| outcome.reports.get(&(seq.to_owned(), (*t).to_owned())).map(|r| (*t, r)))
+            .map(|t| outcome.out.join(format!("{seq}-{t}.json")))
             .collect();
         println!("\n{seq}: {PRESET}, {N_FRAMES} frames, --fps max, cold");
-        println!("{}", side_by_side(&columns));
+        // Not `process::read`, which trims: the table's first line starts with spaces.
+        let table = Command::new(&outcome.playsim).arg("compare").args(&reports).output()?;
+        ensure!(table.status.success(), "playsim compare failed: {}", String::from_utf8_lossy(&table.stderr));
+        print!("{}", String::from_utf8_lossy(&table.stdout));
     }
     println!(
         "soft-RoCE is RDMA done in software by the guest's emulated CPU: these figures show that the\n\
          path works and is labelled, not that RDMA is faster (see README, \"RDMA on real hardware\")."
     );
-}
-
-/// A row of the side-by-side table: its label, and how to read a report's cell.
-type Row = (&'static str, fn(&Value) -> String);
-
-/// A plain side-by-side table of reports (until `playsim compare` lands).
-fn side_by_side(columns: &[(&str, &Value)]) -> String {
-    let rows: [Row; 11] = [
-        ("transport", |r| {
-            let s = &r["streams"][0]["storage"];
-            match s["mount"]["transport"].as_str() {
-                Some(label) => format!("kernel {label}"),
-                None => format!("playsim {} client", s["transport"].as_str().unwrap_or("?")),
-            }
-        }),
-        ("rsize", |r| {
-            let s = &r["streams"][0]["storage"];
-            s["mount"]["options"]["rsize"]
-                .as_str()
-                .or(s["options"]["rsize"].as_str())
-                .unwrap_or("?")
-                .to_owned()
-        }),
-        ("frames presented", |r| format!("{} of {}", r["totals"]["presented"], r["totals"]["frames_due"])),
-        ("dropped", |r| {
-            let d = &r["totals"]["dropped"];
-            let n = |k: &str| d[k].as_u64().unwrap_or(0);
-            let total = n("storage") + n("decode") + n("output") + n("unreadable");
-            format!("{total} (s{} d{} o{} u{})", n("storage"), n("decode"), n("output"), n("unreadable"))
-        }),
-        ("fps", |r| number(&r["totals"]["fps"], 2)),
-        ("MB/s", |r| number(&r["totals"]["mb_per_s"], 1)),
-        ("read p50 ms", |r| number(&r["streams"][0]["latency"]["read"]["p50_ms"], 1)),
-        ("read p99 ms", |r| number(&r["streams"][0]["latency"]["read"]["p99_ms"], 1)),
-        ("user s/GB", |r| number(&r["cpu"]["user_s_per_gb"], 2)),
-        ("sys s/GB", |r| number(&r["cpu"]["sys_s_per_gb"], 2)),
-        ("softirq s/GB", |r| number(&r["cpu"]["softirq_s_per_gb"], 2)),
-    ];
-    let mut text = format!("  {:<18}", "");
-    for (name, _) in columns {
-        text.push_str(&format!("{name:>28}"));
-    }
-    for (label, cell) in rows {
-        text.push_str(&format!("\n  {label:<18}"));
-        for (_, report) in columns {
-            text.push_str(&format!("{:>28}", cell(report)));
-        }
-    }
-    text
-}
-
-fn number(value: &Value, decimals: usize) -> String {
-    value.as_f64().map_or_else(|| "?".to_owned(), |v| format!("{v:.decimals$}"))
+    Ok(())
 }
 
 /// True when /dev/kvm can boot a stock kernel: real hardware virtualisation, not kvm_pvm
@@ -679,19 +631,5 @@ mod tests {
     fn the_cache_key_hash_is_stable() {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
-    }
-
-    #[test]
-    fn the_side_by_side_table_reads_reports() {
-        let report: Value = serde_json::from_str(
-            r#"{"streams":[{"storage":{"transport":"local","mount":{"transport":"nfs over rdma","options":{"rsize":"524288","proto":"rdma"}}},
-                 "latency":{"read":{"p50_ms":12.5,"p99_ms":40.0}}}],
-                "totals":{"presented":12,"frames_due":12,"dropped":{"storage":0},"fps":3.5,"mb_per_s":40.25},
-                "cpu":{"user_s_per_gb":1.5,"sys_s_per_gb":2.25,"softirq_s_per_gb":0.5}}"#,
-        )
-        .expect("test json");
-        let table = side_by_side(&[("rdma", &report)]);
-        assert!(table.contains("kernel nfs over rdma"), "{table}");
-        assert!(table.contains("524288") && table.contains("12 of 12") && table.contains("40.2"), "{table}");
     }
 }

@@ -47,6 +47,7 @@ mod percentiles;
 #[cfg(test)]
 mod testutil;
 
+pub mod compare;
 pub mod json;
 pub mod render;
 pub mod schema;

@@ -1,0 +1,239 @@
+//! Runs side by side: `playsim compare A.json B.json ...`.
+//!
+//! The first run is the baseline. Every later run's figures carry their difference from it
+//! and their ratio to it, and, where one direction is better (more fps, fewer drops, less
+//! CPU per GB), whether the change is better or worse.
+
+use crate::model::{Report, StreamReport};
+
+/// One run to compare: the name it is shown under (its file, say) and its report.
+#[derive(Clone, Copy, Debug)]
+pub struct Run<'a> {
+    /// The column's heading.
+    pub name: &'a str,
+    /// The run's report.
+    pub report: &'a Report,
+}
+
+/// Which way a figure is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Better {
+    Higher,
+    Lower,
+}
+
+/// A figure of a run, and how to show it.
+struct Figure {
+    label: &'static str,
+    decimals: usize,
+    better: Better,
+    value: fn(&Report) -> f64,
+}
+
+/// Figures, in the order they are listed.
+const FIGURES: &[Figure] = &[
+    Figure { label: "fps", decimals: 2, better: Better::Higher, value: |r| r.totals.fps },
+    Figure {
+        label: "frames presented",
+        decimals: 0,
+        better: Better::Higher,
+        value: |r| r.totals.presented as f64,
+    },
+    Figure {
+        label: "dropped",
+        decimals: 0,
+        better: Better::Lower,
+        value: |r| r.totals.dropped.total() as f64,
+    },
+    Figure {
+        label: "  storage",
+        decimals: 0,
+        better: Better::Lower,
+        value: |r| r.totals.dropped.storage as f64,
+    },
+    Figure {
+        label: "  decode",
+        decimals: 0,
+        better: Better::Lower,
+        value: |r| r.totals.dropped.decode as f64,
+    },
+    Figure {
+        label: "  output",
+        decimals: 0,
+        better: Better::Lower,
+        value: |r| r.totals.dropped.output as f64,
+    },
+    Figure {
+        label: "  unreadable",
+        decimals: 0,
+        better: Better::Lower,
+        value: |r| r.totals.dropped.unreadable as f64,
+    },
+    Figure { label: "MB/s", decimals: 1, better: Better::Higher, value: |r| r.totals.mb_per_s },
+    Figure {
+        label: "read p99 ms",
+        decimals: 2,
+        better: Better::Lower,
+        value: |r| worst(r, |s| s.latency.read.p99_ms),
+    },
+    Figure {
+        label: "decode p99 ms",
+        decimals: 2,
+        better: Better::Lower,
+        value: |r| worst(r, |s| s.latency.decode.p99_ms),
+    },
+    Figure {
+        label: "output p99 ms",
+        decimals: 2,
+        better: Better::Lower,
+        value: |r| worst(r, |s| s.latency.output.p99_ms),
+    },
+    Figure { label: "cpu user s/GB", decimals: 2, better: Better::Lower, value: |r| r.cpu.user_s_per_gb },
+    Figure { label: "cpu sys s/GB", decimals: 2, better: Better::Lower, value: |r| r.cpu.sys_s_per_gb },
+    Figure {
+        label: "cpu softirq s/GB",
+        decimals: 2,
+        better: Better::Lower,
+        value: |r| r.cpu.softirq_s_per_gb,
+    },
+    Figure { label: "cpu total s/GB", decimals: 2, better: Better::Lower, value: |r| r.cpu.total_s_per_gb },
+];
+
+/// Width of the label column.
+const LABEL: usize = 18;
+
+/// The runs side by side, as plain text: first what each run was (source, transport, rate),
+/// then its figures, each later run's marked against the first.
+///
+/// ```
+/// use playsim_report::compare::{compare, Run};
+/// let mut a = playsim_report::Report::default();
+/// a.totals.fps = 24.0;
+/// let mut b = a.clone();
+/// b.totals.fps = 12.0;
+/// let text = compare(&[Run { name: "tcp", report: &a }, Run { name: "rdma", report: &b }]);
+/// assert!(text.contains("12.00 -12.00 0.50x worse"), "{text}");
+/// ```
+pub fn compare(runs: &[Run<'_>]) -> String {
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let text_row = |label: &str, cell: fn(&Report) -> String| {
+        (label.to_owned(), runs.iter().map(|run| cell(run.report)).collect::<Vec<_>>())
+    };
+    rows.push(text_row("status", |r| format!("{:?}", r.status).to_lowercase()));
+    rows.push(text_row("source", |r| distinct(r.streams.iter().map(|s| s.source.location.clone()))));
+    rows.push(text_row("transport", transport));
+    rows.push(text_row("read size", read_size));
+    rows.push(text_row("pacing", |r| distinct(r.streams.iter().map(|s| s.fps.clone()))));
+    rows.push(text_row("streams", |r| r.streams.len().to_string()));
+    for figure in FIGURES {
+        let base = (figure.value)(runs[0].report);
+        let cells = runs
+            .iter()
+            .enumerate()
+            .map(|(i, run)| {
+                let value = (figure.value)(run.report);
+                let shown = format!("{value:.prec$}", prec = figure.decimals);
+                if i == 0 {
+                    shown
+                } else {
+                    format!("{shown} {}", mark(figure, base, value))
+                }
+            })
+            .collect();
+        rows.push((figure.label.to_owned(), cells));
+    }
+    let widths: Vec<usize> = (0..runs.len())
+        .map(|i| rows.iter().map(|(_, cells)| cells[i].len()).chain([runs[i].name.len()]).max().unwrap_or(0))
+        .collect();
+    let mut lines = Vec::with_capacity(rows.len() + 2);
+    let mut heading = format!("{:<LABEL$}", "");
+    for (run, width) in runs.iter().zip(&widths) {
+        heading.push_str(&format!("  {:<width$}", run.name));
+    }
+    lines.push(heading);
+    for (label, cells) in rows {
+        let mut line = format!("{label:<LABEL$}");
+        for (cell, width) in cells.iter().zip(&widths) {
+            line.push_str(&format!("  {cell:<width$}"));
+        }
+        lines.push(line);
+    }
+    let mut out: String = lines.iter().map(|l| l.trim_end()).collect::<Vec<_>>().join("\n");
+    out.push_str(&format!(
+        "\n(later runs: value, difference from {}, ratio, and better or worse where one way is better)\n",
+        runs[0].name
+    ));
+    out
+}
+
+/// `+1.50 1.25x better`: the difference from the baseline, the ratio, and the verdict.
+fn mark(figure: &Figure, base: f64, value: f64) -> String {
+    let diff = value - base;
+    let ratio = if base != 0.0 { format!("{:.2}x", value / base) } else { "-".to_owned() };
+    let verdict = if diff.abs() < 10f64.powi(-(figure.decimals as i32)) / 2.0 {
+        "same"
+    } else if (diff > 0.0) == (figure.better == Better::Higher) {
+        "better"
+    } else {
+        "worse"
+    };
+    format!("{diff:+.prec$} {ratio} {verdict}", prec = figure.decimals)
+}
+
+/// The worst (largest) of a figure over a run's streams.
+fn worst(report: &Report, figure: fn(&StreamReport) -> f64) -> f64 {
+    report.streams.iter().map(figure).fold(0.0, f64::max)
+}
+
+/// The transport: a kernel mount's label (`kernel nfs over rdma`), or the transport's name.
+fn transport(report: &Report) -> String {
+    distinct(report.streams.iter().map(|s| match &s.storage.mount {
+        Some(mount) if !mount.transport.starts_with("local") => format!("kernel {}", mount.transport),
+        _ => s.storage.transport.clone(),
+    }))
+}
+
+/// The read size: a kernel mount's rsize, else the transport's request size.
+fn read_size(report: &Report) -> String {
+    distinct(report.streams.iter().map(|s| {
+        let rsize = s.storage.mount.as_ref().and_then(|m| m.options.get("rsize"));
+        rsize.cloned().unwrap_or_else(|| s.storage.block_size.to_string())
+    }))
+}
+
+/// The distinct values, in order, joined; `-` when there are none.
+fn distinct(values: impl Iterator<Item = String>) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for v in values {
+        if !seen.contains(&v) {
+            seen.push(v);
+        }
+    }
+    if seen.is_empty() {
+        "-".to_owned()
+    } else {
+        seen.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::sample_report;
+
+    #[test]
+    fn later_runs_are_marked_against_the_first() {
+        let a = sample_report();
+        let mut b = sample_report();
+        b.totals.fps = a.totals.fps * 2.0;
+        b.totals.dropped.storage = a.totals.dropped.storage + 3;
+        b.cpu.sys_s_per_gb = a.cpu.sys_s_per_gb / 2.0;
+        let text = compare(&[Run { name: "a.json", report: &a }, Run { name: "b.json", report: &b }]);
+        let line = |label: &str| text.lines().find(|l| l.starts_with(label)).unwrap_or_default().to_owned();
+        assert!(line("fps").contains("2.00x better"), "{text}");
+        assert!(line("  storage").contains("+3") && line("  storage").ends_with("worse"), "{text}");
+        assert!(line("cpu sys s/GB").contains("0.50x better"), "{text}");
+        assert!(line("MB/s").contains("+0.0 1.00x same"), "{text}");
+        assert!(text.lines().next().unwrap_or_default().contains("a.json"), "{text}");
+    }
+}
