@@ -102,6 +102,12 @@ struct PlayArgs {
     /// Write the report as JSON (atomically; also when the run fails or is interrupted).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write the per-frame timeline as CSV: one row per frame per stream (times in ms).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Append one row of counters per second while the run goes (elbencho's live CSV).
+    #[arg(long)]
+    live_csv: Option<PathBuf>,
     /// Exit with status 3 when more frames than this are dropped.
     #[arg(long, value_parser = parse_whole, allow_hyphen_values = true)]
     max_drops: Option<u64>,
@@ -363,17 +369,26 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     let mut report = match runtime.block_on(playsim::prepare(&request)) {
-        Ok(sim) => runtime.block_on(run_with_progress(sim, !args.quiet && std::io::stderr().is_terminal())),
+        Ok(sim) => {
+            let live_csv = match &args.live_csv {
+                Some(path) => Some(
+                    std::fs::File::create(path)
+                        .with_context(|| format!("cannot create the live csv {}", path.display()))?,
+                ),
+                None => None,
+            };
+            runtime.block_on(run_with_progress(sim, !args.quiet && std::io::stderr().is_terminal(), live_csv))
+        }
         Err(e) => {
             let mut report = playsim::failed_report(&request, &e.to_string());
             report.settings.max_drops = args.max_drops;
-            finish_report(&report, args.json.as_deref())?;
+            finish_report(&report, args.json.as_deref(), args.csv.as_deref())?;
             return Err(anyhow::anyhow!(e));
         }
     };
     report.settings.max_drops = args.max_drops;
     print!("{}", render::summary(&report));
-    finish_report(&report, args.json.as_deref())?;
+    finish_report(&report, args.json.as_deref(), args.csv.as_deref())?;
     Ok(match report.status {
         RunStatus::Failed => ExitCode::FAILURE,
         RunStatus::Partial => ExitCode::from(EXIT_INTERRUPTED),
@@ -413,7 +428,15 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn finish_report(report: &Report, path: Option<&std::path::Path>) -> anyhow::Result<()> {
+fn finish_report(
+    report: &Report,
+    path: Option<&std::path::Path>,
+    csv: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    if let Some(csv) = csv {
+        playsim::report::csv::write_timeline_atomic(report, csv)?;
+        eprintln!("playsim: timeline written to {}", csv.display());
+    }
     if let Some(path) = path {
         json::write_atomic(report, path)
             .with_context(|| format!("writing the report to {}", path.display()))?;
@@ -422,7 +445,11 @@ fn finish_report(report: &Report, path: Option<&std::path::Path>) -> anyhow::Res
     Ok(())
 }
 
-async fn run_with_progress(sim: playsim::Simulation, show_progress: bool) -> Report {
+async fn run_with_progress(
+    sim: playsim::Simulation,
+    show_progress: bool,
+    live_csv: Option<std::fs::File>,
+) -> Report {
     let cancel = sim.canceller();
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -431,13 +458,55 @@ async fn run_with_progress(sim: playsim::Simulation, show_progress: bool) -> Rep
         }
     });
     let progress = show_progress.then(|| spawn_progress(sim.live()));
+    let live_rows = live_csv.map(|file| spawn_live_csv(sim.live(), file));
     let report = sim.run().await;
     ctrl_c.abort();
+    if let Some(task) = live_rows {
+        task.abort();
+    }
     if let Some((bar, task)) = progress {
         task.abort();
         bar.finish_and_clear();
     }
     report
+}
+
+/// One CSV row of counters a second: the second, the frames presented and the MB read in it,
+/// and the running totals. Rows are flushed as they are written, so a run that is killed
+/// still leaves them. Seconds are counted by the tick, not read from a clock.
+fn spawn_live_csv(live: Arc<LiveCounters>, file: std::fs::File) -> tokio::task::JoinHandle<()> {
+    use std::io::Write;
+    tokio::spawn(async move {
+        let mut out = std::io::LineWriter::new(file);
+        let header = "second,fps,mb_per_s,presented,bytes_read,dropped_storage,dropped_decode,dropped_output,dropped_unreadable";
+        if writeln!(out, "{header}").is_err() {
+            return;
+        }
+        let mut last = live.snapshot();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.tick().await;
+        for second in 1u64.. {
+            tick.tick().await;
+            let now = live.snapshot();
+            let d = now.dropped;
+            let row = writeln!(
+                out,
+                "{second},{},{:.3},{},{},{},{},{},{}",
+                now.presented - last.presented,
+                (now.bytes_read - last.bytes_read) as f64 / 1e6,
+                now.presented,
+                now.bytes_read,
+                d.storage,
+                d.decode,
+                d.output,
+                d.unreadable
+            );
+            if row.is_err() {
+                return;
+            }
+            last = now;
+        }
+    })
 }
 
 /// A live line once a second with fps, MB/s and the drop counters.

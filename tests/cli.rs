@@ -384,3 +384,48 @@ fn compare_marks_the_second_run_against_the_first() -> Result<()> {
     ensure!(bad.stderr.contains("notes.txt is not a playsim report"), "{bad}");
     Ok(())
 }
+
+/// `--csv` writes a row per frame that fell due, matching the report; `--live-csv` a row of
+/// counters per second while the run goes.
+#[test]
+fn csv_timeline_and_live_counters() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let seq = tmp.path().join("seq");
+    generate(&seq, SMALL_PRESET, 8, &[])?;
+    let (json, csv, live) =
+        (tmp.path().join("r.json"), tmp.path().join("t.csv"), tmp.path().join("live.csv"));
+    let done = run(playsim()
+        .arg("play")
+        .arg(&seq)
+        .args(["--fps", "24", "--loop", "--duration", "2.5s", "--quiet", "--json"])
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--live-csv")
+        .arg(&live))?;
+    done.ensure_code(0)?;
+    let report = read_report(&json)?;
+    let text = std::fs::read_to_string(&csv)?;
+    let mut rows = text.lines();
+    ensure!(rows.next() == Some(playsim::report::csv::HEADER), "header:\n{text}");
+    let rows: Vec<Vec<&str>> = rows.map(|r| r.split(',').collect()).collect();
+    ensure!(
+        rows.len() as u64 == report.totals.frames_due,
+        "{} rows for {} frames due",
+        rows.len(),
+        report.totals.frames_due
+    );
+    let presented = rows.iter().filter(|r| !r[8].is_empty()).count() as u64;
+    ensure!(
+        presented == report.totals.presented,
+        "{presented} presented rows, report says {}",
+        report.totals.presented
+    );
+    ensure!(rows.iter().all(|r| r[0] == "stream 0" && r[11].starts_with("local")), "{text}");
+    let live_text = std::fs::read_to_string(&live)?;
+    let live_rows: Vec<&str> = live_text.lines().collect();
+    ensure!(live_rows.first().is_some_and(|h| h.starts_with("second,fps,mb_per_s,presented")), "{live_text}");
+    ensure!(live_rows.len() >= 3, "expected a row a second for 2.5 s:\n{live_text}");
+    ensure!(live_rows[1].starts_with("1,"), "{live_text}");
+    Ok(())
+}

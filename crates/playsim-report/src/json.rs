@@ -28,24 +28,29 @@ pub fn to_string_pretty(report: &Report) -> String {
 /// report. The temporary file is removed if anything fails.
 pub fn write_atomic(report: &Report, path: &Path) -> io::Result<()> {
     let context = |e: io::Error| io::Error::new(e.kind(), format!("writing report {}: {e}", path.display()));
+    let mut text = serde_json::to_vec_pretty(&finite(report)).map_err(io::Error::from).map_err(context)?;
+    text.push(b'\n');
+    write_bytes_atomic(&text, path).map_err(context)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
+/// that a reader never sees a half-written file.
+pub(crate) fn write_bytes_atomic(text: &[u8], path: &Path) -> io::Result<()> {
     let file_name = path.file_name().ok_or_else(|| {
-        io::Error::new(io::ErrorKind::InvalidInput, format!("report path {} names no file", path.display()))
+        io::Error::new(io::ErrorKind::InvalidInput, format!("path {} names no file", path.display()))
     })?;
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let mut text = serde_json::to_vec_pretty(&finite(report)).map_err(io::Error::from).map_err(context)?;
-    text.push(b'\n');
-
-    let (tmp_path, mut file) = create_temp(dir, file_name).map_err(context)?;
-    let written = file.write_all(&text).and_then(|()| file.sync_all());
+    let (tmp_path, mut file) = create_temp(dir, file_name)?;
+    let written = file.write_all(text).and_then(|()| file.sync_all());
     drop(file);
     let renamed = written.and_then(|()| fs::rename(&tmp_path, path));
     if let Err(e) = renamed {
         // Best effort: the error that matters is the one already in hand.
         let _ = fs::remove_file(&tmp_path);
-        return Err(context(e));
+        return Err(e);
     }
     // Make the rename itself durable. Some file systems refuse to sync a
     // directory; the report is complete either way, so that is not an error.

@@ -1,0 +1,111 @@
+//! The per-frame timeline as CSV (`--csv FILE`): one row per frame per stream, for
+//! spreadsheets and scripts.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+
+use crate::model::{DropCauseName, Report, StreamReport};
+
+/// The header row. Times are milliseconds from the start of the run; a stage the frame never
+/// reached is empty.
+pub const HEADER: &str =
+    "stream,frame,frame_idx,due_ms,read_start_ms,read_done_ms,decode_done_ms,output_done_ms,presented_ms,cause,bytes,transport";
+
+/// The timeline of every stream of `report`, header first.
+///
+/// ```
+/// let report = playsim_report::Report::default();
+/// assert_eq!(playsim_report::csv::timeline(&report), format!("{}\n", playsim_report::csv::HEADER));
+/// ```
+pub fn timeline(report: &Report) -> String {
+    let mut out = String::with_capacity(64 + 96 * report.streams.iter().map(|s| s.timeline.len()).sum::<usize>());
+    out.push_str(HEADER);
+    out.push('\n');
+    for stream in &report.streams {
+        let transport = field(&transport(stream));
+        let name = field(&stream.name);
+        for f in &stream.timeline {
+            let cause = match f.cause {
+                None => "",
+                Some(DropCauseName::Storage) => "storage",
+                Some(DropCauseName::Decode) => "decode",
+                Some(DropCauseName::Output) => "output",
+                Some(DropCauseName::Unreadable) => "unreadable",
+            };
+            let _ = writeln!(
+                out,
+                "{name},{},{},{},{},{},{},{},{},{cause},{},{transport}",
+                f.frame_number,
+                f.frame_idx,
+                ms(Some(f.due_ns)),
+                ms(f.read_start_ns),
+                ms(f.read_done_ns),
+                ms(f.decode_done_ns),
+                ms(f.output_done_ns),
+                ms(f.presented_ns),
+                f.bytes
+            );
+        }
+    }
+    out
+}
+
+/// Writes [`timeline`] to `path` atomically (a temporary file and a rename).
+pub fn write_timeline_atomic(report: &Report, path: &Path) -> io::Result<()> {
+    crate::json::write_bytes_atomic(timeline(report).as_bytes(), path)
+        .map_err(|e| io::Error::new(e.kind(), format!("writing csv {}: {e}", path.display())))
+}
+
+/// The stream's transport, with the mount's label when it read through a kernel mount.
+fn transport(stream: &StreamReport) -> String {
+    match &stream.storage.mount {
+        Some(mount) => format!("{} ({})", stream.storage.transport, mount.transport),
+        None => stream.storage.transport.clone(),
+    }
+}
+
+fn ms(ns: Option<u64>) -> String {
+    ns.map_or_else(String::new, |ns| format!("{:.3}", ns as f64 / 1e6))
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::sample_report;
+
+    #[test]
+    fn one_row_per_frame_with_empty_cells_for_stages_not_reached() {
+        let report = sample_report();
+        let text = timeline(&report);
+        let rows: Vec<&str> = text.lines().collect();
+        let n_frames: usize = report.streams.iter().map(|s| s.timeline.len()).sum();
+        assert_eq!(rows.len(), 1 + n_frames);
+        assert!(n_frames > 0, "the sample report has a timeline");
+        let columns = HEADER.split(',').count();
+        for row in &rows {
+            assert_eq!(row.split(',').count(), columns, "{row}");
+        }
+        let dropped = report.streams[0].timeline.iter().position(|f| f.cause.is_some());
+        if let Some(i) = dropped {
+            let row = rows[1 + i];
+            assert!(row.split(',').nth(8) == Some(""), "a dropped frame has no presented time: {row}");
+        }
+    }
+
+    #[test]
+    fn fields_with_commas_are_quoted() {
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("plain"), "plain");
+    }
+}
