@@ -19,7 +19,8 @@ pub const HEADER: &str =
 /// assert_eq!(playsim_report::csv::timeline(&report), format!("{}\n", playsim_report::csv::HEADER));
 /// ```
 pub fn timeline(report: &Report) -> String {
-    let mut out = String::with_capacity(64 + 96 * report.streams.iter().map(|s| s.timeline.len()).sum::<usize>());
+    let mut out =
+        String::with_capacity(64 + 96 * report.streams.iter().map(|s| s.timeline.len()).sum::<usize>());
     out.push_str(HEADER);
     out.push('\n');
     for stream in &report.streams {
