@@ -24,11 +24,13 @@
 
 mod decode;
 mod location;
+mod order;
 mod play;
 pub mod units;
 
 pub use decode::{decode_md5, DecodeSummary};
-pub use play::{failed_report, prepare, PlayRequest};
+pub use order::{FrameRange, PlayOrder};
+pub use play::{failed_report, note_request, prepare, PlayRequest};
 pub use playsim_core::{FramePreset, FrameRate, Pacing, ParseError};
 pub use playsim_engine::{EngineConfig, OutputStage, Simulation};
 pub use playsim_ffmpeg::VideoOptions;

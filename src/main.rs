@@ -69,6 +69,15 @@ struct PlayArgs {
     /// Start again at the first frame after the last.
     #[arg(long = "loop")]
     loop_playback: bool,
+    /// Play order: forward, reverse, or random (a shuffle, repeatable with --seed).
+    #[arg(long, value_enum, default_value_t = OrderArg::Forward)]
+    order: OrderArg,
+    /// The random order's seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Play only these frame numbers, e.g. 100-199.
+    #[arg(long, value_parser = parse_range, allow_hyphen_values = true)]
+    range: Option<playsim::FrameRange>,
     /// Frames that must be ready before playback starts (frametest -b).
     #[arg(long, default_value_t = 5, value_parser = parse_preroll, allow_hyphen_values = true)]
     preroll: u32,
@@ -171,6 +180,16 @@ impl DecoderArgs {
             video: playsim::VideoOptions { codec_threads: self.codec_threads },
         }
     }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OrderArg {
+    /// First to last.
+    Forward,
+    /// Last to first.
+    Reverse,
+    /// A shuffle, the same for the same --seed.
+    Random,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -287,6 +306,10 @@ fn parse_preroll(s: &str) -> Result<u32, String> {
         .map_err(|_| format!("'{s}' is not a whole number (for example 5, or 0 to start at once)"))
 }
 
+fn parse_range(s: &str) -> Result<playsim::FrameRange, String> {
+    s.parse()
+}
+
 fn parse_nconnect(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(n @ 1..=64) => Ok(n),
@@ -365,6 +388,12 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         decode: args.decoder.options(),
         rate_from_source: args.fps.is_none(),
         nfs: args.nfs.options(),
+        order: match args.order {
+            OrderArg::Forward => playsim::PlayOrder::Forward,
+            OrderArg::Reverse => playsim::PlayOrder::Reverse,
+            OrderArg::Random => playsim::PlayOrder::Random { seed: args.seed },
+        },
+        range: args.range,
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
@@ -387,6 +416,7 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         }
     };
     report.settings.max_drops = args.max_drops;
+    playsim::note_request(&request, &mut report);
     print!("{}", render::summary(&report));
     finish_report(&report, args.json.as_deref(), args.csv.as_deref())?;
     Ok(match report.status {

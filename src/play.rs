@@ -11,6 +11,7 @@ use playsim_storage::nfs::NfsOptions;
 use playsim_storage::{LocalOptions, LocalStorage};
 
 use crate::location::{NamedSource, Place, Reader};
+use crate::order::{FrameRange, PlayOrder};
 use crate::Error;
 
 /// What to play and how: sources on local disk or NFS, each by one or more streams on one clock.
@@ -36,6 +37,10 @@ pub struct PlayRequest {
     pub rate_from_source: bool,
     /// Settings of playsim's NFS client, for `nfs://` sources.
     pub nfs: NfsOptions,
+    /// The order frames are played in.
+    pub order: PlayOrder,
+    /// The frame numbers to play, when not all.
+    pub range: Option<FrameRange>,
 }
 
 impl PlayRequest {
@@ -51,6 +56,8 @@ impl PlayRequest {
             decode: DecodeOptions::default(),
             rate_from_source: false,
             nfs: NfsOptions::default(),
+            order: PlayOrder::Forward,
+            range: None,
         }
     }
 }
@@ -78,6 +85,7 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
             .await
             .map_err(Error::Source)?;
         let source = NamedSource::wrap(source, &place, location);
+        let source = crate::order::reorder(source, request.order, request.range)?;
         sources.push((place, source));
     }
     let mut engine = request.engine.clone();
@@ -163,9 +171,20 @@ fn probe_dimensions(source: &dyn Source) -> Option<(u32, u32)> {
     })
 }
 
+/// Writes the request's play order and range into the report's settings (the engine knows
+/// only the frames it was given).
+pub fn note_request(request: &PlayRequest, report: &mut Report) {
+    report.settings.order = request.order.name().to_owned();
+    report.settings.seed = match request.order {
+        PlayOrder::Random { seed } => Some(seed),
+        _ => None,
+    };
+    report.settings.range = request.range.map(|r| r.to_string());
+}
+
 /// The report of a run that could not start, so that `--json` still gets one.
 pub fn failed_report(request: &PlayRequest, error: &str) -> Report {
-    Report {
+    let mut report = Report {
         schema_version: SCHEMA_VERSION,
         status: RunStatus::Failed,
         error: Some(error.to_owned()),
@@ -178,5 +197,7 @@ pub fn failed_report(request: &PlayRequest, error: &str) -> Report {
             ..playsim_engine::report_settings(&request.engine)
         },
         ..Default::default()
-    }
+    };
+    note_request(request, &mut report);
+    report
 }

@@ -429,3 +429,62 @@ fn csv_timeline_and_live_counters() -> Result<()> {
     ensure!(live_rows[1].starts_with("1,"), "{live_text}");
     Ok(())
 }
+
+/// The frame numbers of a `--csv` timeline, in play order.
+fn played_frames(csv: &std::path::Path) -> Result<Vec<u64>> {
+    let text = std::fs::read_to_string(csv)?;
+    text.lines().skip(1).map(|row| Ok(row.split(',').nth(1).context("no frame column")?.parse()?)).collect()
+}
+
+/// `--order reverse|random --seed` and `--range A-B` pick and order the frames played, say so in
+/// the report, and refuse what cannot be played that way.
+#[test]
+fn play_order_and_range() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let seq = tmp.path().join("seq");
+    generate(&seq, SMALL_PRESET, 8, &[])?;
+    let play = |extra: &[&str], name: &str| -> Result<(Vec<u64>, playsim::report::Report)> {
+        let (json, csv) = (tmp.path().join(format!("{name}.json")), tmp.path().join(format!("{name}.csv")));
+        let done = run(playsim()
+            .arg("play")
+            .arg(&seq)
+            .args(["--fps", "max", "--quiet", "--verify", "--json"])
+            .arg(&json)
+            .arg("--csv")
+            .arg(&csv)
+            .args(extra))?;
+        done.ensure_code(0)?;
+        let report = read_report(&json)?;
+        ensure!(report.totals.dropped.total() == 0, "{name}: drops {:?}\n{done}", report.totals.dropped);
+        Ok((played_frames(&csv)?, report))
+    };
+    let (reverse, report) = play(&["--order", "reverse"], "reverse")?;
+    ensure!(reverse == (0..8).rev().collect::<Vec<u64>>(), "reverse played {reverse:?}");
+    ensure!(report.settings.order == "reverse" && report.settings.seed.is_none(), "{:?}", report.settings);
+    let (random, report) = play(&["--order", "random", "--seed", "5"], "random")?;
+    let (again, _) = play(&["--order", "random", "--seed", "5"], "again")?;
+    ensure!(random == again, "the same seed gave {random:?} and {again:?}");
+    ensure!(random != (0..8).collect::<Vec<u64>>(), "random played in order: {random:?}");
+    let mut sorted = random.clone();
+    sorted.sort_unstable();
+    ensure!(sorted == (0..8).collect::<Vec<u64>>(), "random is not a permutation: {random:?}");
+    ensure!(report.settings.seed == Some(5), "{:?}", report.settings);
+    let (range, report) = play(&["--range", "2-5"], "range")?;
+    ensure!(range == vec![2, 3, 4, 5], "range played {range:?}");
+    ensure!(report.settings.range.as_deref() == Some("2-5"), "{:?}", report.settings);
+
+    let outside = run(playsim().arg("play").arg(&seq).args(["--range", "100-200"]))?;
+    outside.ensure_code(1)?;
+    ensure!(
+        outside.stderr.contains("selects no frame") && outside.stderr.contains("for example --range 0-7"),
+        "{outside}"
+    );
+    let backwards = run(playsim().arg("play").arg(&seq).args(["--range", "5-2"]))?;
+    backwards.ensure_code(2)?;
+    ensure!(backwards.stderr.contains("for example --range 100-199"), "{backwards}");
+    let clip = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/video/h264-tiny.mp4");
+    let long_gop = run(playsim().arg("play").arg(&clip).args(["--order", "reverse"]))?;
+    long_gop.ensure_code(1)?;
+    ensure!(long_gop.stderr.contains("long-GOP"), "{long_gop}");
+    Ok(())
+}

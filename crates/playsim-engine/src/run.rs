@@ -268,6 +268,9 @@ pub fn report_settings(cfg: &EngineConfig) -> Settings {
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),
         verify: cfg.verify,
         codec_threads: cfg.codec_threads,
+        // The engine plays the frames it is given in their order; a reordering front end
+        // (the facade's `--order`) writes its own.
+        order: "forward".to_owned(),
         ..Settings::default()
     }
 }

@@ -100,6 +100,15 @@ pub struct Settings {
     pub verify: bool,
     /// Threads used inside one frame's decode (`--codec-threads`).
     pub codec_threads: u32,
+    /// Play order: "forward", "reverse" or "random".
+    #[serde(default)]
+    pub order: String,
+    /// The random order's seed, when the order is random.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The frame numbers played, "A-B", when a range was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<String>,
 }
 
 /// Dropped frames by cause.

@@ -196,6 +196,14 @@ fn settings(r: &Report) -> String {
     if let Some(n) = s.max_drops {
         parts.push(format!("max drops {n}"));
     }
+    match (s.order.as_str(), s.seed) {
+        ("" | "forward", _) => {}
+        (order, Some(seed)) => parts.push(format!("order {order} (seed {seed})")),
+        (order, None) => parts.push(format!("order {order}")),
+    }
+    if let Some(range) = &s.range {
+        parts.push(format!("range {range}"));
+    }
     parts.join(", ")
 }
 

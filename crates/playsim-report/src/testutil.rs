@@ -135,6 +135,9 @@ pub fn sample_report() -> Report {
             max_drops: Some(10),
             verify: false,
             codec_threads: 1,
+            order: "forward".into(),
+            seed: None,
+            range: None,
         },
         totals: Totals {
             frames_due: 240,

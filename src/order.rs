@@ -1,0 +1,189 @@
+//! Play order and range (`--order forward|reverse|random --seed N`, `--range A-B`), as
+//! frametest and players allow: a source whose frames are another's, picked and reordered.
+
+use std::sync::Arc;
+
+use playsim_core::{Decoder, FrameExtent, FrameRate, Source, SourceInfo};
+
+use crate::Error;
+
+/// The order frames are played in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PlayOrder {
+    /// First to last.
+    #[default]
+    Forward,
+    /// Last to first.
+    Reverse,
+    /// A shuffle, repeatable with its seed.
+    Random {
+        /// The shuffle's seed.
+        seed: u64,
+    },
+}
+
+impl PlayOrder {
+    /// The name in reports: "forward", "reverse" or "random".
+    pub fn name(self) -> &'static str {
+        match self {
+            PlayOrder::Forward => "forward",
+            PlayOrder::Reverse => "reverse",
+            PlayOrder::Random { .. } => "random",
+        }
+    }
+}
+
+/// Frame numbers `first..=last`, as `--range A-B` gives them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameRange {
+    /// The first frame number played.
+    pub first: u64,
+    /// The last frame number played.
+    pub last: u64,
+}
+
+impl std::str::FromStr for FrameRange {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<FrameRange, String> {
+        let bad = || format!("'{text}' is not a frame range (for example --range 100-199)");
+        let (a, b) = text.trim().split_once('-').ok_or_else(bad)?;
+        let (first, last) =
+            (a.trim().parse::<u64>().map_err(|_| bad())?, b.trim().parse::<u64>().map_err(|_| bad())?);
+        if first > last {
+            return Err(format!(
+                "range {text} runs backwards: give the first frame first, for example --range 100-199"
+            ));
+        }
+        Ok(FrameRange { first, last })
+    }
+}
+
+impl std::fmt::Display for FrameRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.first, self.last)
+    }
+}
+
+/// `source` with its frames picked by `range` and put in `order`; `source` itself when both
+/// leave it as it is. A long-GOP video cannot be played out of order or from mid-GOP: its
+/// decoder needs the packets in decode order from a key frame, so that is refused.
+pub fn reorder(
+    source: Arc<dyn Source>,
+    order: PlayOrder,
+    range: Option<FrameRange>,
+) -> Result<Arc<dyn Source>, Error> {
+    if order == PlayOrder::Forward && range.is_none() {
+        return Ok(source);
+    }
+    let location = source.info().location;
+    if source.decoder().in_order().is_some() {
+        return Err(Error::Engine(format!(
+            "{location} is long-GOP video, decoded in order from a key frame: --order and --range need an \
+             intra-only format (ProRes, DNxHR, DPX, EXR), for example play it with --order forward and no --range"
+        )));
+    }
+    let mut map: Vec<u64> = (0..source.n_frames())
+        .filter(|&i| range.is_none_or(|r| (r.first..=r.last).contains(&source.frame_number(i))))
+        .collect();
+    if map.is_empty() {
+        let (first, last) =
+            (source.frame_number(0), source.frame_number(source.n_frames().saturating_sub(1)));
+        let range = range.map_or_else(String::new, |r| r.to_string());
+        return Err(Error::Engine(format!(
+            "--range {range} selects no frame of {location} (its frames are {first}-{last}), for example --range {first}-{last}"
+        )));
+    }
+    match order {
+        PlayOrder::Forward => {}
+        PlayOrder::Reverse => map.reverse(),
+        PlayOrder::Random { seed } => shuffle(&mut map, seed),
+    }
+    Ok(Arc::new(Reordered { inner: source, map }))
+}
+
+/// Fisher-Yates with splitmix64: the same seed gives the same order on every machine.
+fn shuffle(items: &mut [u64], seed: u64) {
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    for i in (1..items.len()).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+}
+
+/// Another source's frames, picked and reordered.
+struct Reordered {
+    inner: Arc<dyn Source>,
+    /// Play position → the inner source's index.
+    map: Vec<u64>,
+}
+
+impl Reordered {
+    fn inner_idx(&self, idx: u64) -> u64 {
+        usize::try_from(idx).ok().and_then(|i| self.map.get(i)).copied().unwrap_or(idx)
+    }
+}
+
+impl Source for Reordered {
+    fn info(&self) -> SourceInfo {
+        self.inner.info()
+    }
+
+    fn n_frames(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    fn frame_number(&self, idx: u64) -> u64 {
+        self.inner.frame_number(self.inner_idx(idx))
+    }
+
+    fn extent(&self, idx: u64) -> FrameExtent {
+        self.inner.extent(self.inner_idx(idx))
+    }
+
+    fn decoder(&self) -> Arc<dyn Decoder> {
+        self.inner.decoder()
+    }
+
+    fn frame_rate(&self) -> Option<FrameRate> {
+        self.inner.frame_rate()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_parse_and_refuse_with_an_example() {
+        assert_eq!("100-199".parse::<FrameRange>().unwrap(), FrameRange { first: 100, last: 199 });
+        for bad in ["100", "a-b", "9-3", "-5", ""] {
+            let err = bad.parse::<FrameRange>().unwrap_err();
+            assert!(err.contains("for example --range 100-199"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_shuffle_is_a_permutation_fixed_by_its_seed() {
+        let mut a: Vec<u64> = (0..100).collect();
+        let mut b = a.clone();
+        shuffle(&mut a, 7);
+        shuffle(&mut b, 7);
+        assert_eq!(a, b);
+        let mut c: Vec<u64> = (0..100).collect();
+        shuffle(&mut c, 8);
+        assert_ne!(a, c);
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..100).collect::<Vec<u64>>());
+        assert_ne!(a, (0..100).collect::<Vec<u64>>());
+    }
+}
