@@ -30,7 +30,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Play a sequence in real time, decoding every frame, and count dropped frames by cause.
-    Play(PlayArgs),
+    Play(Box<PlayArgs>),
     /// Decode every frame and print the md5 of its canonical pixels (for bit-exact checks).
     Decode(DecodeArgs),
     /// Write a synthetic sequence (gradient, noise, moving pattern, frame index in the pixels).
@@ -117,6 +117,10 @@ struct PlayArgs {
     /// Append one row of counters per second while the run goes (elbencho's live CSV).
     #[arg(long)]
     live_csv: Option<PathBuf>,
+    /// Draw the run as an SVG: the per-frame timeline (slack to deadline per stage, drops
+    /// marked by cause) and a latency histogram per stage.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// Exit with status 3 when more frames than this are dropped.
     #[arg(long, value_parser = parse_whole, allow_hyphen_values = true)]
     max_drops: Option<u64>,
@@ -346,7 +350,7 @@ fn parse_bit_depth(s: &str) -> Result<u8, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Play(args) => play(args),
+        Command::Play(args) => play(*args),
         Command::Decode(args) => decode(args),
         Command::Generate(args) => generate(args),
         Command::Compare(args) => compare(args),
@@ -411,14 +415,14 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             let mut report = playsim::failed_report(&request, &e.to_string());
             report.settings.max_drops = args.max_drops;
-            finish_report(&report, args.json.as_deref(), args.csv.as_deref())?;
+            finish_report(&report, args.json.as_deref(), args.csv.as_deref(), args.plot.as_deref())?;
             return Err(anyhow::anyhow!(e));
         }
     };
     report.settings.max_drops = args.max_drops;
     playsim::note_request(&request, &mut report);
     print!("{}", render::summary(&report));
-    finish_report(&report, args.json.as_deref(), args.csv.as_deref())?;
+    finish_report(&report, args.json.as_deref(), args.csv.as_deref(), args.plot.as_deref())?;
     Ok(match report.status {
         RunStatus::Failed => ExitCode::FAILURE,
         RunStatus::Partial => ExitCode::from(EXIT_INTERRUPTED),
@@ -462,7 +466,12 @@ fn finish_report(
     report: &Report,
     path: Option<&std::path::Path>,
     csv: Option<&std::path::Path>,
+    plot: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
+    if let Some(plot) = plot {
+        playsim::report::plot::write_svg(report, plot)?;
+        eprintln!("playsim: plot written to {}", plot.display());
+    }
     if let Some(csv) = csv {
         playsim::report::csv::write_timeline_atomic(report, csv)?;
         eprintln!("playsim: timeline written to {}", csv.display());

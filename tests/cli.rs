@@ -386,7 +386,7 @@ fn compare_marks_the_second_run_against_the_first() -> Result<()> {
 }
 
 /// `--csv` writes a row per frame that fell due, matching the report; `--live-csv` a row of
-/// counters per second while the run goes.
+/// counters per second while the run goes; `--plot` an SVG of the timeline.
 #[test]
 fn csv_timeline_and_live_counters() -> Result<()> {
     let tmp = tempfile::tempdir()?;
@@ -394,6 +394,7 @@ fn csv_timeline_and_live_counters() -> Result<()> {
     generate(&seq, SMALL_PRESET, 8, &[])?;
     let (json, csv, live) =
         (tmp.path().join("r.json"), tmp.path().join("t.csv"), tmp.path().join("live.csv"));
+    let plot = tmp.path().join("run.svg");
     let done = run(playsim()
         .arg("play")
         .arg(&seq)
@@ -402,8 +403,12 @@ fn csv_timeline_and_live_counters() -> Result<()> {
         .arg("--csv")
         .arg(&csv)
         .arg("--live-csv")
-        .arg(&live))?;
+        .arg(&live)
+        .arg("--plot")
+        .arg(&plot))?;
     done.ensure_code(0)?;
+    let svg = std::fs::read_to_string(&plot)?;
+    ensure!(svg.contains("<svg") && svg.contains("slack to deadline"), "not a timeline plot");
     let report = read_report(&json)?;
     let text = std::fs::read_to_string(&csv)?;
     let mut rows = text.lines();

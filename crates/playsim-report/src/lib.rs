@@ -50,6 +50,7 @@ mod testutil;
 pub mod compare;
 pub mod csv;
 pub mod json;
+pub mod plot;
 pub mod render;
 pub mod schema;
 
