@@ -22,12 +22,14 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod capacity;
 mod decode;
 mod location;
 mod order;
 mod play;
 pub mod units;
 
+pub use capacity::{capacity, Capacity, CapacityBy, CapacityRequest, Trial};
 pub use decode::{decode_md5, DecodeSummary};
 pub use order::{FrameRange, PlayOrder};
 pub use play::{failed_report, note_request, prepare, PlayRequest};

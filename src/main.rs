@@ -35,9 +35,39 @@ enum Command {
     Decode(DecodeArgs),
     /// Write a synthetic sequence (gradient, noise, moving pattern, frame index in the pixels).
     Generate(GenerateArgs),
+    /// Find the most streams (or the highest frame rate) that play with no drop over a window:
+    /// doubling, then bisection, each candidate tried more than once.
+    Capacity(Box<CapacityArgs>),
     /// Show runs side by side from their JSON reports: fps, drops by cause, MB/s, latency,
     /// CPU per GB; each later run marked against the first.
     Compare(CompareArgs),
+}
+
+#[derive(Args)]
+struct CapacityArgs {
+    /// What to vary: streams of the sources at --fps, or the frame rate of one stream each.
+    #[arg(long, value_enum, default_value_t = ByArg::Streams)]
+    by: ByArg,
+    /// Playback time of each trial (10 s or more for an answer that means something).
+    #[arg(long, default_value = "10s", value_parser = units::parse_duration, allow_hyphen_values = true)]
+    window: Duration,
+    /// Trials per candidate: it passes only when every one has no drop.
+    #[arg(long, default_value_t = 2, value_parser = parse_count, allow_hyphen_values = true)]
+    trials: u32,
+    /// The largest candidate tried.
+    #[arg(long, default_value_t = 64, value_parser = parse_count, allow_hyphen_values = true)]
+    max: u32,
+    /// The run to scale (--frames, --duration and --loop are set by the search).
+    #[command(flatten)]
+    play: PlayArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ByArg {
+    /// More streams of the sources.
+    Streams,
+    /// A higher frame rate.
+    Fps,
 }
 
 #[derive(Args)]
@@ -354,6 +384,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => decode(args),
         Command::Generate(args) => generate(args),
         Command::Compare(args) => compare(args),
+        Command::Capacity(args) => capacity(*args),
     };
     match result {
         Ok(code) => code,
@@ -364,7 +395,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
+/// The library's request for `play`'s flags.
+fn request_of(args: &PlayArgs) -> PlayRequest {
     let engine = EngineConfig {
         pacing: args.fps.unwrap_or(Pacing::Rate(DEFAULT_FPS)),
         preroll: args.preroll,
@@ -382,8 +414,8 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         verify: args.verify,
         codec_threads: args.decoder.codec_threads,
     };
-    let request = PlayRequest {
-        sources: args.sources,
+    PlayRequest {
+        sources: args.sources.clone(),
         streams_per_source: args.streams,
         engine,
         block_size: args.block_size,
@@ -398,7 +430,11 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
             OrderArg::Random => playsim::PlayOrder::Random { seed: args.seed },
         },
         range: args.range,
-    };
+    }
+}
+
+fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
+    let request = request_of(&args);
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     let mut report = match runtime.block_on(playsim::prepare(&request)) {
@@ -436,6 +472,57 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         }
         RunStatus::Complete => ExitCode::SUCCESS,
     })
+}
+
+fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
+    let by = match args.by {
+        ByArg::Streams => playsim::CapacityBy::Streams,
+        ByArg::Fps => playsim::CapacityBy::Fps,
+    };
+    let request = playsim::CapacityRequest {
+        play: request_of(&args.play),
+        by,
+        window: args.window,
+        trials: args.trials,
+        max: args.max,
+    };
+    let what = match by {
+        playsim::CapacityBy::Streams => "streams",
+        playsim::CapacityBy::Fps => "fps",
+    };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
+    let found = runtime.block_on(playsim::capacity(&request))?;
+    for t in &found.trials {
+        let d = &t.dropped;
+        println!(
+            "trial {:>4} {what}: {} (dropped storage {} decode {} output {} unreadable {} of {} due; worst slack {:.1} ms)",
+            t.candidate,
+            if d.total() == 0 { "pass" } else { "FAIL" },
+            d.storage,
+            d.decode,
+            d.output,
+            d.unreadable,
+            t.frames_due,
+            t.worst_slack_ms
+        );
+    }
+    let margin = found.margin_ms.map_or_else(|| "-".to_owned(), |m| format!("{m:.1} ms"));
+    match found.limit {
+        Some(limit) => println!(
+            "capacity: {} {what} with no drop over {:?} ({} trials each); {} failed for {limit}; margin (worst slack at {}) {margin}",
+            found.best,
+            args.window,
+            args.trials,
+            found.best + 1,
+            found.best
+        ),
+        None => println!(
+            "capacity: at least {} {what} (the --max) with no drop over {:?}; margin {margin}",
+            found.best, args.window
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {

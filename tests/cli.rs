@@ -493,3 +493,25 @@ fn play_order_and_range() -> Result<()> {
     ensure!(long_gop.stderr.contains("long-GOP"), "{long_gop}");
     Ok(())
 }
+
+/// `capacity` doubles the streams until a trial drops (or the maximum passes) and prints every
+/// trial and the answer; a small sequence passes up to the maximum.
+#[test]
+fn capacity_searches_streams_up_to_the_maximum() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let seq = tmp.path().join("seq");
+    generate(&seq, SMALL_PRESET, 6, &[])?;
+    let done = run(playsim()
+        .arg("capacity")
+        .arg(&seq)
+        .args(["--fps", "24", "--window", "1s", "--trials", "1", "--max", "4"]))?;
+    done.ensure_code(0)?;
+    let trials: Vec<&str> = done.stdout.lines().filter(|l| l.starts_with("trial")).collect();
+    ensure!(trials.len() == 3, "expected trials of 1, 2 and 4 streams:\n{done}");
+    ensure!(trials[2].contains("4 streams: pass"), "{done}");
+    ensure!(done.stdout.contains("capacity: at least 4 streams (the --max)"), "{done}");
+    let bad = run(playsim().arg("capacity").arg(&seq).args(["--trials", "0"]))?;
+    bad.ensure_code(2)?;
+    ensure!(bad.stderr.contains("for example"), "{bad}");
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! `playsim capacity`: the most streams (or the highest frame rate) that play with no drop
+//! over a window, found by doubling and then bisection, each candidate tried more than once.
+//! This is SPECstorage VDA's STREAMS figure, for real playback with real decode.
+
+use std::time::Duration;
+
+use playsim_core::{FrameRate, Pacing};
+use playsim_report::{Drops, Report};
+
+use crate::{Error, PlayRequest};
+
+/// What the search varies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapacityBy {
+    /// Streams of the source, at the request's frame rate.
+    Streams,
+    /// Whole frames per second, one stream per source.
+    Fps,
+}
+
+/// Settings of a capacity search.
+#[derive(Clone, Debug)]
+pub struct CapacityRequest {
+    /// The run to scale: its sources, rate and settings.
+    pub play: PlayRequest,
+    /// What to vary.
+    pub by: CapacityBy,
+    /// Playback time of each trial (at least 10 s for a result that means something).
+    pub window: Duration,
+    /// Trials per candidate; a candidate passes only when every trial has no drop.
+    pub trials: u32,
+    /// The largest candidate tried.
+    pub max: u32,
+}
+
+/// One trial of one candidate.
+#[derive(Clone, Debug)]
+pub struct Trial {
+    /// Streams, or frames per second.
+    pub candidate: u32,
+    /// Frames dropped, by cause.
+    pub dropped: Drops,
+    /// Frames that fell due.
+    pub frames_due: u64,
+    /// The worst slack of a presented frame, ms (how close the run came to a drop).
+    pub worst_slack_ms: f64,
+}
+
+impl Trial {
+    fn passed(&self) -> bool {
+        self.dropped.total() == 0 && self.frames_due > 0
+    }
+}
+
+/// The answer.
+#[derive(Clone, Debug)]
+pub struct Capacity {
+    /// The largest candidate that passed every trial; 0 when even 1 failed.
+    pub best: u32,
+    /// What stopped the next candidate: the cause with the most drops in its failed trial
+    /// ("storage", "decode", "output", "unreadable"), or none when `max` passed.
+    pub limit: Option<&'static str>,
+    /// The worst slack of a presented frame over `best`'s trials, ms.
+    pub margin_ms: Option<f64>,
+    /// Every trial, in the order run.
+    pub trials: Vec<Trial>,
+}
+
+/// Runs the search: candidates 1, 2, 4, ... until one fails (or `max` passes), then bisection
+/// between the last pass and the first failure. Must run inside a tokio runtime.
+pub async fn capacity(request: &CapacityRequest) -> Result<Capacity, Error> {
+    if request.window < Duration::from_secs(1) || request.trials == 0 || request.max == 0 {
+        return Err(Error::Engine(
+            "capacity needs a window of at least 1 s, 1 trial and a maximum of 1 or more \
+             (for example --window 10s --trials 2 --max 64)"
+                .into(),
+        ));
+    }
+    search(request.max, request.trials, |candidate| run_trial(request, candidate)).await
+}
+
+/// The search itself, over any trial: doubling from 1 until a candidate fails (or `max`
+/// passes), then bisection between the last pass and the first failure. A candidate passes
+/// when `trials_per` trials in a row have no drop.
+pub(crate) async fn search<F, Fut>(max: u32, trials_per: u32, mut trial: F) -> Result<Capacity, Error>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Result<Trial, Error>>,
+{
+    let mut trials = Vec::new();
+    let mut try_candidate = async |candidate: u32, trials: &mut Vec<Trial>| -> Result<Option<Drops>, Error> {
+        for _ in 0..trials_per {
+            let result = trial(candidate).await?;
+            let passed = result.passed();
+            let drops = result.dropped;
+            trials.push(result);
+            if !passed {
+                return Ok(Some(drops));
+            }
+        }
+        Ok(None)
+    };
+    let mut failed_at: Option<(u32, Drops)> = None;
+    let mut passed = 0;
+    let mut candidate = 1;
+    loop {
+        match try_candidate(candidate, &mut trials).await? {
+            None => passed = candidate,
+            Some(drops) => {
+                failed_at = Some((candidate, drops));
+                break;
+            }
+        }
+        if candidate >= max {
+            break;
+        }
+        candidate = (candidate * 2).min(max);
+    }
+    if let Some((mut high, mut high_drops)) = failed_at {
+        let mut low = passed;
+        while high - low > 1 {
+            let middle = low + (high - low) / 2;
+            match try_candidate(middle, &mut trials).await? {
+                None => low = middle,
+                Some(drops) => {
+                    high = middle;
+                    high_drops = drops;
+                }
+            }
+        }
+        passed = low;
+        failed_at = Some((high, high_drops));
+    }
+    let margin_ms = trials
+        .iter()
+        .filter(|t| t.candidate == passed)
+        .map(|t| t.worst_slack_ms)
+        .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.min(s))));
+    Ok(Capacity { best: passed, limit: failed_at.map(|(_, drops)| main_cause(&drops)), margin_ms, trials })
+}
+
+async fn run_trial(request: &CapacityRequest, candidate: u32) -> Result<Trial, Error> {
+    let mut play = request.play.clone();
+    play.engine.duration = Some(request.window);
+    play.engine.frames = None;
+    play.engine.loop_playback = true;
+    play.rate_from_source = false;
+    match request.by {
+        CapacityBy::Streams => play.streams_per_source = candidate,
+        CapacityBy::Fps => {
+            play.engine.pacing =
+                Pacing::Rate(FrameRate::new(candidate, 1).map_err(|e| Error::Engine(e.to_string()))?)
+        }
+    }
+    let simulation = crate::prepare(&play).await?;
+    let report = simulation.run().await;
+    if let Some(error) = report.error.as_ref().filter(|_| report.status == playsim_report::RunStatus::Failed)
+    {
+        return Err(Error::Engine(format!("a trial of {candidate} failed: {error}")));
+    }
+    Ok(trial_of(candidate, &report))
+}
+
+fn trial_of(candidate: u32, report: &Report) -> Trial {
+    Trial {
+        candidate,
+        dropped: report.totals.dropped,
+        frames_due: report.totals.frames_due,
+        worst_slack_ms: report.streams.iter().map(|s| s.latency.slack.min_ms).fold(f64::INFINITY, f64::min),
+    }
+}
+
+/// The cause with the most drops.
+fn main_cause(drops: &Drops) -> &'static str {
+    let causes = [
+        ("storage", drops.storage),
+        ("decode", drops.decode),
+        ("output", drops.output),
+        ("unreadable", drops.unreadable),
+    ];
+    causes.iter().max_by_key(|(_, n)| *n).map_or("storage", |(name, _)| name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trial that passes up to `limit` and drops for decode above it.
+    fn fake(limit: u32) -> impl FnMut(u32) -> std::future::Ready<Result<Trial, Error>> {
+        move |candidate| {
+            let dropped = Drops { decode: u64::from(candidate > limit) * 3, ..Drops::default() };
+            std::future::ready(Ok(Trial {
+                candidate,
+                dropped,
+                frames_due: 240,
+                worst_slack_ms: 40.0 / f64::from(candidate),
+            }))
+        }
+    }
+
+    fn run<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map(|rt| rt.block_on(f))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn doubles_then_bisects_to_the_largest_candidate_that_passes() {
+        let found = run(search(64, 2, fake(5))).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(found.best, 5);
+        assert_eq!(found.limit, Some("decode"));
+        let order: Vec<u32> = found.trials.iter().map(|t| t.candidate).collect();
+        // 1, 2, 4 pass twice each; 8 fails at once; bisection tries 6 (fails) then 5 (passes).
+        assert_eq!(order, vec![1, 1, 2, 2, 4, 4, 8, 6, 5, 5]);
+        assert_eq!(found.margin_ms, Some(8.0));
+    }
+
+    #[test]
+    fn the_maximum_passing_has_no_limit_and_nothing_passing_is_zero() {
+        let all = run(search(4, 1, fake(100))).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((all.best, all.limit), (4, None));
+        let none = run(search(64, 1, fake(0))).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((none.best, none.limit, none.margin_ms), (0, Some("decode"), None));
+    }
+}
