@@ -520,7 +520,7 @@ fn parse_play_report(text: &str) -> Result<PlayRun> {
 }
 
 /// The middle value, or the mean of the two middle ones; NaN for none.
-fn median(mut values: Vec<f64>) -> f64 {
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     let mid = values.len() / 2;
     match values.len() {

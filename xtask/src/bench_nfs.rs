@@ -20,7 +20,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use playsim_testserver::NfsServer;
 
-use crate::bench::BenchRow;
+use crate::bench::{median, BenchRow};
 use crate::process;
 
 /// Frames in the sequence: 96 4K DCI 10-bit DPX frames of 35.4 MB, 3.4 GB. A run lasts a couple
@@ -468,17 +468,6 @@ fn parse_process_cpu_s(text: &str) -> Option<f64> {
     let user: u64 = fields.next()?.parse().ok()?;
     let sys: u64 = fields.next()?.parse().ok()?;
     Some((user + sys) as f64 / USER_HZ)
-}
-
-/// The middle value, or the mean of the two middle ones; NaN for none.
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[mid],
-        _ => (values[mid - 1] + values[mid]) / 2.0,
-    }
 }
 
 #[cfg(test)]

@@ -161,14 +161,7 @@ where
             .label(format!("{} ({})", cause_name(cause), dropped.len()))
             .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, colour.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()?;
-    Ok(())
+    legend(&mut chart)
 }
 
 /// Each stage's latency (read: issue to last byte; decode and output: after the previous
@@ -233,6 +226,16 @@ where
             .label(format!("{name} ({} frames)", values.len()))
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2)));
     }
+    legend(&mut chart)
+}
+
+/// The legend, in the upper right, over a faint white box so that points behind it show.
+fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
