@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use playsim_core::{FrameExtent, Pacing, Source};
+use playsim_core::{FrameExtent, Pacing, Source, Storage};
 use playsim_engine::{EngineConfig, Simulation, StreamSpec};
 use playsim_media::DecodeOptions;
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
@@ -103,7 +103,7 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
     }
     let mut n_streams = 0;
     for (place, source) in sources {
-        let dimensions = probe_dimensions(source.as_ref());
+        let dimensions = probe_dimensions(source.as_ref(), place.index_storage()?.as_ref()).await;
         for reader in 0..request.streams_per_source {
             let storage = place.reader_storage().await?;
             // One reader drops the source's cached pages; the others would only repeat it.
@@ -159,16 +159,23 @@ fn drop_cache(storage: &LocalStorage, source: &dyn Source) -> ColdCache {
     ColdCache { requested: true, files_dropped: outcome.files_dropped, message: outcome.message }
 }
 
-/// The frame size from the first readable frame header, when the format allows it cheaply.
-fn probe_dimensions(source: &dyn Source) -> Option<(u32, u32)> {
-    use std::io::Read;
-    (0..source.n_frames().min(16)).find_map(|i| {
-        let FrameExtent::File { path } = source.extent(i) else { return None };
-        let mut head = Vec::with_capacity(2048);
-        std::fs::File::open(path).ok()?.take(2048).read_to_end(&mut head).ok()?;
-        let header = playsim_dpx::DpxHeader::parse(&head).ok()?;
-        Some((header.width, header.height))
-    })
+/// The frame size from the first readable frame header, when the format allows it cheaply,
+/// read through the source's own storage (an `nfs://` source's paths are the server's).
+async fn probe_dimensions(source: &dyn Source, storage: &dyn Storage) -> Option<(u32, u32)> {
+    for i in 0..source.n_frames().min(16) {
+        let FrameExtent::File { path } = source.extent(i) else { continue };
+        let Ok(file) = storage.open(&path).await else { continue };
+        let mut head = playsim_core::IoBuf::default();
+        let read = file.read_at(0, file.size().min(2048) as usize, &mut head).await;
+        let _ = file.close().await;
+        if read.is_err() {
+            continue;
+        }
+        if let Ok(header) = playsim_dpx::DpxHeader::parse(&head) {
+            return Some((header.width, header.height));
+        }
+    }
+    None
 }
 
 /// Writes the request's play order and range into the report's settings (the engine knows
