@@ -42,7 +42,9 @@ pub async fn decode_md5(
     out: &mut dyn Write,
     errors: &mut dyn Write,
 ) -> Result<DecodeSummary, Error> {
-    let place = Place::find(source, LocalOptions::default(), nfs).await?;
+    let clock: std::sync::Arc<dyn playsim_core::Clock> =
+        std::sync::Arc::new(playsim_engine::PreciseClock::new());
+    let place = Place::find(source, LocalOptions::default(), nfs, &clock).await?;
     let storage = place.index_storage()?;
     let source = playsim_media::open_location(place.path(), options, Arc::clone(&storage))
         .await

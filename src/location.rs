@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use playsim_core::{Decoder, FrameExtent, FrameRate, Source, SourceInfo, Storage};
+use playsim_core::{Clock, Decoder, FrameExtent, FrameRate, Source, SourceInfo, Storage};
 use playsim_storage::nfs::{NfsOptions, NfsStorage, NfsUrl};
 use playsim_storage::{LocalOptions, LocalStorage};
 
@@ -21,7 +21,12 @@ pub(crate) enum Place {
 impl Place {
     /// Connects to the server when `location` is an `nfs://` URL, so that a bad URL, host,
     /// port, export or path is refused here, naming the part at fault.
-    pub async fn find(location: &Path, local: LocalOptions, nfs: &NfsOptions) -> Result<Place, Error> {
+    pub async fn find(
+        location: &Path,
+        local: LocalOptions,
+        nfs: &NfsOptions,
+        _clock: &Arc<dyn Clock>,
+    ) -> Result<Place, Error> {
         let text = location.to_string_lossy();
         if !NfsUrl::is_nfs_url(&text) {
             return Ok(Place::Local { path: location.to_owned(), options: local });

@@ -1,5 +1,7 @@
 //! The `playsim` command line: argument parsing, progress, output files and exit codes.
 
+mod cli;
+
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;

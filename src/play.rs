@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use playsim_core::{FrameExtent, Pacing, Source, Storage};
-use playsim_engine::{EngineConfig, Simulation, StreamSpec};
+use playsim_core::{Clock, FrameExtent, Pacing, Source, Storage};
+use playsim_engine::{EngineConfig, PreciseClock, Simulation, StreamSpec};
 use playsim_media::DecodeOptions;
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
 use playsim_storage::nfs::NfsOptions;
@@ -78,9 +78,12 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
         return Err(Error::Engine("--streams must be at least 1 (for example --streams 4)".into()));
     }
     let options = LocalOptions { block_size: request.block_size, direct: request.direct };
+    // The one clock of the run: the engine paces by it, and simulated storage (`sim://`)
+    // times its transfers by it.
+    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
     let mut sources = Vec::with_capacity(request.sources.len());
     for location in &request.sources {
-        let place = Place::find(location, options, &request.nfs).await?;
+        let place = Place::find(location, options, &request.nfs, &clock).await?;
         let source = playsim_media::open_location(place.path(), &request.decode, place.index_storage()?)
             .await
             .map_err(Error::Source)?;
@@ -94,7 +97,7 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
             engine.pacing = Pacing::Rate(rate);
         }
     }
-    let mut builder = Simulation::builder().config(engine);
+    let mut builder = Simulation::builder().config(engine).clock(clock);
     if let Some(version) = playsim_exr::openexr_version() {
         builder = builder.library("openexr", &version);
     }
