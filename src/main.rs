@@ -432,6 +432,7 @@ fn request_of(args: &PlayArgs) -> PlayRequest {
             OrderArg::Random => playsim::PlayOrder::Random { seed: args.seed },
         },
         range: args.range,
+        per_source: Vec::new(),
     }
 }
 

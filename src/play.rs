@@ -1,6 +1,7 @@
 //! Wiring sources (local or `nfs://`) to the engine: source, storage, cold cache, frame rate, simulation.
 
 use std::path::PathBuf;
+use std::time::Duration;
 use std::sync::Arc;
 
 use playsim_core::{Clock, FrameExtent, Pacing, Source, Storage};
@@ -41,6 +42,30 @@ pub struct PlayRequest {
     pub order: PlayOrder,
     /// The frame numbers to play, when not all.
     pub range: Option<FrameRange>,
+    /// Settings of each source's streams that differ from the request's (scenario files):
+    /// empty, or one entry per source, in the order of `sources`.
+    pub per_source: Vec<SourceSettings>,
+}
+
+/// Settings of one source's streams that differ from the request's; `None` keeps the
+/// request's. All streams still share one clock and start together (after their offset).
+#[derive(Clone, Debug, Default)]
+pub struct SourceSettings {
+    /// Streams reading this source [default: the request's `streams_per_source`].
+    pub streams: Option<u32>,
+    /// This source's frame rate or `Max` [default: the request's pacing].
+    pub pacing: Option<Pacing>,
+    /// How long after the run's start this source's first frame falls due.
+    pub start_offset: Duration,
+    /// A decode pool of this many threads for this source's streams alone
+    /// [default: the pool all streams share].
+    pub decode_threads: Option<u32>,
+    /// Bytes per read request from local files [default: the request's].
+    pub block_size: Option<usize>,
+    /// O_DIRECT reads [default: the request's].
+    pub direct: Option<bool>,
+    /// playsim's NFS client settings for an `nfs://` source [default: the request's].
+    pub nfs: Option<NfsOptions>,
 }
 
 impl PlayRequest {
@@ -58,6 +83,7 @@ impl PlayRequest {
             nfs: NfsOptions::default(),
             order: PlayOrder::Forward,
             range: None,
+            per_source: Vec::new(),
         }
     }
 }
