@@ -87,3 +87,24 @@ pub trait InOrderDecoder: Send + 'static {
     /// Forgets every packet and picture, to start again at a keyframe (looping).
     fn reset(&mut self);
 }
+
+/// A decoder that does no work: the frame's bytes are read and counted, and nothing is
+/// decoded (frametest's semantics, and simulated storage serving raw bytes). Pair it with
+/// no output stage, since there are no pixels to pack.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BytesOnly;
+
+impl Decoder for BytesOnly {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
+    fn describe(&self) -> String {
+        "none (bytes are read, not decoded)".to_owned()
+    }
+
+    fn decode(&self, _encoded: &[u8], out: &mut DecodedFrame) -> Result<(), DecodeError> {
+        *out = DecodedFrame::default();
+        Ok(())
+    }
+}

@@ -29,7 +29,7 @@ mod storage;
 
 pub use buf::{BufPool, IoBuf, PooledBuf, DIRECT_IO_ALIGN};
 pub use clock::{Clock, SleepFuture};
-pub use decode::{DecodeError, DecodeErrorKind, Decoder, InOrderDecoder};
+pub use decode::{BytesOnly, DecodeError, DecodeErrorKind, Decoder, InOrderDecoder};
 pub use drop_cause::{DropCause, DropCounters};
 pub use error::ParseError;
 pub use frame::{Chroma, DecodedFrame, ExternalPlanes, PixelFormat, Plane, PlaneView};
