@@ -1,11 +1,11 @@
 //! Wiring sources (local or `nfs://`) to the engine: source, storage, cold cache, frame rate, simulation.
 
 use std::path::PathBuf;
-use std::time::Duration;
 use std::sync::Arc;
+use std::time::Duration;
 
 use playsim_core::{Clock, FrameExtent, Pacing, Source, Storage};
-use playsim_engine::{EngineConfig, PreciseClock, Simulation, StreamSpec};
+use playsim_engine::{EngineConfig, OwnDecodePool, PreciseClock, Simulation, StreamSpec};
 use playsim_media::DecodeOptions;
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
 use playsim_storage::nfs::NfsOptions;
@@ -103,13 +103,27 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
     if request.streams_per_source == 0 {
         return Err(Error::Engine("--streams must be at least 1 (for example --streams 4)".into()));
     }
-    let options = LocalOptions { block_size: request.block_size, direct: request.direct };
+    if !request.per_source.is_empty() && request.per_source.len() != request.sources.len() {
+        return Err(Error::Engine(format!(
+            "{} per-source settings for {} sources: give one per source, or none",
+            request.per_source.len(),
+            request.sources.len()
+        )));
+    }
+    let default_settings = SourceSettings::default();
+    let settings_of = |i: usize| request.per_source.get(i).unwrap_or(&default_settings);
     // The one clock of the run: the engine paces by it, and simulated storage (`sim://`)
     // times its transfers by it.
     let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
     let mut sources = Vec::with_capacity(request.sources.len());
-    for location in &request.sources {
-        let place = Place::find(location, options, &request.nfs, &clock).await?;
+    for (i, location) in request.sources.iter().enumerate() {
+        let settings = settings_of(i);
+        let options = LocalOptions {
+            block_size: settings.block_size.unwrap_or(request.block_size),
+            direct: settings.direct.unwrap_or(request.direct),
+        };
+        let nfs = settings.nfs.as_ref().unwrap_or(&request.nfs);
+        let place = Place::find(location, options, nfs, &clock).await?;
         let source = playsim_media::open_location(place.path(), &request.decode, place.index_storage()?)
             .await
             .map_err(Error::Source)?;
@@ -131,9 +145,19 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
         builder = builder.library("ffmpeg", &playsim_ffmpeg::ffmpeg_version());
     }
     let mut n_streams = 0;
-    for (place, source) in sources {
+    for (i, (place, source)) in sources.into_iter().enumerate() {
+        let settings = settings_of(i);
         let dimensions = probe_dimensions(source.as_ref(), place.index_storage()?.as_ref()).await;
-        for reader in 0..request.streams_per_source {
+        let decode_pool =
+            settings.decode_threads.map(OwnDecodePool::start).transpose().map_err(Error::Engine)?;
+        let n_readers = settings.streams.unwrap_or(request.streams_per_source);
+        if n_readers == 0 {
+            return Err(Error::Engine(format!(
+                "source {} has 0 streams: give at least 1 (for example count = 2)",
+                source.info().location
+            )));
+        }
+        for reader in 0..n_readers {
             let storage = place.reader_storage().await?;
             // One reader drops the source's cached pages; the others would only repeat it.
             let cold = match (&storage, request.cold && reader == 0) {
@@ -150,8 +174,14 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
             };
             let storage = storage.into_storage();
             let name = format!("stream {n_streams}");
-            builder =
-                builder.stream(StreamSpec { name, source: Arc::clone(&source), storage, cold, dimensions });
+            builder = builder.stream(StreamSpec {
+                cold,
+                dimensions,
+                pacing: settings.pacing,
+                start_offset: settings.start_offset,
+                decode_pool: decode_pool.clone(),
+                ..StreamSpec::new(name, Arc::clone(&source), storage)
+            });
             n_streams += 1;
         }
     }

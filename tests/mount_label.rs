@@ -28,13 +28,7 @@ fn a_run_through_an_rdma_mount_says_rdma() -> Result<()> {
     let config = EngineConfig { pacing: Pacing::Max, output: OutputStage::None, ..EngineConfig::default() };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let simulation = runtime.block_on(async {
-        let stream = StreamSpec {
-            name: "stream 0".into(),
-            source,
-            storage: Arc::new(storage),
-            cold: Default::default(),
-            dimensions: None,
-        };
+        let stream = StreamSpec::new("stream 0", source, Arc::new(storage));
         Simulation::builder().config(config).stream(stream).build()
     });
     let report = runtime.block_on(simulation.map_err(anyhow::Error::msg)?.run());

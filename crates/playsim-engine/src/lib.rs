@@ -26,7 +26,7 @@ pub use exec::{
     DecodeExecutor, DecodeJob, DecodePool, InOrderJob, JobFuture, OutputExecutor, OutputJob, V210Output,
 };
 pub use live::{LiveCounters, LiveSnapshot};
-pub use run::{report_settings, Simulation, SimulationBuilder, StreamSpec};
+pub use run::{report_settings, OwnDecodePool, Simulation, SimulationBuilder, StreamSpec};
 pub use stream::MAX_FRAME_BYTES;
 
 #[cfg(test)]

@@ -30,6 +30,64 @@ pub struct StreamSpec {
     pub cold: ColdCache,
     /// Frame size for the report, when known before decoding.
     pub dimensions: Option<(u32, u32)>,
+    /// This stream's frame rate, when not the run's (`EngineConfig::pacing`).
+    pub pacing: Option<Pacing>,
+    /// How long after the common start this stream starts reading; it begins playing once
+    /// its own preroll is ready. Streams with no offset start together.
+    pub start_offset: Duration,
+    /// A decode pool of the stream's own (streams given clones share it), instead of the
+    /// run's shared pool.
+    pub decode_pool: Option<OwnDecodePool>,
+}
+
+impl StreamSpec {
+    /// A stream of `source` read from `storage`, with the run's settings.
+    pub fn new(name: impl Into<String>, source: Arc<dyn Source>, storage: Arc<dyn Storage>) -> StreamSpec {
+        StreamSpec {
+            name: name.into(),
+            source,
+            storage,
+            cold: ColdCache::default(),
+            dimensions: None,
+            pacing: None,
+            start_offset: Duration::ZERO,
+            decode_pool: None,
+        }
+    }
+}
+
+/// A decode pool that some streams have to themselves. Clones are the same pool.
+#[derive(Clone)]
+pub struct OwnDecodePool {
+    executor: Arc<dyn DecodeExecutor>,
+    slots: Arc<Semaphore>,
+    threads: u32,
+}
+
+impl OwnDecodePool {
+    /// Starts a pool of `threads` decode threads.
+    pub fn start(threads: u32) -> Result<OwnDecodePool, String> {
+        if threads == 0 {
+            return Err("a decode pool needs at least 1 thread (for example decode_threads = 4)".into());
+        }
+        let pool = DecodePool::new(threads).map_err(|e| format!("cannot start the decode threads: {e}"))?;
+        Ok(OwnDecodePool::with_executor(Arc::new(pool), threads))
+    }
+
+    /// A pool over `executor`, running at most `threads` frames at once (tests inject a
+    /// scripted executor).
+    pub fn with_executor(executor: Arc<dyn DecodeExecutor>, threads: u32) -> OwnDecodePool {
+        OwnDecodePool { executor, slots: Arc::new(Semaphore::new(threads as usize)), threads }
+    }
+
+    /// Its size.
+    pub fn threads(&self) -> u32 {
+        self.threads
+    }
+
+    fn same_pool(&self, other: &OwnDecodePool) -> bool {
+        Arc::ptr_eq(&self.slots, &other.slots)
+    }
 }
 
 /// Builds a [`Simulation`].
@@ -161,18 +219,23 @@ impl Simulation {
             output: self.output.clone(),
             live: Arc::clone(&self.live),
             cancel: Arc::clone(&self.cancel),
-            start: Arc::new(StartGate::new(self.streams.len())),
+            start: Arc::new(StartGate::new(self.streams.iter().filter(|s| s.start_offset.is_zero()).count())),
+            start_offset: Duration::ZERO,
         };
         let ctxs: Vec<Arc<StreamCtx>> = self
             .streams
             .iter()
             .map(|s| {
-                Arc::new(StreamCtx::new(
-                    s.name.clone(),
-                    Arc::clone(&s.source),
-                    Arc::clone(&s.storage),
-                    &shared,
-                ))
+                let mut own = shared.clone();
+                own.start_offset = s.start_offset;
+                if let Some(pacing) = s.pacing {
+                    own.cfg = Arc::new(EngineConfig { pacing, ..(*self.config).clone() });
+                }
+                if let Some(pool) = &s.decode_pool {
+                    own.decode = Arc::clone(&pool.executor);
+                    own.decode_slots = Arc::clone(&pool.slots);
+                }
+                Arc::new(StreamCtx::new(s.name.clone(), Arc::clone(&s.source), Arc::clone(&s.storage), &own))
             })
             .collect();
         let handles: Vec<_> = ctxs.iter().map(|c| tokio::spawn(Arc::clone(c).run())).collect();
@@ -192,7 +255,13 @@ impl Simulation {
         let streams: Vec<StreamReport> = ctxs
             .iter()
             .zip(&self.streams)
-            .map(|(ctx, spec)| stream_report(ctx, spec, &self.config))
+            .map(|(ctx, spec)| {
+                let cfg = EngineConfig {
+                    pacing: spec.pacing.unwrap_or(self.config.pacing),
+                    ..(*self.config).clone()
+                };
+                stream_report(ctx, spec, &cfg)
+            })
             .collect();
         let totals = totals(&streams);
         let read_cpu_ns: u64 = self.streams.iter().map(|s| s.storage.stats().cpu_ns).sum();
@@ -212,7 +281,7 @@ impl Simulation {
             total_s_per_gb: per_gb(user + sys + softirq),
             stages: StageCpu {
                 read_s: Duration::from_nanos(read_cpu_ns).as_secs_f64(),
-                decode_s: self.decode.cpu_time().as_secs_f64(),
+                decode_s: self.decode_cpu().as_secs_f64(),
                 output_s: self.output.as_ref().map_or(0.0, |o| o.cpu_time().as_secs_f64()),
             },
             system,
@@ -240,6 +309,19 @@ impl Simulation {
             cpu,
             streams,
         }
+    }
+}
+
+impl Simulation {
+    /// CPU time of the shared decode pool and of every pool some streams have to themselves.
+    fn decode_cpu(&self) -> Duration {
+        let mut pools: Vec<&OwnDecodePool> = Vec::new();
+        for pool in self.streams.iter().filter_map(|s| s.decode_pool.as_ref()) {
+            if !pools.iter().any(|p| p.same_pool(pool)) {
+                pools.push(pool);
+            }
+        }
+        pools.iter().map(|p| p.executor.cpu_time()).sum::<Duration>() + self.decode.cpu_time()
     }
 }
 
@@ -350,6 +432,8 @@ fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> Stre
             mount: storage_info.mount.map(MountReport::from),
         },
         fps: cfg.pacing.to_string(),
+        start_offset_s: spec.start_offset.as_secs_f64(),
+        decode_pool_threads: spec.decode_pool.as_ref().map(OwnDecodePool::threads),
         t0_ns,
         span_ns,
         frames_due: st.frames_due,

@@ -276,27 +276,24 @@ impl StreamState {
 
 /// Holds every stream's presenter until all of them have their preroll, so that all
 /// streams start together: one clock, one t0, as multicam playback needs.
+///
+/// Streams with a start offset do not hold the gate: they wait for it to open, then for
+/// their offset, and start from there (a client pressing play later).
 pub(crate) struct StartGate {
     waiting: Mutex<(usize, Option<Duration>)>,
     opened: Notify,
 }
 
 impl StartGate {
+    /// A gate for `n_streams` streams; with none to wait for, it is open at the run's start.
     pub fn new(n_streams: usize) -> StartGate {
-        StartGate { waiting: Mutex::new((n_streams, None)), opened: Notify::new() }
+        let opened_at = (n_streams == 0).then_some(Duration::ZERO);
+        StartGate { waiting: Mutex::new((n_streams, opened_at)), opened: Notify::new() }
     }
 
-    /// Called by a stream whose preroll is ready at `now`; returns the common t0 once
-    /// every stream has arrived, or `None` if the run is cancelled first.
-    async fn arrive(&self, now: Duration, cancel: &CancelToken) -> Option<Duration> {
-        {
-            let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            w.0 = w.0.saturating_sub(1);
-            if w.0 == 0 {
-                w.1 = Some(now);
-                self.opened.notify_waiters();
-            }
-        }
+    /// Waits for the gate to open without holding it; the common t0, or `None` if the run
+    /// is cancelled first.
+    async fn opened(&self, cancel: &CancelToken) -> Option<Duration> {
         loop {
             let opened = self.opened.notified();
             tokio::pin!(opened);
@@ -310,6 +307,20 @@ impl StartGate {
                 _ = &mut opened => {}
             }
         }
+    }
+
+    /// Called by a stream whose preroll is ready at `now`; returns the common t0 once
+    /// every stream has arrived, or `None` if the run is cancelled first.
+    async fn arrive(&self, now: Duration, cancel: &CancelToken) -> Option<Duration> {
+        {
+            let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            w.0 = w.0.saturating_sub(1);
+            if w.0 == 0 {
+                w.1 = Some(now);
+                self.opened.notify_waiters();
+            }
+        }
+        self.opened(cancel).await
     }
 }
 
@@ -336,6 +347,8 @@ pub(crate) struct StreamCtx {
     live: Arc<LiveCounters>,
     cancel: Arc<CancelToken>,
     start: Arc<StartGate>,
+    /// How long after the common start this stream begins.
+    start_offset: Duration,
     /// Frames to play; `None` until cancelled.
     pub n_frames: Option<u64>,
     source_len: u64,
@@ -345,6 +358,9 @@ pub(crate) struct StreamCtx {
 }
 
 /// What the run shares with every stream.
+/// What a stream shares with the run; `cfg`, `decode` and `decode_slots` may be the
+/// stream's own (its rate, its own decode pool), and `start_offset` is always its own.
+#[derive(Clone)]
 pub(crate) struct Shared {
     pub cfg: Arc<EngineConfig>,
     pub clock: Arc<dyn Clock>,
@@ -355,6 +371,7 @@ pub(crate) struct Shared {
     pub live: Arc<LiveCounters>,
     pub cancel: Arc<CancelToken>,
     pub start: Arc<StartGate>,
+    pub start_offset: Duration,
 }
 
 impl StreamCtx {
@@ -394,6 +411,7 @@ impl StreamCtx {
             live: Arc::clone(&shared.live),
             cancel: Arc::clone(&shared.cancel),
             start: Arc::clone(&shared.start),
+            start_offset: shared.start_offset,
             n_frames,
             source_len,
             in_order: in_order.map(|d| Arc::new(Mutex::new(d))),
@@ -432,6 +450,17 @@ impl StreamCtx {
     /// Plays the stream: admits frames, runs their tasks and presents them, then
     /// waits for every frame's work to finish.
     pub async fn run(self: Arc<Self>) {
+        if !self.start_offset.is_zero() {
+            // Nothing is read before the stream's own start.
+            let Some(t0) = self.start.opened(&self.cancel).await else {
+                return self.finish_presenting(0);
+            };
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return self.finish_presenting(0),
+                _ = self.clock.sleep_until(self.origin + t0 + self.start_offset) => {}
+            }
+        }
         let mut tasks = JoinSet::new();
         let presenter = tokio::spawn(Arc::clone(&self).present());
         loop {
@@ -954,7 +983,13 @@ impl StreamCtx {
         if !self.wait_for(|st| (0..preroll).all(|i| settled(st, i))).await {
             return self.finish_presenting(0);
         }
-        let Some(t0) = self.start.arrive(self.now(), &self.cancel).await else {
+        let t0 = if self.start_offset.is_zero() {
+            self.start.arrive(self.now(), &self.cancel).await
+        } else {
+            // A late starter begins when its own preroll is ready.
+            Some(self.now())
+        };
+        let Some(t0) = t0 else {
             return self.finish_presenting(0);
         };
         self.lock().t0_ns = Some(duration_ns(t0));

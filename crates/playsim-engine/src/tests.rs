@@ -18,7 +18,7 @@ use playsim_storage::scripted::{ScriptedObject, ScriptedStorage};
 
 use crate::{
     DecodeExecutor, DecodeJob, EngineConfig, InOrderJob, JobFuture, OutputExecutor, OutputJob, OutputStage,
-    Simulation, StreamSpec, TokioClock,
+    OwnDecodePool, Simulation, StreamSpec, TokioClock,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -258,17 +258,11 @@ impl Scenario {
             .clock(Arc::new(TokioClock::new()))
             .decode_executor(Arc::new(self.decode))
             .output_executor(self.output.map(|o| Arc::new(o) as Arc<dyn OutputExecutor>))
-            .stream(StreamSpec {
-                name: "stream 0".into(),
-                source: Arc::new(ScriptedSource {
-                    n: self.n_frames,
-                    gaps: self.gaps,
-                    long_gop: self.long_gop,
-                }),
+            .stream(StreamSpec::new(
+                "stream 0",
+                Arc::new(ScriptedSource { n: self.n_frames, gaps: self.gaps, long_gop: self.long_gop }),
                 storage,
-                cold: Default::default(),
-                dimensions: None,
-            })
+            ))
             .build()
             .unwrap()
             .run()
@@ -456,13 +450,11 @@ async fn cancelling_yields_a_partial_report() {
         .clock(Arc::new(TokioClock::new()))
         .decode_executor(Arc::new(sc.decode))
         .output_executor(None)
-        .stream(StreamSpec {
-            name: "s".into(),
-            source: Arc::new(ScriptedSource { n: 10, gaps: HashSet::new(), long_gop: None }),
+        .stream(StreamSpec::new(
+            "s",
+            Arc::new(ScriptedSource { n: 10, gaps: HashSet::new(), long_gop: None }),
             storage,
-            cold: Default::default(),
-            dimensions: None,
-        })
+        ))
         .build()
         .unwrap();
     let cancel = sim.canceller();
@@ -494,13 +486,11 @@ async fn two_streams(decode_threads: u32) -> Report {
         .output_executor(Some(Arc::new(ScriptedWork::new(MS))));
     for i in 0..2 {
         let storage: Arc<dyn Storage> = Arc::new(ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)));
-        builder = builder.stream(StreamSpec {
-            name: format!("stream {i}"),
-            source: Arc::new(ScriptedSource { n: 60, gaps: HashSet::new(), long_gop: None }),
+        builder = builder.stream(StreamSpec::new(
+            format!("stream {i}"),
+            Arc::new(ScriptedSource { n: 60, gaps: HashSet::new(), long_gop: None }),
             storage,
-            cold: Default::default(),
-            dimensions: None,
-        });
+        ));
     }
     builder.build().unwrap().run().await
 }
@@ -530,6 +520,86 @@ async fn streams_share_the_decode_pool_and_the_clock() {
         report.totals.dropped.decode,
         report.streams[0].dropped.decode + report.streams[1].dropped.decode
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn streams_keep_their_own_rate_and_start_offset_on_one_clock() {
+    // Stream 0 plays 20 frames at the run's 10 fps; stream 1 plays 20 frames at 25 fps,
+    // starting 3 s after the common start: it begins reading then and plays once its own
+    // preroll is in, so its t0 is 3 s plus the preroll's reads and decodes.
+    let config = EngineConfig { frames: Some(20), ..Scenario::new(0).config };
+    let stream = |i: u32| {
+        let storage: Arc<dyn Storage> = Arc::new(ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)));
+        StreamSpec::new(
+            format!("stream {i}"),
+            Arc::new(ScriptedSource { n: 60, gaps: HashSet::new(), long_gop: None }),
+            storage,
+        )
+    };
+    let late = StreamSpec {
+        pacing: Some(Pacing::Rate(FrameRate::new(25, 1).unwrap())),
+        start_offset: Duration::from_secs(3),
+        ..stream(1)
+    };
+    let report = Simulation::builder()
+        .config(config)
+        .clock(Arc::new(TokioClock::new()))
+        .decode_executor(Arc::new(ScriptedWork::new(5 * MS)))
+        .output_executor(Some(Arc::new(ScriptedWork::new(MS))))
+        .stream(stream(0))
+        .stream(late)
+        .build()
+        .unwrap()
+        .run()
+        .await;
+    let (first, second) = (&report.streams[0], &report.streams[1]);
+    for s in [first, second] {
+        assert_eq!((s.presented, s.dropped.total()), (20, 0), "{}", s.name);
+    }
+    assert_eq!((first.fps.as_str(), second.fps.as_str()), ("10", "25"));
+    assert_eq!((first.start_offset_s, second.start_offset_s), (0.0, 3.0));
+    let offset = second.t0_ns - first.t0_ns;
+    assert!(
+        (3_000_000_000..3_100_000_000).contains(&offset),
+        "second stream started {offset} ns after the first"
+    );
+    // Each stream's frames fall due at its own rate from its own t0: frame 19 at 19/25 s.
+    let due_19 = second.timeline[19].due_ns - second.t0_ns;
+    assert_eq!(due_19, 760_000_000);
+    assert_eq!(first.timeline[19].due_ns - first.t0_ns, 1_900_000_000);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_with_its_own_decode_pool_is_not_slowed_by_the_shared_one() {
+    // The shared pool has one thread at 60 ms a frame: two 10 fps streams on it drop for
+    // decode (see above). Give the second stream a pool of its own with two threads, and
+    // only the first, alone on the shared thread (16.7 decodes a second for 10 due), plays clean too.
+    let config = EngineConfig { decode_threads: 1, ..Scenario::new(0).config };
+    let stream = |i: u32| {
+        let storage: Arc<dyn Storage> = Arc::new(ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)));
+        StreamSpec::new(
+            format!("stream {i}"),
+            Arc::new(ScriptedSource { n: 60, gaps: HashSet::new(), long_gop: None }),
+            storage,
+        )
+    };
+    let own = OwnDecodePool::with_executor(Arc::new(ScriptedWork::new(60 * MS)), 2);
+    let report = Simulation::builder()
+        .config(config)
+        .clock(Arc::new(TokioClock::new()))
+        .decode_executor(Arc::new(ScriptedWork::new(60 * MS)))
+        .output_executor(Some(Arc::new(ScriptedWork::new(MS))))
+        .stream(stream(0))
+        .stream(StreamSpec { decode_pool: Some(own), ..stream(1) })
+        .build()
+        .unwrap()
+        .run()
+        .await;
+    for s in &report.streams {
+        assert_eq!((s.presented, s.dropped.total()), (60, 0), "{}", s.name);
+    }
+    assert_eq!(report.streams[0].decode_pool_threads, None);
+    assert_eq!(report.streams[1].decode_pool_threads, Some(2));
 }
 
 fn long_gop(delay: usize, corrupt: impl IntoIterator<Item = u64>) -> Arc<GopScript> {

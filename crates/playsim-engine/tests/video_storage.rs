@@ -36,13 +36,7 @@ async fn play(index_storage: ScriptedStorage, play_storage: ScriptedStorage) -> 
     let storage: Arc<dyn Storage> = Arc::new(play_storage);
     Simulation::builder()
         .config(config)
-        .stream(StreamSpec {
-            name: "stream 0".into(),
-            source: Arc::new(source),
-            storage,
-            cold: Default::default(),
-            dimensions: None,
-        })
+        .stream(StreamSpec::new("stream 0", Arc::new(source), storage))
         .build()
         .unwrap()
         .run()

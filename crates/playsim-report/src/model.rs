@@ -226,6 +226,14 @@ pub struct StreamReport {
     pub storage: StorageReport,
     /// The pacing: a rate such as "24000/1001", or "max".
     pub fps: String,
+    /// How long after the common start the stream started reading, in seconds (scenario
+    /// files stagger streams); it played once its own preroll was ready.
+    #[serde(default)]
+    pub start_offset_s: f64,
+    /// The size of the decode pool the stream had to itself (shared by the streams of its
+    /// source), or none when it used the run's shared pool.
+    #[serde(default)]
+    pub decode_pool_threads: Option<u32>,
     /// When playback started (frame 0 due), in ns from the start of the run.
     pub t0_ns: u64,
     /// The playback span in ns: from t0 to the end of the last due frame's

@@ -50,6 +50,8 @@ pub fn sample_report() -> Report {
             mount: None,
         },
         fps: "24".into(),
+        start_offset_s: 0.0,
+        decode_pool_threads: None,
         t0_ns: 250_000_000,
         span_ns: 10_000_000_000,
         frames_due: 240,
