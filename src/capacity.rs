@@ -44,6 +44,8 @@ pub struct Trial {
     pub frames_due: u64,
     /// The worst slack of a presented frame, ms (how close the run came to a drop).
     pub worst_slack_ms: f64,
+    /// Megabytes (10^6 bytes) read per second of playback, over all streams.
+    pub mb_per_s: f64,
 }
 
 impl Trial {
@@ -64,6 +66,47 @@ pub struct Capacity {
     pub margin_ms: Option<f64>,
     /// Every trial, in the order run.
     pub trials: Vec<Trial>,
+}
+
+impl Capacity {
+    /// The result as JSON, with what was searched: `capacity --json`.
+    pub fn to_json(&self, request: &CapacityRequest) -> serde_json::Value {
+        let finite = |x: f64| if x.is_finite() { serde_json::json!(x) } else { serde_json::Value::Null };
+        let trials: Vec<serde_json::Value> = self
+            .trials
+            .iter()
+            .map(|t| {
+                let d = &t.dropped;
+                serde_json::json!({
+                    "candidate": t.candidate,
+                    "passed": t.passed(),
+                    "frames_due": t.frames_due,
+                    "dropped": {
+                        "storage": d.storage, "decode": d.decode, "output": d.output, "unreadable": d.unreadable,
+                    },
+                    "worst_slack_ms": finite(t.worst_slack_ms),
+                    "mb_per_s": finite(t.mb_per_s),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "playsim_capacity": 1,
+            "playsim_version": env!("CARGO_PKG_VERSION"),
+            "sources": request.play.sources.iter().map(|s| s.to_string_lossy()).collect::<Vec<_>>(),
+            "by": match request.by { CapacityBy::Streams => "streams", CapacityBy::Fps => "fps" },
+            "fps": match request.by {
+                CapacityBy::Streams => serde_json::json!(request.play.engine.pacing.to_string()),
+                CapacityBy::Fps => serde_json::Value::Null,
+            },
+            "window_s": request.window.as_secs_f64(),
+            "trials_per_candidate": request.trials,
+            "max": request.max,
+            "best": self.best,
+            "limit": self.limit,
+            "margin_ms": self.margin_ms.map(finite),
+            "trials": trials,
+        })
+    }
 }
 
 /// Runs the search: candidates 1, 2, 4, ... until one fails (or `max` passes), then bisection
@@ -167,6 +210,7 @@ fn trial_of(candidate: u32, report: &Report) -> Trial {
         dropped: report.totals.dropped,
         frames_due: report.totals.frames_due,
         worst_slack_ms: report.streams.iter().map(|s| s.latency.slack.min_ms).fold(f64::INFINITY, f64::min),
+        mb_per_s: report.totals.mb_per_s,
     }
 }
 
@@ -194,6 +238,7 @@ mod tests {
                 dropped,
                 frames_due: 240,
                 worst_slack_ms: 40.0 / f64::from(candidate),
+                mb_per_s: 100.0 * f64::from(candidate),
             }))
         }
     }
@@ -214,6 +259,22 @@ mod tests {
         // 1, 2, 4 pass twice each; 8 fails at once; bisection tries 6 (fails) then 5 (passes).
         assert_eq!(order, vec![1, 1, 2, 2, 4, 4, 8, 6, 5, 5]);
         assert_eq!(found.margin_ms, Some(8.0));
+        let request = CapacityRequest {
+            play: PlayRequest::new("shot"),
+            by: CapacityBy::Streams,
+            window: Duration::from_secs(10),
+            trials: 2,
+            max: 64,
+        };
+        let json = found.to_json(&request);
+        assert_eq!((json["best"].as_u64(), json["limit"].as_str()), (Some(5), Some("decode")));
+        assert_eq!(json["trials"].as_array().map(Vec::len), Some(10));
+        assert_eq!(json["trials"][6]["candidate"], 8);
+        assert_eq!(
+            (json["trials"][6]["passed"].as_bool(), json["trials"][6]["dropped"]["decode"].as_u64()),
+            (Some(false), Some(3))
+        );
+        assert_eq!(json["window_s"].as_f64(), Some(10.0));
     }
 
     #[test]

@@ -59,7 +59,8 @@ struct CapacityArgs {
     /// The largest candidate tried.
     #[arg(long, default_value_t = 64, value_parser = parse_count, allow_hyphen_values = true)]
     max: u32,
-    /// The run to scale (--frames, --duration and --loop are set by the search).
+    /// The run to scale (--frames, --duration and --loop are set by the search; --json writes
+    /// the search's result: every trial, the answer, the limit and the margin).
     #[command(flatten)]
     play: PlayArgs,
 }
@@ -524,6 +525,12 @@ fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
             "capacity: at least {} {what} (the --max) with no drop over {:?}; margin {margin}",
             found.best, args.window
         ),
+    }
+    if let Some(path) = &args.play.json {
+        let mut text = serde_json::to_vec_pretty(&found.to_json(&request)).context("encoding the result")?;
+        text.push(b'\n');
+        json::write_bytes_atomic(&text, path).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("playsim: capacity result written to {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

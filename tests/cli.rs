@@ -501,11 +501,16 @@ fn capacity_searches_streams_up_to_the_maximum() -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let seq = tmp.path().join("seq");
     generate(&seq, SMALL_PRESET, 6, &[])?;
+    let result = tmp.path().join("capacity.json");
     let done = run(playsim()
         .arg("capacity")
         .arg(&seq)
-        .args(["--fps", "24", "--window", "1s", "--trials", "1", "--max", "4"]))?;
+        .args(["--fps", "24", "--window", "1s", "--trials", "1", "--max", "4", "--json"])
+        .arg(&result))?;
     done.ensure_code(0)?;
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&result)?)?;
+    ensure!(json["best"] == 4 && json["limit"].is_null() && json["fps"] == "24", "{json}");
+    ensure!(json["trials"].as_array().map(Vec::len) == Some(3), "{json}");
     let trials: Vec<&str> = done.stdout.lines().filter(|l| l.starts_with("trial")).collect();
     ensure!(trials.len() == 3, "expected trials of 1, 2 and 4 streams:\n{done}");
     ensure!(trials[2].contains("4 streams: pass"), "{done}");

@@ -35,7 +35,7 @@ pub fn write_atomic(report: &Report, path: &Path) -> io::Result<()> {
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
 /// that a reader never sees a half-written file.
-pub(crate) fn write_bytes_atomic(text: &[u8], path: &Path) -> io::Result<()> {
+pub fn write_bytes_atomic(text: &[u8], path: &Path) -> io::Result<()> {
     let file_name = path.file_name().ok_or_else(|| {
         io::Error::new(io::ErrorKind::InvalidInput, format!("path {} names no file", path.display()))
     })?;
