@@ -78,6 +78,10 @@ struct CompareArgs {
     /// Two or more reports written by `play --json`, the first being the baseline.
     #[arg(required = true, value_name = "REPORT")]
     reports: Vec<PathBuf>,
+    /// Also draw the runs side by side, as an SVG or a PNG by the extension (cmp.svg,
+    /// cmp.png): fps, drops by cause, MB/s, p99 latency per stage, CPU s per GB.
+    #[arg(long, value_parser = playsim::report::plot::parse_path)]
+    plot: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -150,9 +154,10 @@ struct PlayArgs {
     /// Append one row of counters per second while the run goes (elbencho's live CSV).
     #[arg(long)]
     live_csv: Option<PathBuf>,
-    /// Draw the run as an SVG: the per-frame timeline (slack to deadline per stage, drops
-    /// marked by cause) and a latency histogram per stage.
-    #[arg(long)]
+    /// Draw the run as an SVG or a PNG, by the file's extension (run.svg, run.png): the
+    /// per-frame timeline (slack to deadline per stage, drops marked by cause) and a latency
+    /// histogram per stage. A PNG's text needs a font (Debian: fonts-dejavu-core).
+    #[arg(long, value_parser = playsim::report::plot::parse_path)]
     plot: Option<PathBuf>,
     /// Exit with status 3 when more frames than this are dropped.
     #[arg(long, value_parser = parse_whole, allow_hyphen_values = true)]
@@ -556,6 +561,10 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let runs: Vec<playsim::report::compare::Run<'_>> =
         reports.iter().map(|(name, report)| playsim::report::compare::Run { name, report }).collect();
     print!("{}", playsim::report::compare::compare(&runs));
+    if let Some(plot) = &args.plot {
+        playsim::report::compare_plot::write(&runs, plot)?;
+        eprintln!("playsim: comparison plot written to {}", plot.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -565,10 +574,8 @@ fn finish_report(
     csv: Option<&std::path::Path>,
     plot: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    if let Some(plot) = plot {
-        playsim::report::plot::write_svg(report, plot)?;
-        eprintln!("playsim: plot written to {}", plot.display());
-    }
+    // A plot that cannot be drawn (no font for a PNG, say) still leaves the CSV and the report.
+    let plotted = plot.map(|plot| playsim::report::plot::write(report, plot).map(|()| plot));
     if let Some(csv) = csv {
         playsim::report::csv::write_timeline_atomic(report, csv)?;
         eprintln!("playsim: timeline written to {}", csv.display());
@@ -577,6 +584,9 @@ fn finish_report(
         json::write_atomic(report, path)
             .with_context(|| format!("writing the report to {}", path.display()))?;
         eprintln!("playsim: report written to {}", path.display());
+    }
+    if let Some(plotted) = plotted {
+        eprintln!("playsim: plot written to {}", plotted?.display());
     }
     Ok(())
 }

@@ -38,7 +38,7 @@ pub const PACKAGES: &[Package] = &[
     Package { name: "libavutil-dev", why: "FFmpeg's utilities, needed by libavcodec and libavformat" },
     Package { name: "clang", why: "ffmpeg-sys-next generates its FFmpeg bindings with bindgen" },
     Package { name: "libclang-dev", why: "libclang, which bindgen loads to read FFmpeg's headers" },
-    Package { name: "fonts-dejavu-core", why: "the font `cargo xtask fixtures` burns frame numbers in with" },
+    Package { name: "fonts-dejavu-core", why: "the font of PNG plots and of the fixtures' frame numbers" },
     Package {
         name: "nfs-ganesha",
         why: "the NFS server (ganesha.nfsd) that playsim-testserver runs on loopback",

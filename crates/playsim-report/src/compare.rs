@@ -4,7 +4,7 @@
 //! and their ratio to it, and, where one direction is better (more fps, fewer drops, less
 //! CPU per GB), whether the change is better or worse.
 
-use crate::model::{Report, StreamReport};
+use crate::model::{DropCauseName, Report, StreamReport};
 
 /// One run to compare: the name it is shown under (its file, say) and its report.
 #[derive(Clone, Copy, Debug)]
@@ -17,86 +17,101 @@ pub struct Run<'a> {
 
 /// Which way a figure is better.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Better {
+pub(crate) enum Better {
     Higher,
     Lower,
 }
 
+/// A number read from a run's report: the one place the table and the plot
+/// ([`crate::compare_plot`]) take their figures from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Measure {
+    Fps,
+    Presented,
+    Dropped,
+    DroppedBy(DropCauseName),
+    MbPerS,
+    ReadP99,
+    DecodeP99,
+    OutputP99,
+    CpuUser,
+    CpuSys,
+    CpuSoftirq,
+    CpuTotal,
+}
+
+impl Measure {
+    /// The measure's value in `report`.
+    pub(crate) fn of(self, report: &Report) -> f64 {
+        let totals = &report.totals;
+        match self {
+            Measure::Fps => totals.fps,
+            Measure::Presented => totals.presented as f64,
+            Measure::Dropped => totals.dropped.total() as f64,
+            Measure::DroppedBy(DropCauseName::Storage) => totals.dropped.storage as f64,
+            Measure::DroppedBy(DropCauseName::Decode) => totals.dropped.decode as f64,
+            Measure::DroppedBy(DropCauseName::Output) => totals.dropped.output as f64,
+            Measure::DroppedBy(DropCauseName::Unreadable) => totals.dropped.unreadable as f64,
+            Measure::MbPerS => totals.mb_per_s,
+            Measure::ReadP99 => worst(report, |s| s.latency.read.p99_ms),
+            Measure::DecodeP99 => worst(report, |s| s.latency.decode.p99_ms),
+            Measure::OutputP99 => worst(report, |s| s.latency.output.p99_ms),
+            Measure::CpuUser => report.cpu.user_s_per_gb,
+            Measure::CpuSys => report.cpu.sys_s_per_gb,
+            Measure::CpuSoftirq => report.cpu.softirq_s_per_gb,
+            Measure::CpuTotal => report.cpu.total_s_per_gb,
+        }
+    }
+
+    /// How the measure is shown.
+    pub(crate) fn figure(self) -> &'static Figure {
+        // Every measure has its row; the fallback is never taken.
+        FIGURES.iter().find(|f| f.measure == self).unwrap_or(&FIGURES[0])
+    }
+}
+
 /// A figure of a run, and how to show it.
-struct Figure {
+pub(crate) struct Figure {
+    pub(crate) measure: Measure,
     label: &'static str,
-    decimals: usize,
-    better: Better,
-    value: fn(&Report) -> f64,
+    pub(crate) decimals: usize,
+    pub(crate) better: Better,
+}
+
+const fn fig(measure: Measure, label: &'static str, decimals: usize, better: Better) -> Figure {
+    Figure { measure, label, decimals, better }
 }
 
 /// Figures, in the order they are listed.
 const FIGURES: &[Figure] = &[
-    Figure { label: "fps", decimals: 2, better: Better::Higher, value: |r| r.totals.fps },
-    Figure {
-        label: "frames presented",
-        decimals: 0,
-        better: Better::Higher,
-        value: |r| r.totals.presented as f64,
-    },
-    Figure {
-        label: "dropped",
-        decimals: 0,
-        better: Better::Lower,
-        value: |r| r.totals.dropped.total() as f64,
-    },
-    Figure {
-        label: "  storage",
-        decimals: 0,
-        better: Better::Lower,
-        value: |r| r.totals.dropped.storage as f64,
-    },
-    Figure {
-        label: "  decode",
-        decimals: 0,
-        better: Better::Lower,
-        value: |r| r.totals.dropped.decode as f64,
-    },
-    Figure {
-        label: "  output",
-        decimals: 0,
-        better: Better::Lower,
-        value: |r| r.totals.dropped.output as f64,
-    },
-    Figure {
-        label: "  unreadable",
-        decimals: 0,
-        better: Better::Lower,
-        value: |r| r.totals.dropped.unreadable as f64,
-    },
-    Figure { label: "MB/s", decimals: 1, better: Better::Higher, value: |r| r.totals.mb_per_s },
-    Figure {
-        label: "read p99 ms",
-        decimals: 2,
-        better: Better::Lower,
-        value: |r| worst(r, |s| s.latency.read.p99_ms),
-    },
-    Figure {
-        label: "decode p99 ms",
-        decimals: 2,
-        better: Better::Lower,
-        value: |r| worst(r, |s| s.latency.decode.p99_ms),
-    },
-    Figure {
-        label: "output p99 ms",
-        decimals: 2,
-        better: Better::Lower,
-        value: |r| worst(r, |s| s.latency.output.p99_ms),
-    },
-    Figure { label: "cpu user s/GB", decimals: 2, better: Better::Lower, value: |r| r.cpu.user_s_per_gb },
-    Figure { label: "cpu sys s/GB", decimals: 2, better: Better::Lower, value: |r| r.cpu.sys_s_per_gb },
-    Figure {
-        label: "cpu softirq s/GB",
-        decimals: 2,
-        better: Better::Lower,
-        value: |r| r.cpu.softirq_s_per_gb,
-    },
-    Figure { label: "cpu total s/GB", decimals: 2, better: Better::Lower, value: |r| r.cpu.total_s_per_gb },
+    fig(Measure::Fps, "fps", 2, Better::Higher),
+    fig(Measure::Presented, "frames presented", 0, Better::Higher),
+    fig(Measure::Dropped, "dropped", 0, Better::Lower),
+    fig(Measure::DroppedBy(DropCauseName::Storage), "  storage", 0, Better::Lower),
+    fig(Measure::DroppedBy(DropCauseName::Decode), "  decode", 0, Better::Lower),
+    fig(Measure::DroppedBy(DropCauseName::Output), "  output", 0, Better::Lower),
+    fig(Measure::DroppedBy(DropCauseName::Unreadable), "  unreadable", 0, Better::Lower),
+    fig(Measure::MbPerS, "MB/s", 1, Better::Higher),
+    fig(Measure::ReadP99, "read p99 ms", 2, Better::Lower),
+    fig(Measure::DecodeP99, "decode p99 ms", 2, Better::Lower),
+    fig(Measure::OutputP99, "output p99 ms", 2, Better::Lower),
+    fig(Measure::CpuUser, "cpu user s/GB", 2, Better::Lower),
+    fig(Measure::CpuSys, "cpu sys s/GB", 2, Better::Lower),
+    fig(Measure::CpuSoftirq, "cpu softirq s/GB", 2, Better::Lower),
+    fig(Measure::CpuTotal, "cpu total s/GB", 2, Better::Lower),
+];
+
+/// A text cell of a run's report.
+pub(crate) type Describe = fn(&Report) -> String;
+
+/// What a run was, row by row: the table's first rows and the plot's key.
+pub(crate) const DESCRIPTION: &[(&str, Describe)] = &[
+    ("status", |r| format!("{:?}", r.status).to_lowercase()),
+    ("source", |r| distinct(r.streams.iter().map(|s| s.source.location.clone()))),
+    ("transport", transport),
+    ("read size", read_size),
+    ("pacing", |r| distinct(r.streams.iter().map(|s| s.fps.clone()))),
+    ("streams", |r| r.streams.len().to_string()),
 ];
 
 /// Width of the label column.
@@ -115,23 +130,20 @@ const LABEL: usize = 18;
 /// assert!(text.contains("12.00 -12.00 0.50x worse"), "{text}");
 /// ```
 pub fn compare(runs: &[Run<'_>]) -> String {
-    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
-    let text_row = |label: &str, cell: fn(&Report) -> String| {
-        (label.to_owned(), runs.iter().map(|run| cell(run.report)).collect::<Vec<_>>())
+    let Some(first) = runs.first() else {
+        return "no runs to compare\n".to_owned();
     };
-    rows.push(text_row("status", |r| format!("{:?}", r.status).to_lowercase()));
-    rows.push(text_row("source", |r| distinct(r.streams.iter().map(|s| s.source.location.clone()))));
-    rows.push(text_row("transport", transport));
-    rows.push(text_row("read size", read_size));
-    rows.push(text_row("pacing", |r| distinct(r.streams.iter().map(|s| s.fps.clone()))));
-    rows.push(text_row("streams", |r| r.streams.len().to_string()));
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    for (label, cell) in DESCRIPTION {
+        rows.push(((*label).to_owned(), runs.iter().map(|run| cell(run.report)).collect()));
+    }
     for figure in FIGURES {
-        let base = (figure.value)(runs[0].report);
+        let base = figure.measure.of(first.report);
         let cells = runs
             .iter()
             .enumerate()
             .map(|(i, run)| {
-                let value = (figure.value)(run.report);
+                let value = figure.measure.of(run.report);
                 let shown = format!("{value:.prec$}", prec = figure.decimals);
                 if i == 0 {
                     shown
@@ -161,7 +173,7 @@ pub fn compare(runs: &[Run<'_>]) -> String {
     let mut out: String = lines.iter().map(|l| l.trim_end()).collect::<Vec<_>>().join("\n");
     out.push_str(&format!(
         "\n(later runs: value, difference from {}, ratio, and better or worse where one way is better)\n",
-        runs[0].name
+        first.name
     ));
     out
 }

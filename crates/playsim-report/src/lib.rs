@@ -48,6 +48,7 @@ mod percentiles;
 mod testutil;
 
 pub mod compare;
+pub mod compare_plot;
 pub mod csv;
 pub mod json;
 pub mod plot;

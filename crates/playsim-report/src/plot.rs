@@ -1,18 +1,30 @@
-//! Plots of a run (`--plot FILE.svg`): the per-frame timeline and the latency of each stage.
+//! Plots of a run (`--plot FILE.svg` or `--plot FILE.png`): the per-frame timeline and the
+//! latency of each stage.
 //!
 //! The top panel is the timeline: x is the frame (in play order), y is the slack to the
 //! deadline in milliseconds when the frame's read, decode and output finished (above 0: in
 //! time; below: late). The due line is y = 0. Dropped frames are marked on it, one colour
 //! per cause. The bottom panel is a histogram of each stage's latency.
+//!
+//! Every figure is drawn once, as SVG, with plotters. A PNG is that SVG rendered by resvg
+//! (pure Rust), so the two formats are the same picture. An SVG names its font
+//! (`sans-serif`) and leaves it to the viewer; a PNG's text is drawn here, with a font found
+//! in the system's font directories ([`Fonts`]), and none found is an error that names the
+//! package to install.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use plotters::prelude::*;
+use resvg::usvg::fontdb;
 
 use crate::model::{DropCauseName, FrameRecord, Report};
 
-/// Width and height of the picture, in SVG pixels.
+/// Width and height of the picture, in SVG pixels (and PNG pixels).
 const SIZE: (u32, u32) = (1400, 900);
+
+/// The Debian package whose font a PNG is drawn with when the system has no other.
+pub const FONT_PACKAGE: &str = "fonts-dejavu-core";
 
 /// A plot could not be drawn or written.
 #[derive(Debug, thiserror::Error)]
@@ -22,18 +34,143 @@ pub struct PlotError {
     reason: String,
 }
 
-/// Draws `report` to `path`, an SVG file.
-pub fn write_svg(report: &Report, path: &Path) -> Result<(), PlotError> {
-    let fail = |reason: String| PlotError { path: path.display().to_string(), reason };
-    if path.extension().is_none_or(|e| !e.eq_ignore_ascii_case("svg")) {
-        return Err(fail("plots are written as SVG: give a .svg file, for example --plot run.svg".into()));
+impl PlotError {
+    pub(crate) fn new(path: &Path, reason: impl Into<String>) -> Self {
+        PlotError { path: path.display().to_string(), reason: reason.into() }
     }
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
-    draw(report, &root).map_err(|e| fail(e.to_string()))?;
-    root.present().map_err(|e| fail(e.to_string()))
 }
 
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
+/// The formats a plot is written in, chosen by the file's extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlotFormat {
+    /// `.svg`: the figure as plotters draws it.
+    Svg,
+    /// `.png`: the SVG rendered to pixels, at one pixel per SVG pixel.
+    Png,
+}
+
+impl PlotFormat {
+    /// The format a path asks for, by its extension (either case); anything else is refused
+    /// with an example.
+    pub fn of_path(path: &Path) -> Result<PlotFormat, PlotError> {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("svg") => Ok(PlotFormat::Svg),
+            Some("png") => Ok(PlotFormat::Png),
+            _ => Err(PlotError::new(
+                path,
+                "plots are written as SVG or PNG: give a .svg or .png file, for example --plot run.svg",
+            )),
+        }
+    }
+}
+
+/// Checks a `--plot` argument's extension (for clap's `value_parser`), so that a bad one is
+/// refused before a run rather than after it.
+pub fn parse_path(arg: &str) -> Result<PathBuf, PlotError> {
+    let path = PathBuf::from(arg);
+    PlotFormat::of_path(&path)?;
+    Ok(path)
+}
+
+/// Where a PNG's fonts come from. Loading is deferred until a PNG is drawn.
+#[derive(Clone, Debug)]
+pub struct Fonts {
+    dir: Option<PathBuf>,
+}
+
+impl Fonts {
+    /// The system's fonts (fontconfig's directories, `/usr/share/fonts` and the like).
+    pub fn system() -> Fonts {
+        Fonts { dir: None }
+    }
+
+    /// Only the fonts in `dir` and its subdirectories.
+    pub fn dir(dir: impl Into<PathBuf>) -> Fonts {
+        Fonts { dir: Some(dir.into()) }
+    }
+
+    /// Loads the fonts, with `sans-serif` (the family the plots name) mapped to one that is
+    /// there; an error when there is none.
+    fn load(&self) -> Result<Arc<fontdb::Database>, String> {
+        let mut db = fontdb::Database::new();
+        let searched = match &self.dir {
+            Some(dir) => {
+                db.load_fonts_dir(dir);
+                dir.display().to_string()
+            }
+            None => {
+                db.load_system_fonts();
+                "the system's font directories".to_owned()
+            }
+        };
+        let sans = [fontdb::Family::SansSerif];
+        if db.query(&fontdb::Query { families: &sans, ..Default::default() }).is_none() {
+            let family = db
+                .faces()
+                .flat_map(|face| face.families.iter().map(|(name, _)| name.clone()))
+                .find(|name| name == "DejaVu Sans")
+                .or_else(|| db.faces().find_map(|face| face.families.first().map(|(name, _)| name.clone())));
+            match family {
+                Some(family) => db.set_sans_serif_family(family),
+                None => {
+                    return Err(format!(
+                        "no font found in {searched} to draw the PNG's text with: install one \
+                         (`apt-get install {FONT_PACKAGE}`, or `cargo xtask deps`), or write an SVG, \
+                         for example --plot run.svg"
+                    ))
+                }
+            }
+        }
+        Ok(Arc::new(db))
+    }
+}
+
+/// Draws `report` to `path`: SVG or PNG by the extension, PNG text in the system's fonts.
+pub fn write(report: &Report, path: &Path) -> Result<(), PlotError> {
+    write_with_fonts(report, path, &Fonts::system())
+}
+
+/// Draws `report` to `path`, a PNG's text in `fonts`.
+pub fn write_with_fonts(report: &Report, path: &Path, fonts: &Fonts) -> Result<(), PlotError> {
+    write_figure(path, SIZE, fonts, |root| draw(report, root))
+}
+
+/// Draws a figure of `size` as SVG with `draw`, then writes it to `path` (atomically) as SVG
+/// or as PNG, by the extension.
+pub(crate) fn write_figure(
+    path: &Path,
+    size: (u32, u32),
+    fonts: &Fonts,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> DrawResult,
+) -> Result<(), PlotError> {
+    let format = PlotFormat::of_path(path)?;
+    let fail = |reason: String| PlotError::new(path, reason);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw(&root).map_err(|e| fail(e.to_string()))?;
+        root.present().map_err(|e| fail(e.to_string()))?;
+    }
+    let bytes = match format {
+        PlotFormat::Svg => svg.into_bytes(),
+        PlotFormat::Png => svg_to_png(&svg, &fonts.load().map_err(fail)?).map_err(fail)?,
+    };
+    crate::json::write_bytes_atomic(&bytes, path).map_err(|e| fail(e.to_string()))
+}
+
+/// Renders an SVG to a PNG of the same size in pixels.
+fn svg_to_png(svg: &str, fonts: &Arc<fontdb::Database>) -> Result<Vec<u8>, String> {
+    use resvg::{tiny_skia, usvg};
+    let options = usvg::Options { fontdb: Arc::clone(fonts), ..Default::default() };
+    let tree = usvg::Tree::from_str(svg, &options).map_err(|e| format!("rendering the SVG: {e}"))?;
+    let size = tree.size().to_int_size();
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or_else(|| format!("cannot make a {}x{} picture", size.width(), size.height()))?;
+    resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+    pixmap.encode_png().map_err(|e| format!("encoding the PNG: {e}"))
+}
+
+pub(crate) type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 fn draw<DB: DrawingBackend>(report: &Report, root: &DrawingArea<DB, plotters::coord::Shift>) -> DrawResult
 where
@@ -46,11 +183,11 @@ where
     Ok(())
 }
 
-const READ: RGBColor = RGBColor(31, 119, 180);
-const DECODE: RGBColor = RGBColor(44, 160, 44);
-const OUTPUT: RGBColor = RGBColor(148, 103, 189);
+pub(crate) const READ: RGBColor = RGBColor(31, 119, 180);
+pub(crate) const DECODE: RGBColor = RGBColor(44, 160, 44);
+pub(crate) const OUTPUT: RGBColor = RGBColor(148, 103, 189);
 
-fn cause_colour(cause: DropCauseName) -> RGBColor {
+pub(crate) fn cause_colour(cause: DropCauseName) -> RGBColor {
     match cause {
         DropCauseName::Storage => RGBColor(214, 39, 40),
         DropCauseName::Decode => RGBColor(255, 127, 14),
@@ -92,6 +229,18 @@ fn title(report: &Report) -> String {
     )
 }
 
+/// The font size of tick labels (and, one larger, of the axes' descriptions).
+const LABEL: u32 = 13;
+
+/// A frame number on the x axis; none between whole frames (a short run's ticks fall there).
+fn whole(x: &f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        String::new()
+    }
+}
+
 /// A timeline series: its label, colour, and when a frame finished the stage.
 type Stage = (&'static str, RGBColor, fn(&FrameRecord) -> Option<u64>);
 
@@ -124,8 +273,10 @@ where
         .configure_mesh()
         .x_desc("frame (play order)")
         .y_desc("slack to deadline (ms; below 0 = late)")
-        .x_label_formatter(&|x| format!("{x:.0}"))
+        .x_label_formatter(&whole)
         .y_label_formatter(&|y| format!("{y:.0}"))
+        .label_style(("sans-serif", LABEL))
+        .axis_desc_style(("sans-serif", LABEL + 1))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
     chart
@@ -208,6 +359,9 @@ where
         .x_desc("latency (ms)")
         .y_desc("frames")
         .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y}"))
+        .label_style(("sans-serif", LABEL))
+        .axis_desc_style(("sans-serif", LABEL + 1))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
     for ((name, colour, values), bins) in stages.iter().zip(&counts) {
@@ -247,7 +401,7 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::testutil::sample_report;
 
@@ -255,7 +409,7 @@ mod tests {
     fn writes_an_svg_with_title_axes_and_legend() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("run.svg");
-        write_svg(&sample_report(), &path).expect("plot");
+        write(&sample_report(), &path).expect("plot");
         let svg = std::fs::read_to_string(&path).expect("svg");
         for text in
             ["slack to deadline", "frame (play order)", "latency per stage", "read done", "dropped: storage"]
@@ -264,9 +418,63 @@ mod tests {
         }
     }
 
+    /// The width and height in a PNG's IHDR chunk, after checking the signature.
+    pub(crate) fn png_size(bytes: &[u8]) -> (u32, u32) {
+        assert!(bytes.len() > 33, "{} bytes is too short for a PNG", bytes.len());
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG signature");
+        assert_eq!(&bytes[8..16], b"\0\0\0\x0dIHDR", "the first chunk is not a 13-byte IHDR");
+        let be = |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        (be(16), be(20))
+    }
+
+    /// How many pixels in the rows `rows` are dark (text or lines, on the white ground).
+    pub(crate) fn dark_pixels(png: &[u8], rows: std::ops::Range<u32>) -> usize {
+        let pixmap = resvg::tiny_skia::Pixmap::decode_png(png).expect("decode png");
+        let width = pixmap.width() as usize;
+        pixmap.pixels()[rows.start as usize * width..rows.end as usize * width]
+            .iter()
+            .filter(|p| u32::from(p.red()) + u32::from(p.green()) + u32::from(p.blue()) < 3 * 128)
+            .count()
+    }
+
+    #[test]
+    fn writes_a_png_of_the_same_figure_with_its_text_drawn() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("run.PNG");
+        write(&sample_report(), &path).expect("plot");
+        let png = std::fs::read(&path).expect("png");
+        assert_eq!(png_size(&png), SIZE);
+        // The title is the only thing in the top 25 rows: dark pixels there are its glyphs.
+        assert!(dark_pixels(&png, 0..25) > 200, "no title text drawn in the png");
+        assert!(!dir.path().join("run.svg").exists());
+    }
+
+    #[test]
+    fn a_png_without_fonts_is_refused_naming_the_package() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let no_fonts = tempfile::tempdir().expect("empty font dir");
+        let path = dir.path().join("run.png");
+        let err =
+            write_with_fonts(&sample_report(), &path, &Fonts::dir(no_fonts.path())).expect_err("no font");
+        let text = err.to_string();
+        assert!(text.contains("apt-get install fonts-dejavu-core"), "{text}");
+        assert!(text.contains(&no_fonts.path().display().to_string()), "{text}");
+        assert!(text.contains("--plot run.svg"), "{text}");
+        assert!(!path.exists(), "a png was written without fonts");
+        // The SVG needs no font of ours.
+        write_with_fonts(&sample_report(), &dir.path().join("run.svg"), &Fonts::dir(no_fonts.path()))
+            .expect("svg without fonts");
+    }
+
     #[test]
     fn refuses_other_formats_with_an_example() {
-        let err = write_svg(&sample_report(), Path::new("run.png")).expect_err("png refused");
-        assert!(err.to_string().contains("for example --plot run.svg"), "{err}");
+        for name in ["run.jpg", "run", "run.svg.txt"] {
+            let err = write(&sample_report(), Path::new(name)).expect_err("refused");
+            assert!(err.to_string().contains("for example --plot run.svg"), "{err}");
+            assert!(err.to_string().contains(name), "{err}");
+            assert!(parse_path(name).is_err(), "{name}");
+        }
+        assert_eq!(parse_path("out/run.Png").expect("png"), PathBuf::from("out/run.Png"));
+        assert_eq!(PlotFormat::of_path(Path::new("a.SVG")).expect("svg"), PlotFormat::Svg);
     }
 }

@@ -1,0 +1,639 @@
+//! The comparison as a picture: `playsim compare A.json B.json ... --plot cmp.svg` (or `.png`).
+//!
+//! Six panels, each with the runs side by side on x (the first run is the baseline): frame
+//! rate, dropped frames stacked by cause (coloured as in the timeline plot), data rate, the
+//! p99 latency of each stage (read, decode, output: grouped, coloured as in the timeline
+//! plot), CPU seconds per GB read (user, sys, softirq, stacked) and a key saying what each run
+//! was. The figures come from [`crate::compare`], the same as the table's.
+
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::compare::{Better, Measure, Run, DESCRIPTION};
+use crate::model::DropCauseName;
+use crate::plot::{cause_colour, write_figure, DrawResult, Fonts, PlotError, DECODE, OUTPUT, READ};
+
+/// Width and height of the picture, in SVG pixels (and PNG pixels).
+const SIZE: (u32, u32) = (1400, 900);
+/// Height of the band holding the figure's title.
+const TITLE_BAND: u32 = 64;
+/// Height of a panel's heading: its caption, then its legend.
+const HEADING: u32 = 46;
+/// The font size of the figure's title.
+const TITLE: u32 = 20;
+/// The font size of tick labels, values on bars, legends and the key.
+const SMALL: u32 = 13;
+
+/// The colour of a bar that stands for one figure.
+const BAR: RGBColor = RGBColor(96, 116, 140);
+const CPU_USER: RGBColor = RGBColor(57, 106, 177);
+const CPU_SYS: RGBColor = RGBColor(218, 124, 48);
+const CPU_SOFTIRQ: RGBColor = RGBColor(204, 121, 167);
+
+/// Draws `runs` side by side to `path`: SVG or PNG by the extension, PNG text in the system's
+/// fonts.
+pub fn write(runs: &[Run<'_>], path: &Path) -> Result<(), PlotError> {
+    write_with_fonts(runs, path, &Fonts::system())
+}
+
+/// Draws `runs` side by side to `path`, a PNG's text in `fonts`.
+pub fn write_with_fonts(runs: &[Run<'_>], path: &Path, fonts: &Fonts) -> Result<(), PlotError> {
+    if runs.is_empty() {
+        return Err(PlotError::new(path, "no runs to compare, for example `playsim compare a.json b.json`"));
+    }
+    write_figure(path, SIZE, fonts, |root| draw(runs, root))
+}
+
+/// One part of a bar: what it is called, its colour and the figure it shows.
+struct Part {
+    name: &'static str,
+    colour: RGBColor,
+    measure: Measure,
+}
+
+/// How a panel's figures stand on each run's slot.
+enum Bars {
+    /// One bar per run.
+    Single(Measure),
+    /// One bar per run, its parts stacked.
+    Stacked(Vec<Part>),
+    /// The parts side by side in each run's slot.
+    Grouped(Vec<Part>),
+}
+
+/// A panel: its caption, the y axis's description and its bars.
+struct Panel {
+    caption: &'static str,
+    y_desc: &'static str,
+    bars: Bars,
+}
+
+fn panels() -> [Panel; 5] {
+    let causes =
+        [DropCauseName::Storage, DropCauseName::Decode, DropCauseName::Output, DropCauseName::Unreadable];
+    [
+        Panel {
+            caption: "frame rate",
+            y_desc: "frames per second presented",
+            bars: Bars::Single(Measure::Fps),
+        },
+        Panel {
+            caption: "dropped frames by cause",
+            y_desc: "frames dropped",
+            bars: Bars::Stacked(
+                causes
+                    .into_iter()
+                    .map(|cause| Part {
+                        name: cause_label(cause),
+                        colour: cause_colour(cause),
+                        measure: Measure::DroppedBy(cause),
+                    })
+                    .collect(),
+            ),
+        },
+        Panel {
+            caption: "data rate read",
+            y_desc: "MB/s (MB = 10⁶ bytes)",
+            bars: Bars::Single(Measure::MbPerS),
+        },
+        Panel {
+            caption: "p99 latency per stage",
+            y_desc: "p99 latency (ms)",
+            bars: Bars::Grouped(vec![
+                Part { name: "read", colour: READ, measure: Measure::ReadP99 },
+                Part { name: "decode", colour: DECODE, measure: Measure::DecodeP99 },
+                Part { name: "output", colour: OUTPUT, measure: Measure::OutputP99 },
+            ]),
+        },
+        Panel {
+            caption: "CPU per GB read",
+            y_desc: "CPU s per GB (GB = 10⁹ bytes)",
+            bars: Bars::Stacked(vec![
+                Part { name: "user", colour: CPU_USER, measure: Measure::CpuUser },
+                Part { name: "sys", colour: CPU_SYS, measure: Measure::CpuSys },
+                Part { name: "softirq", colour: CPU_SOFTIRQ, measure: Measure::CpuSoftirq },
+            ]),
+        },
+    ]
+}
+
+fn cause_label(cause: DropCauseName) -> &'static str {
+    match cause {
+        DropCauseName::Storage => "storage",
+        DropCauseName::Decode => "decode",
+        DropCauseName::Output => "output",
+        DropCauseName::Unreadable => "unreadable",
+    }
+}
+
+fn draw(runs: &[Run<'_>], root: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult {
+    root.fill(&WHITE)?;
+    let (band, body) = root.split_vertically(TITLE_BAND);
+    band.draw(&Text::new(
+        title(runs, SIZE.0 - 40),
+        (SIZE.0 as i32 / 2, 10),
+        text(TITLE).pos(Pos::new(HPos::Center, VPos::Top)),
+    ))?;
+    band.draw(&Text::new(
+        format!(
+            "{} is the baseline; one bar per run, in the order given",
+            runs.first().map_or("", |r| r.name)
+        ),
+        (SIZE.0 as i32 / 2, 38),
+        text(SMALL + 1).color(&RGBColor(80, 80, 80)).pos(Pos::new(HPos::Center, VPos::Top)),
+    ))?;
+    let cells = body.split_evenly((2, 3));
+    let plot_width = cells[0].dim_in_pixel().0.saturating_sub(110);
+    let labels = run_labels(runs, plot_width);
+    for (panel, cell) in panels().iter().zip(&cells) {
+        bar_panel(runs, &labels, panel, &cell.margin(4, 8, 8, 12))?;
+    }
+    if let Some(cell) = cells.get(5) {
+        key(runs, &labels, &cell.margin(4, 8, 8, 12))?;
+    }
+    Ok(())
+}
+
+/// `playsim compare: a.json vs b.json`; when that is wider than `width` pixels, the names
+/// lose `.json` and then their middles.
+fn title(runs: &[Run<'_>], width: u32) -> String {
+    const HEAD: &str = "playsim compare: ";
+    const VS: &str = " vs ";
+    let full = format!("{HEAD}{}", runs.iter().map(|r| r.name).collect::<Vec<_>>().join(VS));
+    let fits = (width as f64 / (TITLE as f64 * EM)) as usize;
+    if full.chars().count() <= fits {
+        return full;
+    }
+    let n = runs.len().max(1);
+    let room = fits.saturating_sub(HEAD.len() + VS.len() * (n - 1)) / n;
+    let names: Vec<String> =
+        runs.iter().map(|r| shorten(r.name.strip_suffix(".json").unwrap_or(r.name), room.max(7))).collect();
+    format!("{HEAD}{}", names.join(VS))
+}
+
+/// `name` in at most `max` characters: its start and, longer, its end, with an ellipsis
+/// between (runs' files tend to differ at the end: tcp-1, tcp-2).
+fn shorten(name: &str, max: usize) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= max {
+        return name.to_owned();
+    }
+    let keep = max.saturating_sub(1);
+    let head = keep / 3;
+    let tail = keep - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// A sans-serif text style of `size` pixels.
+fn text(size: u32) -> TextStyle<'static> {
+    TextStyle::from(("sans-serif", size).into_font())
+}
+
+/// The width of an average glyph, in em: DejaVu Sans's digits are 0.636 em, its lower-case
+/// letters about 0.6.
+const EM: f64 = 0.64;
+
+/// About how wide `text` is at `size` pixels.
+fn text_width(text: &str, size: u32) -> u32 {
+    (text.chars().count() as f64 * size as f64 * EM).ceil() as u32
+}
+
+/// Each run's name under its bar when all fit in a slot of the plot, else A, B, C ... (the
+/// key gives the names).
+fn run_labels(runs: &[Run<'_>], plot_width: u32) -> Vec<String> {
+    let slot = plot_width / runs.len().max(1) as u32;
+    if runs.iter().all(|r| text_width(r.name, SMALL) + 8 <= slot) {
+        runs.iter().map(|r| r.name.to_owned()).collect()
+    } else {
+        (0..runs.len()).map(letter).collect()
+    }
+}
+
+/// A, B, ... Z, then 27, 28, ...
+fn letter(i: usize) -> String {
+    match u8::try_from(i) {
+        Ok(i) if i < 26 => char::from(b'A' + i).to_string(),
+        _ => (i + 1).to_string(),
+    }
+}
+
+/// The measures a panel shows.
+fn measures(panel: &Panel) -> impl Iterator<Item = Measure> + '_ {
+    let (single, parts): (Option<Measure>, &[Part]) = match &panel.bars {
+        Bars::Single(m) => (Some(*m), &[]),
+        Bars::Stacked(parts) | Bars::Grouped(parts) => (None, parts),
+    };
+    single.into_iter().chain(parts.iter().map(|p| p.measure))
+}
+
+/// The panel's caption with the way that is better.
+fn caption(panel: &Panel) -> String {
+    let measure = measures(panel).next().unwrap_or(Measure::Fps);
+    let better = match measure.figure().better {
+        Better::Higher => "higher is better",
+        Better::Lower => "lower is better",
+    };
+    format!("{} ({better})", panel.caption)
+}
+
+fn bar_panel(
+    runs: &[Run<'_>],
+    labels: &[String],
+    panel: &Panel,
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+) -> DrawResult {
+    let (heading, plot) = area.split_vertically(HEADING);
+    let (width, _) = heading.dim_in_pixel();
+    heading.draw(&Text::new(
+        caption(panel),
+        (width as i32 / 2, 2),
+        text(16).pos(Pos::new(HPos::Center, VPos::Top)),
+    ))?;
+    let parts: &[Part] = match &panel.bars {
+        Bars::Single(_) => &[],
+        Bars::Stacked(parts) | Bars::Grouped(parts) => parts,
+    };
+    legend_row(&heading, parts, 24)?;
+
+    let n = runs.len();
+    // Each run's bars from bottom to top (stacked) or left to right (grouped): (x0, x1, y0, y1, colour).
+    let mut rects: Vec<(f64, f64, f64, f64, RGBColor)> = Vec::new();
+    // Values written above the bars: (x, y, text, bar width in slots).
+    let mut values: Vec<(f64, f64, String, f64)> = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let x = i as f64;
+        match &panel.bars {
+            Bars::Single(measure) => {
+                let v = finite(measure.of(run.report));
+                rects.push((x - 0.3, x + 0.3, 0.0, v, BAR));
+                values.push((x, v, shown(*measure, v), 0.6));
+            }
+            Bars::Stacked(parts) => {
+                let mut top = 0.0;
+                for part in parts {
+                    let v = finite(part.measure.of(run.report));
+                    if v > 0.0 {
+                        rects.push((x - 0.3, x + 0.3, top, top + v, part.colour));
+                    }
+                    top += v;
+                }
+                let decimals = parts.first().map_or(0, |p| p.measure.figure().decimals);
+                values.push((x, top, format!("{top:.decimals$}"), 0.6));
+            }
+            Bars::Grouped(parts) => {
+                let w = 0.8 / parts.len().max(1) as f64;
+                for (j, part) in parts.iter().enumerate() {
+                    let v = finite(part.measure.of(run.report));
+                    let x0 = x - 0.4 + j as f64 * w;
+                    rects.push((x0, x0 + w, 0.0, v, part.colour));
+                    values.push((x0 + w / 2.0, v, compact(part.measure, v), w));
+                }
+            }
+        }
+    }
+    let top = values.iter().map(|v| v.1).fold(0.0f64, f64::max);
+    let counts = measures(panel).all(|m| m.figure().decimals == 0);
+    // Room above the tallest bar for its value.
+    let y_max = if top > 0.0 { top * 1.15 } else { 1.0 };
+    let mut chart = ChartBuilder::on(&plot)
+        .x_label_area_size(30)
+        .y_label_area_size(62)
+        .margin_right(6)
+        .build_cartesian_2d(RunAxis { n }, 0f64..y_max)?;
+    let label_of = |x: &f64| -> String {
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            labels.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.12))
+        .x_labels(n)
+        .y_labels(6)
+        .x_label_formatter(&label_of)
+        .y_label_formatter(&|y| axis_number(*y, y_max, counts))
+        .label_style(text(SMALL))
+        .axis_desc_style(text(SMALL + 1))
+        .y_desc(panel.y_desc)
+        .draw()?;
+    chart.draw_series(
+        rects.iter().map(|&(x0, x1, y0, y1, colour)| Rectangle::new([(x0, y0), (x1, y1)], colour.filled())),
+    )?;
+    // A value is written only where it fits over its bar.
+    let (plot_px, _) = chart.plotting_area().dim_in_pixel();
+    let slot_px = plot_px as f64 / n.max(1) as f64;
+    let fitting =
+        values.iter().filter(|(_, _, s, w)| f64::from(text_width(s, SMALL - 1)) <= w * slot_px + 6.0);
+    chart.draw_series(fitting.map(|(x, y, s, _)| {
+        Text::new(s.clone(), (*x, *y), text(SMALL - 1).pos(Pos::new(HPos::Center, VPos::Bottom)))
+    }))?;
+    if top <= 0.0 {
+        let (w, h) = chart.plotting_area().dim_in_pixel();
+        let empty = match &panel.bars {
+            Bars::Stacked(parts) if parts.iter().any(|p| matches!(p.measure, Measure::DroppedBy(_))) => {
+                "no drops in any run"
+            }
+            _ => "zero in every run",
+        };
+        chart.plotting_area().strip_coord_spec().draw(&Text::new(
+            empty,
+            (w as i32 / 2, h as i32 / 2),
+            text(SMALL + 1).color(&RGBColor(80, 80, 80)).pos(Pos::new(HPos::Center, VPos::Center)),
+        ))?;
+    }
+    Ok(())
+}
+
+/// The x axis: a slot a run, centred on 0, 1, 2 ..., with a tick at each centre (plotters'
+/// own f64 axis puts its ticks at round numbers, which need not be whole).
+struct RunAxis {
+    n: usize,
+}
+
+impl Ranged for RunAxis {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let share = (value + 0.5) / self.n.max(1) as f64;
+        limit.0 + (f64::from(limit.1 - limit.0) * share).round() as i32
+    }
+
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        (0..self.n).map(|i| i as f64).collect()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        -0.5..self.n as f64 - 0.5
+    }
+}
+
+/// A value as the table shows it.
+fn shown(measure: Measure, value: f64) -> String {
+    format!("{value:.prec$}", prec = measure.figure().decimals)
+}
+
+/// A value as the table shows it but in three significant figures or more (`120`, `55.0`,
+/// `3.30`), for the narrow bars of a group.
+fn compact(measure: Measure, value: f64) -> String {
+    let whole_digits = if value >= 1.0 { value.log10().floor() as usize + 1 } else { 1 };
+    let decimals = measure.figure().decimals.min(3usize.saturating_sub(whole_digits));
+    format!("{value:.decimals$}")
+}
+
+/// A tick label on a y axis that reaches `max`: whole numbers when the axis is tall enough,
+/// and none between whole numbers on an axis of counts.
+fn axis_number(y: f64, max: f64, counts: bool) -> String {
+    if counts {
+        if y.fract() == 0.0 {
+            format!("{y:.0}")
+        } else {
+            String::new()
+        }
+    } else if max >= 10.0 {
+        format!("{y:.0}")
+    } else if max >= 1.0 {
+        format!("{y:.1}")
+    } else {
+        format!("{y:.2}")
+    }
+}
+
+/// NaN (a report written by hand, a run of no bytes) and negatives as 0, and no more than
+/// 10³⁰⁰, so that the axes stay finite.
+fn finite(v: f64) -> f64 {
+    if v.is_nan() {
+        0.0
+    } else {
+        v.clamp(0.0, 1e300)
+    }
+}
+
+/// A legend on one row, centred at `y`: a swatch and a name for each part.
+fn legend_row(area: &DrawingArea<SVGBackend<'_>, Shift>, parts: &[Part], y: i32) -> DrawResult {
+    const SWATCH: i32 = 12;
+    const GAP: i32 = 18;
+    let widths: Vec<i32> = parts.iter().map(|p| SWATCH + 5 + text_width(p.name, SMALL) as i32).collect();
+    let total: i32 = widths.iter().sum::<i32>() + GAP * (parts.len() as i32 - 1).max(0);
+    let (width, _) = area.dim_in_pixel();
+    let mut x = (width as i32 - total) / 2;
+    for (part, w) in parts.iter().zip(widths) {
+        area.draw(&Rectangle::new([(x, y), (x + SWATCH, y + SWATCH)], part.colour.filled()))?;
+        area.draw(&Text::new(
+            part.name,
+            (x + SWATCH + 5, y + SWATCH / 2),
+            text(SMALL).pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+        x += w + GAP;
+    }
+    Ok(())
+}
+
+/// What each run was: its label, its name, and the description rows the table starts with.
+fn key(runs: &[Run<'_>], labels: &[String], area: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult {
+    let (width, height) = area.dim_in_pixel();
+    area.draw(&Text::new(
+        "the runs",
+        (width as i32 / 2, 2),
+        text(16).pos(Pos::new(HPos::Center, VPos::Top)),
+    ))?;
+    let line_height = SMALL as i32 + 5;
+    let max_chars = (width.saturating_sub(30) as f64 / (SMALL as f64 * EM)) as usize;
+    // Each description row, as `name value`, for each run; rows alike in every run are said
+    // once, for all of them.
+    let rows: Vec<Vec<String>> = DESCRIPTION
+        .iter()
+        .map(|(name, cell)| runs.iter().map(|run| format!("{name} {}", cell(run.report))).collect())
+        .collect();
+    let alike = |row: &Vec<String>| runs.len() > 1 && row.iter().all(|cell| *cell == row[0]);
+    let mut lines: Vec<(i32, String)> = Vec::new();
+    let common: Vec<String> = rows.iter().filter(|row| alike(row)).map(|row| row[0].clone()).collect();
+    if !common.is_empty() {
+        lines.push((0, "all runs".to_owned()));
+        lines.extend(wrap(&common, max_chars.saturating_sub(2)).into_iter().map(|line| (14, line)));
+    }
+    for (i, (run, label)) in runs.iter().zip(labels).enumerate() {
+        let heading = if label == run.name { run.name.to_owned() } else { format!("{label}: {}", run.name) };
+        lines.push((0, heading));
+        let own: Vec<String> = rows.iter().filter(|row| !alike(row)).map(|row| row[i].clone()).collect();
+        lines.extend(wrap(&own, max_chars.saturating_sub(2)).into_iter().map(|line| (14, line)));
+    }
+    let first = HEADING as i32 - 12;
+    let fit = ((height as i32 - first) / line_height).max(0) as usize;
+    let cut = lines.len() > fit;
+    for (k, (indent, line)) in lines.iter().take(if cut { fit.saturating_sub(1) } else { fit }).enumerate() {
+        let style = if *indent == 0 { text(SMALL + 1) } else { text(SMALL).color(&RGBColor(60, 60, 60)) };
+        area.draw(&Text::new(line.clone(), (10 + indent, first + k as i32 * line_height), style))?;
+    }
+    if cut {
+        let y = first + fit.saturating_sub(1) as i32 * line_height;
+        area.draw(&Text::new("… (the table printed by compare has the rest)", (10, y), text(SMALL)))?;
+    }
+    Ok(())
+}
+
+/// `items` joined with `; ` into lines of at most `max` characters; an item longer than a line
+/// is cut with an ellipsis.
+fn wrap(items: &[String], max: usize) -> Vec<String> {
+    let max = max.max(8);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for item in items {
+        let item = if item.chars().count() > max {
+            let mut cut: String = item.chars().take(max - 1).collect();
+            cut.push('…');
+            cut
+        } else {
+            item.clone()
+        };
+        if !line.is_empty() && line.chars().count() + 2 + item.chars().count() > max {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push_str("; ");
+        }
+        line.push_str(&item);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plot::tests::{dark_pixels, png_size};
+    use crate::testutil::sample_report;
+
+    fn two_runs() -> (crate::Report, crate::Report) {
+        let a = sample_report();
+        let mut b = sample_report();
+        b.totals.fps = 12.5;
+        b.totals.dropped.decode = 40;
+        b.cpu.sys_s_per_gb = a.cpu.sys_s_per_gb * 3.0;
+        (a, b)
+    }
+
+    #[test]
+    fn an_svg_names_the_runs_and_labels_the_axes() {
+        let (a, b) = two_runs();
+        let runs = [Run { name: "tcp.json", report: &a }, Run { name: "rdma.json", report: &b }];
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("cmp.svg");
+        write(&runs, &path).expect("plot");
+        let svg = std::fs::read_to_string(&path).expect("svg");
+        for text in [
+            "playsim compare: tcp.json vs rdma.json",
+            "frames per second presented",
+            "frames dropped",
+            "MB/s (MB = 10⁶ bytes)",
+            "p99 latency (ms)",
+            "CPU s per GB (GB = 10⁹ bytes)",
+            "softirq",
+            "unreadable",
+            // A tick label under a bar: the name alone in its text element.
+            "\ntcp.json\n",
+            "12.50",
+        ] {
+            assert!(svg.contains(text), "no `{text}` in the svg");
+        }
+        // The drops are stacked in the timeline's colours: b's 40 decode drops in decode orange.
+        let decode = cause_colour(DropCauseName::Decode);
+        let orange = format!("#{:02X}{:02X}{:02X}", decode.0, decode.1, decode.2);
+        assert!(svg.contains(&orange), "no {orange} bar in the svg");
+    }
+
+    #[test]
+    fn a_png_is_written_with_its_text() {
+        let (a, b) = two_runs();
+        let runs = [Run { name: "tcp.json", report: &a }, Run { name: "rdma.json", report: &b }];
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("cmp.png");
+        write(&runs, &path).expect("plot");
+        let png = std::fs::read(&path).expect("png");
+        assert_eq!(png_size(&png), SIZE);
+        assert!(dark_pixels(&png, 0..32) > 200, "no title text drawn in the png");
+    }
+
+    #[test]
+    fn long_names_become_letters_with_a_key() {
+        let a = sample_report();
+        let names: Vec<String> = (0..6).map(|i| format!("a-rather-long-report-name-{i}.json")).collect();
+        let runs: Vec<Run<'_>> = names.iter().map(|name| Run { name, report: &a }).collect();
+        let labels = run_labels(&runs, 300);
+        assert_eq!(labels, ["A", "B", "C", "D", "E", "F"]);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("cmp.svg");
+        write(&runs, &path).expect("plot");
+        let svg = std::fs::read_to_string(&path).expect("svg");
+        assert!(svg.contains("F: a-rather-long-report-name-5.json"), "the key does not name F");
+    }
+
+    #[test]
+    fn refuses_no_runs_and_other_formats() {
+        let a = sample_report();
+        let err = write(&[], Path::new("cmp.svg")).expect_err("no runs");
+        assert!(err.to_string().contains("playsim compare a.json b.json"), "{err}");
+        let err = write(&[Run { name: "a", report: &a }], Path::new("cmp.jpg")).expect_err("jpg");
+        assert!(err.to_string().contains("for example --plot run.svg"), "{err}");
+    }
+
+    #[test]
+    fn a_title_too_long_keeps_the_ends_of_the_names() {
+        let a = sample_report();
+        let names: Vec<String> = (0..6).map(|i| format!("a-rather-long-report-name-{i}.json")).collect();
+        let runs: Vec<Run<'_>> = names.iter().map(|name| Run { name, report: &a }).collect();
+        let title = title(&runs, SIZE.0 - 40);
+        assert!(f64::from(text_width(&title, TITLE)) <= f64::from(SIZE.0 - 40), "{title}");
+        for i in 0..6 {
+            assert!(
+                title.contains(&format!("name-{i} ")) || title.ends_with(&format!("name-{i}")),
+                "{title}"
+            );
+        }
+        assert_eq!(shorten("abcdefghij", 7), "ab…ghij");
+        assert_eq!(shorten("short", 7), "short");
+    }
+
+    #[test]
+    fn hostile_figures_are_drawn_without_panic() {
+        let mut a = sample_report();
+        a.totals.fps = f64::NAN;
+        a.totals.mb_per_s = f64::INFINITY;
+        a.cpu.user_s_per_gb = f64::MAX;
+        a.cpu.sys_s_per_gb = -3.0;
+        a.streams.clear();
+        let mut b = crate::Report::default();
+        b.totals.dropped.storage = u64::MAX;
+        let runs = [Run { name: "", report: &a }, Run { name: "b", report: &b }];
+        let dir = tempfile::tempdir().expect("temp dir");
+        write(&runs, &dir.path().join("cmp.svg")).expect("plot");
+        write(&runs, &dir.path().join("cmp.png")).expect("plot");
+        assert_eq!(finite(f64::NEG_INFINITY), 0.0);
+        assert_eq!(finite(f64::INFINITY), 1e300);
+    }
+
+    #[test]
+    fn wrap_keeps_lines_short() {
+        let items: Vec<String> = ["status complete", "source /a/very/long/path/to/the/shot", "pacing 24"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let lines = wrap(&items, 20);
+        assert!(lines.iter().all(|l| l.chars().count() <= 20), "{lines:?}");
+        assert_eq!(lines.first().map(String::as_str), Some("status complete"));
+        assert!(lines[1].ends_with('…'), "{lines:?}");
+    }
+}
