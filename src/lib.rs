@@ -27,6 +27,7 @@ mod decode;
 mod location;
 mod order;
 mod play;
+pub mod scenario;
 pub mod units;
 
 pub use capacity::{capacity, Capacity, CapacityBy, CapacityRequest, Trial};

@@ -43,6 +43,9 @@ enum Command {
     /// Show runs side by side from their JSON reports: fps, drops by cause, MB/s, latency,
     /// CPU per GB; each later run marked against the first.
     Compare(CompareArgs),
+    /// Play a scenario file (TOML): runs of streams, each repeated with a cold or warm cache,
+    /// a JSON report per repetition, then the runs side by side (see examples/).
+    Run(cli::run::RunArgs),
 }
 
 #[derive(Args)]
@@ -142,6 +145,10 @@ struct PlayArgs {
     /// Wait for late frames instead of dropping them, and report the stall time.
     #[arg(long)]
     no_drop: bool,
+    /// Read the frames and do not decode them (the load frametest and fio put on storage):
+    /// a frame is ready when read, and there is no output stage.
+    #[arg(long)]
+    no_decode: bool,
     /// Check every decoded frame against the frame index in its pixels (generated media).
     #[arg(long)]
     verify: bool,
@@ -393,6 +400,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => generate(args),
         Command::Compare(args) => compare(args),
         Command::Capacity(args) => capacity(*args),
+        Command::Run(args) => cli::run::run(args),
     };
     match result {
         Ok(code) => code,
@@ -438,6 +446,7 @@ fn request_of(args: &PlayArgs) -> PlayRequest {
             OrderArg::Random => playsim::PlayOrder::Random { seed: args.seed },
         },
         range: args.range,
+        skip_decode: args.no_decode,
         per_source: Vec::new(),
     }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use playsim_core::{Clock, FrameExtent, Pacing, Source, Storage};
+use playsim_core::{BytesOnly, Clock, Decoder, FrameExtent, Pacing, Source, SourceInfo, Storage};
 use playsim_engine::{EngineConfig, OwnDecodePool, PreciseClock, Simulation, StreamSpec};
 use playsim_media::DecodeOptions;
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
@@ -42,6 +42,9 @@ pub struct PlayRequest {
     pub order: PlayOrder,
     /// The frame numbers to play, when not all.
     pub range: Option<FrameRange>,
+    /// Read the frames and do not decode them (`--no-decode`, frametest's and fio's load):
+    /// a frame is ready when its bytes are in, and there is no output stage.
+    pub skip_decode: bool,
     /// Settings of each source's streams that differ from the request's (scenario files):
     /// empty, or one entry per source, in the order of `sources`.
     pub per_source: Vec<SourceSettings>,
@@ -66,6 +69,8 @@ pub struct SourceSettings {
     pub direct: Option<bool>,
     /// playsim's NFS client settings for an `nfs://` source [default: the request's].
     pub nfs: Option<NfsOptions>,
+    /// Read this source's frames without decoding them [default: the request's].
+    pub skip_decode: Option<bool>,
 }
 
 impl PlayRequest {
@@ -83,6 +88,7 @@ impl PlayRequest {
             nfs: NfsOptions::default(),
             order: PlayOrder::Forward,
             range: None,
+            skip_decode: false,
             per_source: Vec::new(),
         }
     }
@@ -129,6 +135,18 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
             .map_err(Error::Source)?;
         let source = NamedSource::wrap(source, &place, location);
         let source = crate::order::reorder(source, request.order, request.range)?;
+        let source = if settings.skip_decode.unwrap_or(request.skip_decode) {
+            if request.engine.verify {
+                return Err(Error::Engine(
+                    "--verify checks decoded pixels, and --no-decode decodes none: drop one of them \
+                     (for example --no-decode alone)"
+                        .into(),
+                ));
+            }
+            Arc::new(WithoutDecode(source)) as Arc<dyn Source>
+        } else {
+            source
+        };
         sources.push((place, source));
     }
     let mut engine = request.engine.clone();
@@ -266,4 +284,33 @@ pub fn failed_report(request: &PlayRequest, error: &str) -> Report {
     };
     note_request(request, &mut report);
     report
+}
+
+/// A source whose frames are read and not decoded: its decoder is [`BytesOnly`].
+struct WithoutDecode(Arc<dyn Source>);
+
+impl Source for WithoutDecode {
+    fn info(&self) -> SourceInfo {
+        self.0.info()
+    }
+
+    fn n_frames(&self) -> u64 {
+        self.0.n_frames()
+    }
+
+    fn frame_number(&self, idx: u64) -> u64 {
+        self.0.frame_number(idx)
+    }
+
+    fn extent(&self, idx: u64) -> FrameExtent {
+        self.0.extent(idx)
+    }
+
+    fn decoder(&self) -> Arc<dyn Decoder> {
+        Arc::new(BytesOnly)
+    }
+
+    fn frame_rate(&self) -> Option<playsim_core::FrameRate> {
+        self.0.frame_rate()
+    }
 }

@@ -8,5 +8,6 @@ mod exr_ffmpeg;
 mod fixtures;
 mod mount_label;
 mod nfs;
+mod scenario;
 mod util;
 mod video;

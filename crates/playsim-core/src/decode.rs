@@ -67,6 +67,12 @@ pub trait Decoder: Send + Sync + 'static {
     fn in_order(&self) -> Option<Box<dyn InOrderDecoder>> {
         None
     }
+
+    /// Whether it makes pixels. `false` only for [`BytesOnly`]: the engine then neither
+    /// queues the frame for a decode thread nor outputs it, and a frame is ready when read.
+    fn decodes(&self) -> bool {
+        true
+    }
 }
 
 /// A stateful decoder that takes packets in decode order and gives pictures in
@@ -106,5 +112,9 @@ impl Decoder for BytesOnly {
     fn decode(&self, _encoded: &[u8], out: &mut DecodedFrame) -> Result<(), DecodeError> {
         *out = DecodedFrame::default();
         Ok(())
+    }
+
+    fn decodes(&self) -> bool {
+        false
     }
 }

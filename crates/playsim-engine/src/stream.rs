@@ -384,6 +384,7 @@ impl StreamCtx {
         let source_len = source.n_frames();
         let n_frames = if source_len == 0 { Some(0) } else { shared.cfg.frames_to_play(source_len) };
         let decoder = source.decoder();
+        let decodes = decoder.decodes();
         let in_order = decoder.in_order();
         // A long-GOP frame waits in the window for its picture while later packets go in;
         // the window holds those packets on top of the prefetch, so it can never run dry.
@@ -399,7 +400,8 @@ impl StreamCtx {
             origin: shared.origin,
             decode: Arc::clone(&shared.decode),
             decode_slots: Arc::clone(&shared.decode_slots),
-            output: shared.output.clone(),
+            // A stream that does not decode has nothing to output.
+            output: shared.output.clone().filter(|_| decodes),
             output_slots: Arc::new(Semaphore::new(1)),
             io_slots: Arc::new(Semaphore::new(shared.cfg.io_depth as usize)),
             window: Arc::new(Semaphore::new(window)),
@@ -419,10 +421,12 @@ impl StreamCtx {
         }
     }
 
-    /// How this stream decodes: `in_order` (long-GOP: one decoder, packets in decode
+    /// How this stream decodes: `none` (bytes only), `in_order` (long-GOP: one decoder, packets in decode
     /// order) or `independent` (every frame on its own, across the pool).
     pub fn decode_mode(&self) -> &'static str {
-        if self.in_order.is_some() {
+        if !self.decoder.decodes() {
+            "none"
+        } else if self.in_order.is_some() {
             "in_order"
         } else {
             "independent"
@@ -653,6 +657,11 @@ impl StreamCtx {
         self.lock().bytes_read += bytes;
         if !ok {
             return self.retire(idx, slot);
+        }
+        if !self.decoder.decodes() {
+            // Bytes only (frametest's semantics): the frame is ready when read.
+            drop(encoded);
+            return self.ready(idx, slot, t, Held::Decoded(self.decoded_pool.get()));
         }
 
         // Decode.

@@ -602,6 +602,59 @@ async fn a_stream_with_its_own_decode_pool_is_not_slowed_by_the_shared_one() {
     assert_eq!(report.streams[1].decode_pool_threads, Some(2));
 }
 
+/// A scripted source whose frames are read and not decoded.
+struct BytesOnlySource(ScriptedSource);
+
+impl Source for BytesOnlySource {
+    fn info(&self) -> SourceInfo {
+        self.0.info()
+    }
+    fn n_frames(&self) -> u64 {
+        self.0.n_frames()
+    }
+    fn frame_number(&self, idx: u64) -> u64 {
+        self.0.frame_number(idx)
+    }
+    fn extent(&self, idx: u64) -> FrameExtent {
+        self.0.extent(idx)
+    }
+    fn decoder(&self) -> Arc<dyn Decoder> {
+        Arc::new(playsim_core::BytesOnly)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bytes_only_stream_never_waits_for_the_decode_pool_or_the_output() {
+    // Decode and output would take 1 s a frame: any frame that went through them at 10 fps
+    // would drop. Read in 2 ms and not decoded, every frame is presented, and the frame is
+    // ready the moment its bytes are in.
+    let sc = Scenario {
+        decode: ScriptedWork::new(1000 * MS),
+        output: Some(ScriptedWork::new(1000 * MS)),
+        ..Scenario::new(0)
+    };
+    let storage: Arc<dyn Storage> = Arc::new(sc.storage);
+    let source = BytesOnlySource(ScriptedSource { n: 30, gaps: HashSet::from([7]), long_gop: None });
+    let report = Simulation::builder()
+        .config(sc.config)
+        .clock(Arc::new(TokioClock::new()))
+        .decode_executor(Arc::new(sc.decode))
+        .output_executor(sc.output.map(|o| Arc::new(o) as Arc<dyn OutputExecutor>))
+        .stream(StreamSpec::new("bytes", Arc::new(source), storage))
+        .build()
+        .unwrap()
+        .run()
+        .await;
+    let s = &report.streams[0];
+    assert_eq!(s.source.decode_mode, "none");
+    assert_eq!((s.presented, s.dropped.unreadable, s.dropped.total()), (29, 1, 1));
+    assert_eq!(s.bytes_read, 29 * 1000);
+    assert_eq!(s.latency.decode.count, 0);
+    assert_eq!(s.latency.output.count, 0);
+    let f = &s.timeline[3];
+    assert_eq!((f.output_done_ns, f.decode_done_ns), (f.read_done_ns, None));
+}
+
 fn long_gop(delay: usize, corrupt: impl IntoIterator<Item = u64>) -> Arc<GopScript> {
     Arc::new(GopScript { delay, corrupt: corrupt.into_iter().collect(), ..Default::default() })
 }

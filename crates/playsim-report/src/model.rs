@@ -294,7 +294,8 @@ pub struct SourceReport {
     pub decoder: String,
     /// How frames were decoded: "independent" (each frame on its own, across the decode
     /// pool: image sequences, intra-only video) or "in_order" (long-GOP video: every
-    /// packet in decode order through the stream's one decoder).
+    /// packet in decode order through the stream's one decoder) or "none" (bytes read and
+    /// not decoded: `--no-decode`, frametest's semantics).
     pub decode_mode: String,
     /// The source's own frame rate (video containers), e.g. "24000/1001".
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,1119 @@
+//! The scenario file's TOML shape, its values (parsed by the same parsers as the command
+//! line's flags) and the checks that turn it into a [`Scenario`]: every refusal names the
+//! file, the line and the key, and shows a valid line.
+
+use std::path::{Component, Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use playsim_core::{FramePreset, FrameRate, Pacing};
+use playsim_engine::{default_decode_threads, EngineConfig, OutputStage};
+use playsim_media::{DecodeOptions, GenerateFormat, GenerateOptions};
+use playsim_storage::nfs::NfsOptions;
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::hints::{toml_error, MINIMAL};
+use super::media::{Generate, ProRes, ProResProfile};
+use super::{CacheMode, Scenario, ScenarioError, ScenarioRun, ScenarioStream};
+use crate::order::{FrameRange, PlayOrder};
+use crate::play::{PlayRequest, SourceSettings};
+use crate::units;
+
+/// The most frames `generate` may write for one stream: a guard against a typo filling the disk.
+const MAX_GENERATED_FRAMES: u64 = 100_000;
+/// The rate a stream plays at when neither it, its run nor the scenario gives one and the
+/// source states none (an image sequence), as `play` does.
+const DEFAULT_FPS: FrameRate = FrameRate::FILM;
+
+/// Parses `text`, read from `path`, into a scenario. Relative sources are resolved against
+/// `path`'s directory.
+pub(super) fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+    let file: FileTable = toml::from_str(text).map_err(|e| toml_error(text, path, &e))?;
+    Checker { text, path }.scenario(file)
+}
+
+// ---- the file's shape ----
+
+/// The keys every run takes, at the top of the file (for every run) or in a `[[run]]`.
+/// serde's `flatten` cannot be combined with `deny_unknown_fields`, so the macro writes them
+/// into both tables.
+macro_rules! with_run_keys {
+    ($(#[$meta:meta])* struct $name:ident { $($(#[$fmeta:meta])* $field:ident: $ty:ty,)* }) => {
+        $(#[$meta])*
+        struct $name {
+            $($(#[$fmeta])* $field: $ty,)*
+            fps: Option<Fps>,
+            frames: Option<Spanned<Frames>>,
+            duration: Option<Spanned<Length>>,
+            #[serde(rename = "loop")]
+            loop_playback: Option<bool>,
+            decode_threads: Option<Count>,
+            codec_threads: Option<Count>,
+            preroll: Option<Whole>,
+            prefetch: Option<Count>,
+            io_depth: Option<Count>,
+            output_stage: Option<OutputKey>,
+            no_drop: Option<bool>,
+            decode: Option<bool>,
+            verify: Option<bool>,
+            order: Option<OrderKey>,
+            seed: Option<u64>,
+            range: Option<Range>,
+            exr_backend: Option<ExrBackend>,
+            block_size: Option<Bytes>,
+            direct: Option<bool>,
+            nconnect: Option<Nconnect>,
+            rsize: Option<Rsize>,
+            nfs_timeout: Option<Length>,
+        }
+
+        impl $name {
+            /// The run settings this table gives; `None` where it gives none.
+            fn settings(&self, checker: &Checker<'_>) -> Result<Settings, ScenarioError> {
+                if let (Some(frames), Some(_)) = (&self.frames, &self.duration) {
+                    return Err(checker.at(
+                        frames.span().start,
+                        "give frames or duration, not both (for example duration = \"10s\")",
+                    ));
+                }
+                let length = match (&self.frames, &self.duration) {
+                    (Some(f), _) => Some(Limit::Frames(f.get_ref().0)),
+                    (_, Some(d)) => Some(Limit::Duration(d.get_ref().0)),
+                    _ => None,
+                };
+                Ok(Settings {
+                    fps: self.fps.map(|f| f.0),
+                    length,
+                    loop_playback: self.loop_playback,
+                    decode_threads: self.decode_threads.map(|c| c.0),
+                    codec_threads: self.codec_threads.map(|c| c.0),
+                    preroll: self.preroll.map(|c| c.0),
+                    prefetch: self.prefetch.map(|c| c.0),
+                    io_depth: self.io_depth.map(|c| c.0),
+                    output_stage: self.output_stage.map(OutputStage::from),
+                    no_drop: self.no_drop,
+                    decode: self.decode,
+                    verify: self.verify,
+                    order: self.order,
+                    seed: self.seed,
+                    range: self.range.map(|r| r.0),
+                    exr_backend: self.exr_backend.map(|b| b.0),
+                    block_size: self.block_size.map(|b| b.0),
+                    direct: self.direct,
+                    nconnect: self.nconnect.map(|n| n.0),
+                    rsize: self.rsize.map(|r| r.0),
+                    nfs_timeout: self.nfs_timeout.map(|t| t.0),
+                })
+            }
+        }
+    };
+}
+
+with_run_keys! {
+    /// The whole file.
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct FileTable {
+        name: Option<Spanned<String>>,
+        description: Option<String>,
+        repeat: Option<Count>,
+        cache: Option<CacheKey>,
+        #[serde(default)]
+        stream: Vec<Spanned<StreamTable>>,
+        #[serde(default)]
+        run: Vec<Spanned<RunTable>>,
+    }
+}
+
+with_run_keys! {
+    /// One `[[run]]`: streams played together on one clock.
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RunTable {
+        name: Option<Spanned<String>>,
+        description: Option<String>,
+        #[serde(default)]
+        stream: Vec<Spanned<StreamTable>>,
+    }
+}
+
+/// One `[[stream]]` (or `[[run.stream]]`): a source and the streams that read it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamTable {
+    source: Spanned<String>,
+    count: Option<Count>,
+    fps: Option<Fps>,
+    start_offset: Option<Offset>,
+    decode_threads: Option<Count>,
+    decode: Option<bool>,
+    block_size: Option<Bytes>,
+    direct: Option<bool>,
+    nconnect: Option<Nconnect>,
+    rsize: Option<Rsize>,
+    nfs_timeout: Option<Length>,
+    generate: Option<Spanned<GenerateTable>>,
+}
+
+/// `generate = { ... }`: the synthetic media a stream plays, written when missing.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GenerateTable {
+    format: FormatKey,
+    preset: Preset,
+    frames: Frames,
+    bit_depth: Option<BitDepth>,
+    endian: Option<EndianKey>,
+    alpha: Option<bool>,
+    compression: Option<ExrCompression>,
+    profile: Option<ProResProfile>,
+    fps: Option<Fps>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum CacheKey {
+    Cold,
+    Warm,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum OutputKey {
+    V210,
+    None,
+}
+
+impl From<OutputKey> for OutputStage {
+    fn from(key: OutputKey) -> OutputStage {
+        match key {
+            OutputKey::V210 => OutputStage::V210,
+            OutputKey::None => OutputStage::None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum OrderKey {
+    Forward,
+    Reverse,
+    Random,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum FormatKey {
+    Dpx,
+    Exr,
+    Prores,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum EndianKey {
+    Big,
+    Little,
+}
+
+// ---- values: each read as text (a TOML string, integer, float or boolean) and parsed by
+// the command line's own parser, so both accept the same spellings ----
+
+/// A scalar as the text of a command-line value: `24`, `23.976`, `"10s"`, `true`.
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Text, D::Error> {
+        struct TextVisitor;
+        impl Visitor<'_> for TextVisitor {
+            type Value = Text;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or a number")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text, E> {
+                Ok(Text(v.to_owned()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+        }
+        deserializer.deserialize_any(TextVisitor)
+    }
+}
+
+/// A value type read from [`Text`] by `parse`.
+macro_rules! text_value {
+    ($(#[$meta:meta])* $name:ident($ty:ty), $parse:expr) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy)]
+        struct $name($ty);
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<$name, D::Error> {
+                let text = Text::deserialize(deserializer)?.0;
+                let parse: fn(&str) -> Result<$ty, String> = $parse;
+                parse(&text).map($name).map_err(de::Error::custom)
+            }
+        }
+    };
+}
+
+text_value!(
+    /// `fps`: a rate or `max`, as `--fps`.
+    Fps(Pacing),
+    |s| s.parse::<Pacing>().map_err(|e| e.to_string())
+);
+text_value!(
+    /// A positive duration, as `--duration`.
+    Length(Duration),
+    units::parse_duration
+);
+text_value!(
+    /// `start_offset`: a duration, or zero.
+    Offset(Duration),
+    |s| match s.trim().trim_end_matches(['s', 'm', 'h']).parse::<f64>() {
+        Ok(0.0) => Ok(Duration::ZERO),
+        _ => units::parse_duration(s),
+    }
+);
+text_value!(
+    /// A byte size, as `--block-size`.
+    Bytes(usize),
+    units::parse_bytes
+);
+text_value!(
+    /// `rsize`: 4K to 64M, as `--rsize`.
+    Rsize(usize),
+    |s| {
+        let bytes = units::parse_bytes(s)?;
+        if (4096..=64 << 20).contains(&bytes) {
+            Ok(bytes)
+        } else {
+            Err(format!("read size '{s}' is out of range: 4K to 64M (for example rsize = \"1M\")"))
+        }
+    }
+);
+text_value!(
+    /// A whole number of 1 or more.
+    Count(u32),
+    |s| match s.trim().parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        Ok(_) => Err(format!("'{s}' must be at least 1 (for example 8)")),
+        Err(_) => Err(format!("'{s}' is not a positive whole number (for example 8)")),
+    }
+);
+text_value!(
+    /// `frames`: a whole number of 1 or more.
+    Frames(u64),
+    |s| match s.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("'{s}' is not a positive whole number of frames (for example 96)")),
+    }
+);
+text_value!(
+    /// `preroll`: a whole number, 0 to start at once.
+    Whole(u32),
+    |s| s.trim().parse::<u32>().map_err(|_| format!("'{s}' is not a whole number (for example 5, or 0)"))
+);
+text_value!(
+    /// `nconnect`: 1 to 64, as `--nconnect`.
+    Nconnect(u32),
+    |s| match s.trim().parse::<u32>() {
+        Ok(n @ 1..=64) => Ok(n),
+        _ => Err(format!("'{s}' is not a connection count from 1 to 64 (for example nconnect = 4)")),
+    }
+);
+text_value!(
+    /// `range`: frame numbers, as `--range`.
+    Range(FrameRange),
+    |s| s.parse::<FrameRange>()
+);
+text_value!(
+    /// `exr_backend`, as `--exr-backend`.
+    ExrBackend(playsim_exr::Backend),
+    |s| s.parse::<playsim_exr::Backend>()
+);
+text_value!(
+    /// `compression` of generated EXR, as `generate --compression`.
+    ExrCompression(playsim_exr::Compression),
+    |s| s.parse::<playsim_exr::Compression>()
+);
+text_value!(
+    /// `preset`, as `generate --preset`.
+    Preset(FramePreset),
+    |s| s.parse::<FramePreset>().map_err(|e| e.to_string())
+);
+text_value!(
+    /// DPX `bit_depth`: 8, 10 or 16.
+    BitDepth(u8),
+    |s| match s.trim() {
+        "8" => Ok(8),
+        "10" => Ok(10),
+        "16" => Ok(16),
+        _ => Err(format!("bit depth '{s}' is not supported (for example 10; also 8 or 16)")),
+    }
+);
+
+// ---- settings, merged from the file's top to a run to a stream ----
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Limit {
+    Frames(u64),
+    Duration(Duration),
+}
+
+/// Run settings; `None` takes the enclosing table's, then playsim's default.
+#[derive(Clone, Default)]
+struct Settings {
+    fps: Option<Pacing>,
+    length: Option<Limit>,
+    loop_playback: Option<bool>,
+    decode_threads: Option<u32>,
+    codec_threads: Option<u32>,
+    preroll: Option<u32>,
+    prefetch: Option<u32>,
+    io_depth: Option<u32>,
+    output_stage: Option<OutputStage>,
+    no_drop: Option<bool>,
+    decode: Option<bool>,
+    verify: Option<bool>,
+    order: Option<OrderKey>,
+    seed: Option<u64>,
+    range: Option<FrameRange>,
+    exr_backend: Option<playsim_exr::Backend>,
+    block_size: Option<usize>,
+    direct: Option<bool>,
+    nconnect: Option<u32>,
+    rsize: Option<usize>,
+    nfs_timeout: Option<Duration>,
+}
+
+impl Settings {
+    /// These settings, with `base`'s where these give none.
+    fn over(self, base: &Settings) -> Settings {
+        Settings {
+            fps: self.fps.or(base.fps),
+            length: self.length.or(base.length),
+            loop_playback: self.loop_playback.or(base.loop_playback),
+            decode_threads: self.decode_threads.or(base.decode_threads),
+            codec_threads: self.codec_threads.or(base.codec_threads),
+            preroll: self.preroll.or(base.preroll),
+            prefetch: self.prefetch.or(base.prefetch),
+            io_depth: self.io_depth.or(base.io_depth),
+            output_stage: self.output_stage.or(base.output_stage),
+            no_drop: self.no_drop.or(base.no_drop),
+            decode: self.decode.or(base.decode),
+            verify: self.verify.or(base.verify),
+            order: self.order.or(base.order),
+            seed: self.seed.or(base.seed),
+            range: self.range.or(base.range),
+            exr_backend: self.exr_backend.or(base.exr_backend),
+            block_size: self.block_size.or(base.block_size),
+            direct: self.direct.or(base.direct),
+            nconnect: self.nconnect.or(base.nconnect),
+            rsize: self.rsize.or(base.rsize),
+            nfs_timeout: self.nfs_timeout.or(base.nfs_timeout),
+        }
+    }
+
+    /// The request these settings make, with `play`'s defaults for what they leave out
+    /// (sources and per-source settings are added by the caller).
+    fn request(&self) -> PlayRequest {
+        let codec_threads = self.codec_threads.unwrap_or(1);
+        let engine = EngineConfig {
+            pacing: self.fps.unwrap_or(Pacing::Rate(DEFAULT_FPS)),
+            preroll: self.preroll.unwrap_or(5),
+            prefetch: self.prefetch.unwrap_or(8),
+            io_depth: self.io_depth.unwrap_or(4),
+            decode_threads: self.decode_threads.unwrap_or_else(default_decode_threads),
+            output: self.output_stage.unwrap_or(OutputStage::V210),
+            frames: match self.length {
+                Some(Limit::Frames(n)) => Some(n),
+                _ => None,
+            },
+            duration: match self.length {
+                Some(Limit::Duration(d)) => Some(d),
+                _ => None,
+            },
+            loop_playback: self.loop_playback.unwrap_or(false),
+            no_drop: self.no_drop.unwrap_or(false),
+            verify: self.verify.unwrap_or(false),
+            codec_threads,
+        };
+        let mut request = PlayRequest::new(PathBuf::new());
+        request.sources.clear();
+        request.engine = engine;
+        request.rate_from_source = self.fps.is_none();
+        if let Some(block_size) = self.block_size {
+            request.block_size = block_size;
+        }
+        request.direct = self.direct.unwrap_or(false);
+        request.skip_decode = !self.decode.unwrap_or(true);
+        request.decode = DecodeOptions {
+            exr: playsim_exr::ExrOptions {
+                backend: self.exr_backend.unwrap_or_else(playsim_exr::Backend::default_available),
+                codec_threads,
+                layer: None,
+            },
+            video: playsim_ffmpeg::VideoOptions { codec_threads },
+        };
+        request.nfs = nfs_options(&NfsOptions::default(), self.nconnect, self.rsize, self.nfs_timeout);
+        request.order = match self.order.unwrap_or(OrderKey::Forward) {
+            OrderKey::Forward => PlayOrder::Forward,
+            OrderKey::Reverse => PlayOrder::Reverse,
+            OrderKey::Random => PlayOrder::Random { seed: self.seed.unwrap_or(1) },
+        };
+        request.range = self.range;
+        request
+    }
+}
+
+fn nfs_options(
+    base: &NfsOptions,
+    nconnect: Option<u32>,
+    rsize: Option<usize>,
+    timeout: Option<Duration>,
+) -> NfsOptions {
+    NfsOptions {
+        nconnect: nconnect.unwrap_or(base.nconnect),
+        rsize: rsize.unwrap_or(base.rsize),
+        timeout: timeout.unwrap_or(base.timeout),
+        ..base.clone()
+    }
+}
+
+// ---- checks ----
+
+struct Checker<'a> {
+    text: &'a str,
+    path: &'a Path,
+}
+
+impl Checker<'_> {
+    /// An error at byte `offset` of the file.
+    fn at(&self, offset: usize, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::at(self.path, self.text, offset, message.into())
+    }
+
+    fn scenario(&self, file: FileTable) -> Result<Scenario, ScenarioError> {
+        let top = file.settings(self)?;
+        let name = match &file.name {
+            Some(name) => self.name(name)?,
+            None => {
+                let stem =
+                    self.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                let cleaned: String = stem.chars().map(|c| if is_name_char(c) { c } else { '-' }).collect();
+                if cleaned.is_empty() {
+                    "scenario".to_owned()
+                } else {
+                    cleaned
+                }
+            }
+        };
+        let runs = match (file.stream.is_empty(), file.run.is_empty()) {
+            (false, false) => {
+                let offset = file.run.first().map_or(0, |r| r.span().start);
+                return Err(self.at(
+                    offset,
+                    "give either [[stream]] tables (one run) or [[run]] tables, each with its \
+                     [[run.stream]]s, not both; for example:\n      [[run]]\n      name = \"tcp\"\n      \
+                     [[run.stream]]\n      source = \"/mnt/nfs-tcp/shot\"",
+                ));
+            }
+            (true, true) => {
+                return Err(ScenarioError::whole(
+                    self.path,
+                    format!("no stream to play: add one, for example:\n      {MINIMAL}"),
+                ))
+            }
+            (false, true) => vec![self.run(None, "run1".to_owned(), None, &file.stream, &top)?],
+            (true, false) => {
+                let mut runs: Vec<ScenarioRun> = Vec::with_capacity(file.run.len());
+                for (i, table) in file.run.iter().enumerate() {
+                    let run = table.get_ref();
+                    let run_name = match &run.name {
+                        Some(name) => self.name(name)?,
+                        None => format!("run{}", i + 1),
+                    };
+                    if runs.iter().any(|r| r.name == run_name) {
+                        let offset = run.name.as_ref().map_or(table.span().start, |n| n.span().start);
+                        return Err(self.at(
+                            offset,
+                            format!("two runs are named '{run_name}': give each its own name = \"...\""),
+                        ));
+                    }
+                    if run.stream.is_empty() {
+                        return Err(self.at(
+                            table.span().start,
+                            format!(
+                                "run '{run_name}' has no stream: add one after it, for example:\n      \
+                                 [[run.stream]]\n      source = \"media/shot\""
+                            ),
+                        ));
+                    }
+                    let settings = run.settings(self)?.over(&top);
+                    runs.push(self.run(
+                        Some(table.span().start),
+                        run_name,
+                        run.description.clone(),
+                        &run.stream,
+                        &settings,
+                    )?);
+                }
+                runs
+            }
+        };
+        self.same_media_same_table(&runs)?;
+        Ok(Scenario {
+            name,
+            description: file.description,
+            path: self.path.to_owned(),
+            repeat: file.repeat.map_or(1, |r| r.0),
+            cache: match file.cache {
+                Some(CacheKey::Warm) => CacheMode::Warm,
+                Some(CacheKey::Cold) | None => CacheMode::Cold,
+            },
+            runs,
+        })
+    }
+
+    /// Two `generate` tables for one path would make the media again at every run: refused.
+    fn same_media_same_table(&self, runs: &[ScenarioRun]) -> Result<(), ScenarioError> {
+        let streams: Vec<&ScenarioStream> = runs.iter().flat_map(|r| &r.streams).collect();
+        for (i, stream) in streams.iter().enumerate() {
+            let Some(generate) = &stream.generate else { continue };
+            let earlier = streams[..i]
+                .iter()
+                .find(|s| s.generate.as_ref().is_some_and(|g| g.path() == generate.path() && g != generate));
+            if let Some(earlier) = earlier {
+                return Err(self.at(
+                    offset_of_line(self.text, stream.line),
+                    format!(
+                        "{} is generated by line {} with another generate table: give both the same \
+                         table, or keep it on one of them only",
+                        generate.path().display(),
+                        earlier.line
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn name(&self, name: &Spanned<String>) -> Result<String, ScenarioError> {
+        let text = name.get_ref();
+        if text.is_empty() || !text.chars().all(is_name_char) {
+            return Err(self.at(
+                name.span().start,
+                format!(
+                    "name '{text}' must be letters, digits, '-', '_' and '.', as it names the report \
+                     files (for example name = \"tcp-4k\")"
+                ),
+            ));
+        }
+        Ok(text.clone())
+    }
+
+    fn run(
+        &self,
+        offset: Option<usize>,
+        name: String,
+        description: Option<String>,
+        tables: &[Spanned<StreamTable>],
+        settings: &Settings,
+    ) -> Result<ScenarioRun, ScenarioError> {
+        let mut request = settings.request();
+        request.engine.validate().map_err(|e| {
+            let message = format!("run '{name}': {}", scenario_spelling(&e));
+            match offset {
+                Some(offset) => self.at(offset, message),
+                None => ScenarioError::whole(self.path, message),
+            }
+        })?;
+        let mut streams = Vec::with_capacity(tables.len());
+        for table in tables {
+            let stream = self.stream(table, settings)?;
+            request.sources.push(stream.source.clone());
+            request.per_source.push(stream.settings.clone());
+            streams.push(stream);
+        }
+        request.streams_per_source = 1;
+        Ok(ScenarioRun { name, description, request, streams })
+    }
+
+    fn stream(&self, table: &Spanned<StreamTable>, run: &Settings) -> Result<ScenarioStream, ScenarioError> {
+        let line = line_of(self.text, table.span().start);
+        let stream = table.get_ref();
+        let given = stream.source.get_ref();
+        if given.trim().is_empty() {
+            return Err(
+                self.at(stream.source.span().start, "source is empty (for example source = \"media/shot\")")
+            );
+        }
+        let is_url = given.contains("://");
+        let source = if is_url { PathBuf::from(given) } else { self.resolve(given) };
+        let nfs_given = stream.nconnect.is_some() || stream.rsize.is_some() || stream.nfs_timeout.is_some();
+        let run_nfs = nfs_options(&NfsOptions::default(), run.nconnect, run.rsize, run.nfs_timeout);
+        let settings = SourceSettings {
+            streams: Some(stream.count.map_or(1, |c| c.0)),
+            pacing: stream.fps.map(|f| f.0),
+            start_offset: stream.start_offset.map_or(Duration::ZERO, |o| o.0),
+            decode_threads: stream.decode_threads.map(|c| c.0),
+            block_size: stream.block_size.map(|b| b.0),
+            direct: stream.direct,
+            skip_decode: stream.decode.map(|decode| !decode),
+            nfs: nfs_given.then(|| {
+                nfs_options(
+                    &run_nfs,
+                    stream.nconnect.map(|n| n.0),
+                    stream.rsize.map(|r| r.0),
+                    stream.nfs_timeout.map(|t| t.0),
+                )
+            }),
+        };
+        let generate = match &stream.generate {
+            None => None,
+            Some(table) if is_url => {
+                return Err(self.at(
+                    table.span().start,
+                    format!(
+                        "generate writes local files, and source '{given}' is a URL: generate the \
+                         media where the server can see it (playsim generate DIR --preset hd --frames 48) \
+                         and remove generate here"
+                    ),
+                ))
+            }
+            Some(table) => Some(self.generate(table, &source, stream.fps.map(|f| f.0).or(run.fps))?),
+        };
+        Ok(ScenarioStream { given: given.clone(), source, line, settings, generate })
+    }
+
+    fn generate(
+        &self,
+        table: &Spanned<GenerateTable>,
+        source: &Path,
+        stream_fps: Option<Pacing>,
+    ) -> Result<Generate, ScenarioError> {
+        let at = |message: String| self.at(table.span().start, message);
+        let g = table.get_ref();
+        if g.frames.0 > MAX_GENERATED_FRAMES {
+            return Err(at(format!(
+                "generate frames = {} is more than {MAX_GENERATED_FRAMES}: loop over fewer frames \
+                 instead (for example frames = 96 with loop = true)",
+                g.frames.0
+            )));
+        }
+        let only = |key: &str, present: bool, format: &str| -> Result<(), ScenarioError> {
+            if present {
+                Err(at(format!(
+                    "generate's {key} is for format = \"{format}\" only: remove it (for example \
+                     generate = {{ format = \"dpx\", preset = \"hd\", frames = 48, bit_depth = 10 }})"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        let extension = source.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+        match g.format {
+            FormatKey::Dpx | FormatKey::Exr => {
+                only("profile", g.profile.is_some(), "prores")?;
+                only("fps", g.fps.is_some(), "prores")?;
+                let is_sequence_name =
+                    source.file_name().is_some_and(|n| n.to_string_lossy().contains(['%', '#', '@']))
+                        || matches!(extension.as_deref(), Some("dpx" | "exr" | "mov" | "mp4" | "mxf"));
+                if is_sequence_name {
+                    return Err(at(format!(
+                        "with generate, source must be a directory to write frame.%07d.{0} into, not a \
+                         file or pattern: {1} (for example source = \"media/shot-hd\")",
+                        if matches!(g.format, FormatKey::Exr) { "exr" } else { "dpx" },
+                        source.display()
+                    )));
+                }
+                let format = match g.format {
+                    FormatKey::Exr => {
+                        only("bit_depth", g.bit_depth.is_some(), "dpx")?;
+                        only("endian", g.endian.is_some(), "dpx")?;
+                        let compression = g.compression.map_or(playsim_exr::Compression::Piz, |c| c.0);
+                        if !playsim_exr::write::can_write(compression) {
+                            return Err(at(format!(
+                                "EXR compression {} cannot be written (for example compression = \"piz\")",
+                                compression.name()
+                            )));
+                        }
+                        GenerateFormat::Exr { compression }
+                    }
+                    _ => {
+                        only("compression", g.compression.is_some(), "exr")?;
+                        GenerateFormat::Dpx {
+                            bit_depth: g.bit_depth.map_or(10, |b| b.0),
+                            endian: match g.endian {
+                                Some(EndianKey::Little) => playsim_dpx::Endian::Little,
+                                Some(EndianKey::Big) | None => playsim_dpx::Endian::Big,
+                            },
+                        }
+                    }
+                };
+                Ok(Generate::Sequence(GenerateOptions {
+                    format,
+                    // EXR sequences are half RGBA, as `playsim generate` writes them.
+                    alpha: g.alpha.unwrap_or(false) || matches!(g.format, FormatKey::Exr),
+                    ..GenerateOptions::new(source, g.preset.0, g.frames.0)
+                }))
+            }
+            FormatKey::Prores => {
+                for (key, present) in [
+                    ("bit_depth", g.bit_depth.is_some()),
+                    ("endian", g.endian.is_some()),
+                    ("alpha", g.alpha.is_some()),
+                    ("compression", g.compression.is_some()),
+                ] {
+                    if present {
+                        return Err(at(format!(
+                            "generate's {key} is not for ProRes: remove it (for example generate = \
+                             {{ format = \"prores\", preset = \"hd\", frames = 300, profile = \"standard\" }})"
+                        )));
+                    }
+                }
+                if extension.as_deref() != Some("mov") {
+                    return Err(at(format!(
+                        "with generate format = \"prores\", source must be the .mov file to write: {} \
+                         (for example source = \"media/prores-hd-30.mov\")",
+                        source.display()
+                    )));
+                }
+                let (width, height) = g.preset.0.dimensions();
+                if width % 2 != 0 || height % 2 != 0 {
+                    return Err(at(format!(
+                        "ProRes 4:2:2 needs an even width and height, not {width}x{height} (for example preset = \"hd\")"
+                    )));
+                }
+                let rate = match g.fps.map(|f| f.0).or(stream_fps) {
+                    Some(Pacing::Rate(rate)) => rate,
+                    Some(Pacing::Max) if g.fps.is_some() => {
+                        return Err(at(
+                            "a clip needs a frame rate, not max (for example fps = 30 in generate)".into(),
+                        ))
+                    }
+                    _ => DEFAULT_FPS,
+                };
+                Ok(Generate::ProRes(ProRes {
+                    path: source.to_owned(),
+                    preset: g.preset.0,
+                    frames: g.frames.0,
+                    rate,
+                    profile: g.profile.unwrap_or(ProResProfile::Standard),
+                }))
+            }
+        }
+    }
+
+    /// A source path from the file: relative ones are taken from the scenario file's directory,
+    /// so that a scenario plays the same media from wherever it is run. `..` is resolved
+    /// against the directory's real path, then lexically.
+    fn resolve(&self, given: &str) -> PathBuf {
+        let given = Path::new(given);
+        if given.is_absolute() {
+            return lexically_normal(given);
+        }
+        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let base = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+        lexically_normal(&base.join(given))
+    }
+}
+
+/// `path` without `.` components, and with each `..` taking off the component before it.
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir if out.file_name().is_some() => {
+                out.pop();
+            }
+            Component::ParentDir if out.has_root() => {}
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+}
+
+/// The engine's messages name command-line flags; in a scenario the keys are spelt with `_`.
+fn scenario_spelling(message: &str) -> String {
+    let mut out = message.to_owned();
+    for (flag, key) in [
+        ("--preroll", "preroll"),
+        ("--prefetch", "prefetch"),
+        ("--io-depth", "io_depth"),
+        ("--decode-threads", "decode_threads"),
+        ("--codec-threads", "codec_threads"),
+    ] {
+        out = out.replace(&format!("{flag} "), &format!("{key} = "));
+    }
+    out
+}
+
+/// The byte offset where 1-based `line` starts in `text`.
+fn offset_of_line(text: &str, line: usize) -> usize {
+    if line <= 1 {
+        return 0;
+    }
+    text.match_indices('\n').nth(line - 2).map_or(text.len(), |(i, _)| i + 1)
+}
+
+/// 1-based line of byte `offset` in `text`.
+pub(super) fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes().iter().take(offset).filter(|&&b| b == b'\n').count() + 1
+}
+
+impl FromStr for ProResProfile {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ProResProfile, String> {
+        ProResProfile::ALL
+            .into_iter()
+            .find(|p| p.name() == s.trim().to_ascii_lowercase())
+            .ok_or_else(|| format!("unknown ProRes profile '{s}' (for example standard; also proxy, lt, hq)"))
+    }
+}
+
+impl<'de> Deserialize<'de> for ProResProfile {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ProResProfile, D::Error> {
+        Text::deserialize(deserializer)?.0.parse().map_err(de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::hints::KEY_EXAMPLES;
+
+    fn parse_text(text: &str) -> Result<Scenario, ScenarioError> {
+        parse(text, Path::new("dir/test.toml"))
+    }
+
+    fn refusal(text: &str) -> String {
+        match parse_text(text) {
+            Ok(_) => panic!("accepted:\n{text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn every_key_has_an_example_that_parses() {
+        // Each example line, put in the table it belongs to, parses.
+        for (key, example) in KEY_EXAMPLES {
+            let line = example.split("  (").next().unwrap_or(example);
+            let text = match *key {
+                "stream" | "run" => line.to_owned(),
+                "source" | "count" | "start_offset" | "generate" => format!("[[stream]]\n{line}"),
+                "format" | "preset" | "bit_depth" | "endian" | "alpha" => format!(
+                    "[[stream]]\nsource = \"m\"\ngenerate = {{ format = \"dpx\", preset = \"hd\", frames = 2, {} }}",
+                    if *key == "format" || *key == "preset" { String::new() } else { line.to_owned() }
+                )
+                .replace(", }", " }"),
+                "compression" => format!(
+                    "[[stream]]\nsource = \"m\"\ngenerate = {{ format = \"exr\", preset = \"hd\", frames = 2, {line} }}"
+                ),
+                "profile" => format!(
+                    "[[stream]]\nsource = \"m.mov\"\ngenerate = {{ format = \"prores\", preset = \"hd\", frames = 2, {line} }}"
+                ),
+                _ => format!("{line}\n[[stream]]\nsource = \"m\""),
+            };
+            let text = if text.contains("source") { text } else { format!("{text}\nsource = \"m\"") };
+            let text = if *key == "run" { format!("{text}\n") } else { text };
+            if let Err(e) = parse_text(&text) {
+                panic!("the example of {key} is refused:\n{text}\n{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn one_run_of_streams_with_their_own_settings() {
+        let text = r#"
+name = "mix"
+repeat = 2
+cache = "warm"
+fps = 24
+duration = "10s"
+decode_threads = 2
+io_depth = 6
+
+[[stream]]
+source = "media/a"
+count = 3
+fps = 59.94
+start_offset = "2s"
+decode_threads = 1
+block_size = "512K"
+
+[[stream]]
+source = "/abs/b.%07d.dpx"
+direct = true
+"#;
+        let s = parse_text(text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((s.name.as_str(), s.repeat, s.cache), ("mix", 2, CacheMode::Warm));
+        assert_eq!(s.runs.len(), 1);
+        let run = &s.runs[0];
+        assert_eq!(run.name, "run1");
+        let r = &run.request;
+        assert_eq!(r.sources, vec![PathBuf::from("dir/media/a"), PathBuf::from("/abs/b.%07d.dpx")]);
+        assert_eq!(r.engine.pacing.to_string(), "24");
+        assert_eq!((r.engine.duration, r.engine.frames), (Some(Duration::from_secs(10)), None));
+        assert_eq!((r.engine.decode_threads, r.engine.io_depth), (2, 6));
+        assert!(!r.rate_from_source);
+        let a = &r.per_source[0];
+        assert_eq!(a.streams, Some(3));
+        assert_eq!(a.pacing.map(|p| p.to_string()).as_deref(), Some("60000/1001"));
+        assert_eq!(a.start_offset, Duration::from_secs(2));
+        assert_eq!((a.decode_threads, a.block_size, a.direct), (Some(1), Some(512 << 10), None));
+        let b = &r.per_source[1];
+        assert_eq!(
+            (b.streams, b.pacing, b.start_offset, b.direct),
+            (Some(1), None, Duration::ZERO, Some(true))
+        );
+    }
+
+    #[test]
+    fn runs_inherit_the_top_and_override_it() {
+        let text = r#"
+fps = 24
+frames = 100
+nconnect = 4
+[[run]]
+name = "tcp"
+[[run.stream]]
+source = "/mnt/nfs-tcp/shot"
+[[run]]
+fps = "max"
+duration = 5
+[[run.stream]]
+source = "nfs://filer/media/shot"
+rsize = "256K"
+"#;
+        let s = parse_text(text).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&str> = s.runs.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["tcp", "run2"]);
+        let (tcp, second) = (&s.runs[0].request, &s.runs[1].request);
+        assert_eq!((tcp.engine.frames, tcp.engine.duration), (Some(100), None));
+        assert_eq!((second.engine.frames, second.engine.duration), (None, Some(Duration::from_secs(5))));
+        assert_eq!(second.engine.pacing, Pacing::Max);
+        assert_eq!(second.sources, vec![PathBuf::from("nfs://filer/media/shot")]);
+        let nfs = second.per_source[0].nfs.as_ref().map(|n| (n.nconnect, n.rsize));
+        assert_eq!(nfs, Some((4, 256 << 10)));
+        assert_eq!(tcp.nfs.nconnect, 4);
+        assert_eq!((s.repeat, s.cache), (1, CacheMode::Cold));
+        assert_eq!(s.name, "test");
+    }
+
+    #[test]
+    fn a_typo_is_refused_with_its_line_and_a_suggestion() {
+        let message = refusal("repeat = 2\n[[stream]]\nsource = \"a\"\nfsp = 24\n");
+        assert!(message.contains("dir/test.toml:4:1"), "{message}");
+        assert!(message.contains("unknown field `fsp`"), "{message}");
+        assert!(message.contains("did you mean `fps`? for example: fps = 24"), "{message}");
+        let top = refusal("repaet = 2\n[[stream]]\nsource = \"a\"\n");
+        assert!(top.contains(":1:1") && top.contains("did you mean `repeat`?"), "{top}");
+        let far = refusal("[[stream]]\nsource = \"a\"\nwibble = 1\n");
+        assert!(far.contains("the keys of [[stream]] are: source, count"), "{far}");
+        let inline = refusal(
+            "[[stream]]\nsource = \"a\"\ngenerate = { format = \"dpx\", presett = \"hd\", frames = 2 }\n",
+        );
+        assert!(inline.contains(":3:") && inline.contains("did you mean `preset`?"), "{inline}");
+    }
+
+    #[test]
+    fn a_bad_value_is_refused_with_its_line_and_an_example() {
+        for (text, line, wants) in [
+            ("[[stream]]\nsource = \"a\"\nfps = \"fast\"\n", 3, "for example: fps = 24"),
+            ("duration = \"10 parsecs\"\n[[stream]]\nsource = \"a\"\n", 1, "for example: duration = \"10s\""),
+            ("[[stream]]\nsource = \"a\"\ncount = 0\n", 3, "count = 3"),
+            ("cache = \"tepid\"\n[[stream]]\nsource = \"a\"\n", 1, "cache = \"cold\""),
+            ("[[stream]]\nsource = \"a\"\nrsize = \"1K\"\n", 3, "rsize = \"1M\""),
+            ("[[stream]]\nsource = \"a\"\ngenerate = { format = \"dpx\", preset = \"huge\", frames = 2 }\n", 3, "preset = \"4k-dci\""),
+            ("[[stream]]\n", 1, "source = \"media/shot\""),
+        ] {
+            let message = refusal(text);
+            assert!(message.contains(&format!("dir/test.toml:{line}:")), "{message}");
+            assert!(message.contains(wants), "{wants} in {message}");
+        }
+    }
+
+    #[test]
+    fn inconsistent_scenarios_are_refused() {
+        for (text, wants) in [
+            ("", "no stream to play"),
+            ("frames = 2\nduration = \"1s\"\n[[stream]]\nsource = \"a\"\n", ":1:"),
+            ("[[stream]]\nsource = \"a\"\n[[run]]\n[[run.stream]]\nsource = \"b\"\n", "not both"),
+            ("[[run]]\nname = \"a\"\n[[run.stream]]\nsource = \"x\"\n[[run]]\nname = \"a\"\n[[run.stream]]\nsource = \"y\"\n", "two runs are named 'a'"),
+            ("[[run]]\nname = \"a b\"\n[[run.stream]]\nsource = \"x\"\n", "letters, digits"),
+            ("[[run]]\nname = \"empty\"\n", "has no stream"),
+            ("preroll = 9\n[[stream]]\nsource = \"a\"\n", "preroll = 9 cannot exceed prefetch = 8"),
+            ("[[stream]]\nsource = \"a/f.%07d.dpx\"\ngenerate = { format = \"dpx\", preset = \"hd\", frames = 2 }\n", "must be a directory"),
+            ("[[stream]]\nsource = \"a\"\ngenerate = { format = \"prores\", preset = \"hd\", frames = 2 }\n", "the .mov file"),
+            ("[[stream]]\nsource = \"a\"\ngenerate = { format = \"dpx\", preset = \"hd\", frames = 2, profile = \"hq\" }\n", "for format = \"prores\" only"),
+            ("[[stream]]\nsource = \"nfs://h/x\"\ngenerate = { format = \"dpx\", preset = \"hd\", frames = 2 }\n", "is a URL"),
+            ("[[stream]]\nsource = \"a\"\ngenerate = { format = \"dpx\", preset = \"hd\", frames = 2 }\n\
+              [[stream]]\nsource = \"a\"\ngenerate = { format = \"dpx\", preset = \"hd\", frames = 3 }\n", ":4:1: dir/a is generated by line 1"),
+        ] {
+            let message = refusal(text);
+            assert!(message.contains(wants), "{wants} in {message}");
+        }
+    }
+
+    #[test]
+    fn generate_takes_the_streams_rate_and_the_formats_defaults() {
+        let text = "[[stream]]\nsource = \"clip.mov\"\nfps = 30\ngenerate = { format = \"prores\", preset = \"hd\", frames = 60 }\n\
+                    [[stream]]\nsource = \"exr\"\ngenerate = { format = \"exr\", preset = \"6k\", frames = 4 }\n";
+        let s = parse_text(text).unwrap_or_else(|e| panic!("{e}"));
+        let streams = &s.runs[0].streams;
+        match &streams[0].generate {
+            Some(Generate::ProRes(p)) => {
+                assert_eq!(
+                    (p.rate.to_string(), p.profile, p.frames),
+                    ("30".to_owned(), ProResProfile::Standard, 60)
+                );
+                assert_eq!(p.path, PathBuf::from("dir/clip.mov"));
+            }
+            _ => panic!("expected ProRes"),
+        }
+        match &streams[1].generate {
+            Some(Generate::Sequence(g)) => {
+                assert!(g.alpha);
+                assert_eq!(g.format, GenerateFormat::Exr { compression: playsim_exr::Compression::Piz });
+                assert_eq!(g.dir, PathBuf::from("dir/exr"));
+            }
+            _ => panic!("expected an EXR sequence"),
+        }
+    }
+
+    #[test]
+    fn paths_are_made_lexically_normal() {
+        for (path, normal) in [
+            ("examples/../target/m", "target/m"),
+            ("/a/./b/../../c", "/c"),
+            ("/..", "/"),
+            ("../../x", "../../x"),
+            ("a/..", "."),
+        ] {
+            assert_eq!(lexically_normal(Path::new(path)), PathBuf::from(normal), "{path}");
+        }
+    }
+}
