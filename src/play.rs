@@ -130,9 +130,7 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
         };
         let nfs = settings.nfs.as_ref().unwrap_or(&request.nfs);
         let place = Place::find(location, options, nfs, &clock).await?;
-        let source = playsim_media::open_location(place.path(), &request.decode, place.index_storage()?)
-            .await
-            .map_err(Error::Source)?;
+        let source = place.open_source(&request.decode, request.engine.verify).await?;
         let source = NamedSource::wrap(source, &place, location);
         let source = crate::order::reorder(source, request.order, request.range)?;
         let source = if settings.skip_decode.unwrap_or(request.skip_decode) {
@@ -187,6 +185,11 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
                         "nfs: playsim's own client caches nothing, and the server's cache is the server's"
                             .into(),
                     ),
+                },
+                (Reader::Sim(_), true) => ColdCache {
+                    requested: true,
+                    files_dropped: 0,
+                    message: Some("sim: the frames are served from memory; there is no cache to drop".into()),
                 },
                 (_, false) => ColdCache { requested: request.cold, ..ColdCache::default() },
             };

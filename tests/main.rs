@@ -9,5 +9,6 @@ mod fixtures;
 mod mount_label;
 mod nfs;
 mod scenario;
+mod sim;
 mod util;
 mod video;

@@ -10,6 +10,8 @@
 //! - [`render_frame`] paints synthetic frames that do not compress away and
 //!   carry their index in the pixels ([`read_frame_index`]), and
 //!   [`generate_sequence`] writes them to disk as a test sequence.
+//! - [`SimUrl`] parses a `sim://` URL and [`SimFrames`] makes its frames in memory, for
+//!   simulated storage.
 //!
 //! ```
 //! use playsim_core::DecodedFrame;
@@ -28,6 +30,7 @@ mod error;
 mod generate;
 mod registry;
 mod sequence;
+mod sim;
 mod source;
 mod synthetic;
 
@@ -37,6 +40,10 @@ pub use registry::{
     format_for_extension, formats, open_location, open_source, open_source_with, DecodeOptions, Format,
 };
 pub use sequence::{Sequence, MAX_FRAME_RANGE};
+pub use sim::{
+    SimDist, SimFormat, SimFrame, SimFrames, SimUrl, DEFAULT_SIM_DISTINCT, DEFAULT_SIM_FRAMES, MAX_SIM_FRAMES,
+    MAX_SIM_FRAME_BYTES, MAX_SIM_MEMORY, SIM_EXAMPLE, SIM_KEYS,
+};
 pub use source::SequenceSource;
 pub use synthetic::{
     read_frame_index, render_frame, render_frame_f32, GRAIN_F32, MIN_CODE_HEIGHT, MIN_CODE_WIDTH,

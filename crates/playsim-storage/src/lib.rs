@@ -3,7 +3,8 @@
 //! Each transport opens objects by path and reads them with positional reads
 //! of at most one block each, counting requests, bytes and the CPU time of
 //! the reading threads in [`StorageStats`](playsim_core::StorageStats). None of
-//! them reads the wall clock: the engine times every call.
+//! them reads the wall clock: the engine times every call. (The simulated link is
+//! the one transport that waits on time, and it does so on the run's injected clock.)
 //!
 //! - [`LocalStorage`]: files through the kernel, buffered or with O_DIRECT,
 //!   read on tokio's blocking pool; [`LocalStorage::drop_cache`] prepares a
@@ -11,6 +12,8 @@
 //! - [`nfs`]: userspace NFSv3 over TCP from an `nfs://` URL, with no mount and
 //!   no root: a pool of `nconnect` connections, each with many READs of `rsize`
 //!   in flight, and each reply read straight into its frame buffer.
+//! - [`sim`]: objects held in memory, read over a modelled link (bandwidth shared by
+//!   the streams that name it, latency, seeded jitter), for `sim://` sources.
 //! - [`scripted`]: a storage whose sizes, latencies and failures follow a
 //!   script, for engine tests under tokio's paused clock.
 //!
@@ -50,6 +53,7 @@ mod local;
 pub mod mountinfo;
 pub mod nfs;
 pub mod scripted;
+pub mod sim;
 
 pub use error::Error;
 pub use local::{ColdOutcome, LocalOptions, LocalStorage, LocalStorageBuilder, DEFAULT_BLOCK_SIZE};
