@@ -176,7 +176,7 @@ fn title(runs: &[Run<'_>], width: u32) -> String {
 
 /// `name` in at most `max` characters: its start and, longer, its end, with an ellipsis
 /// between (runs' files tend to differ at the end: tcp-1, tcp-2).
-fn shorten(name: &str, max: usize) -> String {
+pub(crate) fn shorten(name: &str, max: usize) -> String {
     let chars: Vec<char> = name.chars().collect();
     if chars.len() <= max {
         return name.to_owned();

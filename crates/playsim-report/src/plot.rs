@@ -208,7 +208,8 @@ fn cause_name(cause: DropCauseName) -> &'static str {
 /// The title: what was played, over what, at what rate, and how it went.
 fn title(report: &Report) -> String {
     let stream = report.streams.first();
-    let source = stream.map_or("-", |s| s.source.location.as_str());
+    // A long location (a sim:// or nfs:// URL) keeps its ends, so the title fits the picture.
+    let source = crate::compare_plot::shorten(stream.map_or("-", |s| s.source.location.as_str()), 48);
     let transport = stream.map_or_else(
         || "-".to_owned(),
         |s| match &s.storage.mount {
