@@ -24,6 +24,7 @@
 
 mod capacity;
 mod decode;
+pub mod frametest;
 mod location;
 mod order;
 mod play;

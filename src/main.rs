@@ -40,6 +40,8 @@ enum Command {
     /// Find the most streams (or the highest frame rate) that play with no drop over a window:
     /// doubling, then bisection, each candidate tried more than once.
     Capacity(Box<CapacityArgs>),
+    /// Benchmark storage as frametest does: -w/-r 2k -n -t -f -q -b DIR, its drop rule and summary.
+    Frametest(Box<cli::frametest::FrametestArgs>),
     /// Show runs side by side from their JSON reports: fps, drops by cause, MB/s, latency,
     /// CPU per GB; each later run marked against the first.
     Compare(CompareArgs),
@@ -400,6 +402,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => generate(args),
         Command::Compare(args) => compare(args),
         Command::Capacity(args) => capacity(*args),
+        Command::Frametest(args) => cli::frametest::run(*args),
         Command::Run(args) => cli::run::run(args),
     };
     match result {

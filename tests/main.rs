@@ -6,6 +6,7 @@ mod dpx_ffmpeg;
 mod exr_bad_input;
 mod exr_ffmpeg;
 mod fixtures;
+mod frametest;
 mod mount_label;
 mod nfs;
 mod scenario;

@@ -2,4 +2,5 @@
 //! Each holds its clap arguments and its handler; `main.rs` dispatches to them and
 //! keeps the value parsers they share.
 
+pub mod frametest;
 pub mod run;

@@ -13,6 +13,7 @@ mod cancel;
 mod clock;
 mod config;
 mod exec;
+pub mod frametest;
 mod live;
 pub mod probe;
 mod run;
