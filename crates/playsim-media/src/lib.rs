@@ -41,8 +41,8 @@ pub use registry::{
 };
 pub use sequence::{Sequence, MAX_FRAME_RANGE};
 pub use sim::{
-    SimDist, SimFormat, SimFrame, SimFrames, SimUrl, DEFAULT_SIM_DISTINCT, DEFAULT_SIM_FRAMES, MAX_SIM_FRAMES,
-    MAX_SIM_FRAME_BYTES, MAX_SIM_MEMORY, SIM_EXAMPLE, SIM_KEYS,
+    SimDist, SimFormat, SimFrame, SimFrames, SimUrl, DEFAULT_SIM_DISTINCT, DEFAULT_SIM_FRAMES,
+    MAX_SIM_FRAMES, MAX_SIM_FRAME_BYTES, MAX_SIM_MEMORY, SIM_EXAMPLE, SIM_KEYS,
 };
 pub use source::SequenceSource;
 pub use synthetic::{
