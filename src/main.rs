@@ -615,7 +615,7 @@ async fn run_with_progress(
             cancel.cancel();
         }
     });
-    let progress = show_progress.then(|| spawn_progress(sim.live()));
+    let progress = show_progress.then(|| cli::spawn_progress(sim.live()));
     let live_rows = live_csv.map(|file| spawn_live_csv(sim.live(), file));
     let report = sim.run().await;
     ctrl_c.abort();
@@ -665,40 +665,6 @@ fn spawn_live_csv(live: Arc<LiveCounters>, file: std::fs::File) -> tokio::task::
             last = now;
         }
     })
-}
-
-/// A live line once a second with fps, MB/s and the drop counters.
-fn spawn_progress(live: Arc<LiveCounters>) -> (indicatif::ProgressBar, tokio::task::JoinHandle<()>) {
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
-    let shown = bar.clone();
-    let task = tokio::spawn(async move {
-        let mut last = live.snapshot();
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            let now = live.snapshot();
-            let d = now.dropped;
-            shown.set_message(format!(
-                "{:6.2} fps {:8.1} MB/s | presented {} | dropped {} (storage {} decode {} output {} unreadable {})",
-                (now.presented - last.presented) as f64,
-                (now.bytes_read - last.bytes_read) as f64 / 1e6,
-                now.presented,
-                d.total(),
-                d.storage,
-                d.decode,
-                d.output,
-                d.unreadable
-            ));
-            shown.tick();
-            last = now;
-        }
-    });
-    (bar, task)
 }
 
 fn decode(args: DecodeArgs) -> anyhow::Result<ExitCode> {

@@ -97,25 +97,9 @@ pub fn reorder(
     match order {
         PlayOrder::Forward => {}
         PlayOrder::Reverse => map.reverse(),
-        PlayOrder::Random { seed } => shuffle(&mut map, seed),
+        PlayOrder::Random { seed } => playsim_core::shuffle(&mut map, seed),
     }
     Ok(Arc::new(Reordered { inner: source, map }))
-}
-
-/// Fisher-Yates with splitmix64: the same seed gives the same order on every machine.
-fn shuffle(items: &mut [u64], seed: u64) {
-    let mut state = seed;
-    let mut next = || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    for i in (1..items.len()).rev() {
-        let j = (next() % (i as u64 + 1)) as usize;
-        items.swap(i, j);
-    }
 }
 
 /// Another source's frames, picked and reordered.
@@ -169,21 +153,5 @@ mod tests {
             let err = bad.parse::<FrameRange>().unwrap_err();
             assert!(err.contains("for example --range 100-199"), "{bad}: {err}");
         }
-    }
-
-    #[test]
-    fn a_shuffle_is_a_permutation_fixed_by_its_seed() {
-        let mut a: Vec<u64> = (0..100).collect();
-        let mut b = a.clone();
-        shuffle(&mut a, 7);
-        shuffle(&mut b, 7);
-        assert_eq!(a, b);
-        let mut c: Vec<u64> = (0..100).collect();
-        shuffle(&mut c, 8);
-        assert_ne!(a, c);
-        let mut sorted = a.clone();
-        sorted.sort_unstable();
-        assert_eq!(sorted, (0..100).collect::<Vec<u64>>());
-        assert_ne!(a, (0..100).collect::<Vec<u64>>());
     }
 }

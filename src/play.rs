@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use playsim_core::{BytesOnly, Clock, Decoder, FrameExtent, Pacing, Source, SourceInfo, Storage};
+use playsim_core::{Clock, FrameExtent, Pacing, Source, Storage, WithoutDecode};
 use playsim_engine::{EngineConfig, OwnDecodePool, PreciseClock, Simulation, StreamSpec};
 use playsim_media::DecodeOptions;
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
@@ -287,33 +287,4 @@ pub fn failed_report(request: &PlayRequest, error: &str) -> Report {
     };
     note_request(request, &mut report);
     report
-}
-
-/// A source whose frames are read and not decoded: its decoder is [`BytesOnly`].
-struct WithoutDecode(Arc<dyn Source>);
-
-impl Source for WithoutDecode {
-    fn info(&self) -> SourceInfo {
-        self.0.info()
-    }
-
-    fn n_frames(&self) -> u64 {
-        self.0.n_frames()
-    }
-
-    fn frame_number(&self, idx: u64) -> u64 {
-        self.0.frame_number(idx)
-    }
-
-    fn extent(&self, idx: u64) -> FrameExtent {
-        self.0.extent(idx)
-    }
-
-    fn decoder(&self) -> Arc<dyn Decoder> {
-        Arc::new(BytesOnly)
-    }
-
-    fn frame_rate(&self) -> Option<playsim_core::FrameRate> {
-        self.0.frame_rate()
-    }
 }

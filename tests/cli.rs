@@ -1,14 +1,12 @@
 //! The `playsim` command line end to end: refusals, exit codes, Ctrl-C, --verify, reports, generate, decode.
 
-use std::fs::File;
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use playsim::report::{Drops, RunStatus, SCHEMA_VERSION};
 
 use crate::util::{
-    ffmpeg, file_names, frame_path, generate, playsim, read_report, run, Damage, KillOnDrop, Run,
+    ffmpeg, file_names, frame_path, generate, interrupt_after, playsim, read_report, run, Damage,
     SMALL_PRESET,
 };
 
@@ -119,27 +117,12 @@ fn ctrl_c_writes_a_partial_report() -> Result<()> {
     let seq = tmp.path().join("seq");
     generate(&seq, SMALL_PRESET, 12, &[])?;
     let json = tmp.path().join("r.json");
-    let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
-    let child = playsim()
-        .arg("play")
-        .arg(&seq)
-        .args(["--fps", "50", "--loop", "--quiet", "--json"])
-        .arg(&json)
-        .stdin(Stdio::null())
-        .stdout(File::create(&stdout)?)
-        .stderr(File::create(&stderr)?)
-        .spawn()?;
-    let mut child = KillOnDrop(child);
-    std::thread::sleep(Duration::from_millis(1500));
-    let pid =
-        i32::try_from(child.0.id()).ok().and_then(rustix::process::Pid::from_raw).context("child pid")?;
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).context("sending SIGINT")?;
-    let status = child.wait_for(Duration::from_secs(20))?;
-    let done = Run {
-        code: status.code(),
-        stdout: std::fs::read_to_string(&stdout)?,
-        stderr: std::fs::read_to_string(&stderr)?,
-    };
+    let done = interrupt_after(
+        playsim().arg("play").arg(&seq).args(["--fps", "50", "--loop", "--quiet", "--json"]).arg(&json),
+        tmp.path(),
+        Duration::from_millis(1500),
+    )?;
+
     done.ensure_code(130)?;
     let report = read_report(&json)?;
     ensure!(report.status == RunStatus::Partial, "status {:?}:\n{done}", report.status);

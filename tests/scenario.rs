@@ -2,15 +2,14 @@
 //! repetitions of two streams at different rates from media it generates, and bad files are
 //! refused with the line and a valid example.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use playsim::report::RunStatus;
 
-use crate::util::{playsim, read_report, run, KillOnDrop, Run};
+use crate::util::{interrupt_after, playsim, read_report, run};
 
 fn examples() -> Result<Vec<PathBuf>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
@@ -190,28 +189,12 @@ fn ctrl_c_stops_the_scenario_after_a_partial_report() -> Result<()> {
          [[stream]]\nsource = \"m\"\ngenerate = { format = \"dpx\", preset = \"160x32\", frames = 12 }\n",
     )?;
     let reports = tmp.path().join("out");
-    let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
-    let child = playsim()
-        .arg("run")
-        .arg(&scenario)
-        .arg("--quiet")
-        .arg("--json-dir")
-        .arg(&reports)
-        .stdin(Stdio::null())
-        .stdout(File::create(&stdout)?)
-        .stderr(File::create(&stderr)?)
-        .spawn()?;
-    let mut child = KillOnDrop(child);
-    std::thread::sleep(Duration::from_millis(2000));
-    let pid =
-        i32::try_from(child.0.id()).ok().and_then(rustix::process::Pid::from_raw).context("child pid")?;
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).context("sending SIGINT")?;
-    let status = child.wait_for(Duration::from_secs(20))?;
-    let done = Run {
-        code: status.code(),
-        stdout: fs::read_to_string(&stdout)?,
-        stderr: fs::read_to_string(&stderr)?,
-    };
+    let done = interrupt_after(
+        playsim().arg("run").arg(&scenario).arg("--quiet").arg("--json-dir").arg(&reports),
+        tmp.path(),
+        Duration::from_millis(2000),
+    )?;
+
     done.ensure_code(130)?;
     let report = read_report(&reports.join("long-run1-1.json"))?;
     ensure!(report.status == RunStatus::Partial, "status {:?}:\n{done}", report.status);

@@ -229,3 +229,25 @@ impl Drop for KillOnDrop {
         }
     }
 }
+
+/// Runs `cmd` with its output in files under `dir`, sends it SIGINT (Ctrl-C) after `delay`,
+/// and waits up to 20 s for it to exit.
+pub fn interrupt_after(cmd: &mut Command, dir: &Path, delay: Duration) -> Result<Run> {
+    let (stdout, stderr) = (dir.join("stdout"), dir.join("stderr"));
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&stdout)?)
+        .stderr(std::fs::File::create(&stderr)?)
+        .spawn()?;
+    let mut child = KillOnDrop(child);
+    std::thread::sleep(delay);
+    let pid =
+        i32::try_from(child.0.id()).ok().and_then(rustix::process::Pid::from_raw).context("child pid")?;
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).context("sending SIGINT")?;
+    let status = child.wait_for(Duration::from_secs(20))?;
+    Ok(Run {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&stdout)?,
+        stderr: std::fs::read_to_string(&stderr)?,
+    })
+}

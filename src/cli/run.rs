@@ -6,11 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use playsim::engine::{CancelToken, LiveCounters};
+use playsim::engine::CancelToken;
 use playsim::report::{compare, json, render, Report, RunStatus};
 use playsim::scenario::{Pass, Repetition, Scenario};
 
@@ -96,7 +95,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 *slot = Some(cancel);
             }
             if show_progress {
-                progress = Some(spawn_progress(sim.live()));
+                progress = Some(super::spawn_progress(sim.live()));
             }
         }));
         if let Ok(mut slot) = current.lock() {
@@ -145,38 +144,4 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// A live line once a second with fps, MB/s and the drop counters.
-fn spawn_progress(live: Arc<LiveCounters>) -> (indicatif::ProgressBar, tokio::task::JoinHandle<()>) {
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
-    let shown = bar.clone();
-    let task = tokio::spawn(async move {
-        let mut last = live.snapshot();
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            let now = live.snapshot();
-            let d = now.dropped;
-            shown.set_message(format!(
-                "{:6.2} fps {:8.1} MB/s | presented {} | dropped {} (storage {} decode {} output {} unreadable {})",
-                (now.presented - last.presented) as f64,
-                (now.bytes_read - last.bytes_read) as f64 / 1e6,
-                now.presented,
-                d.total(),
-                d.storage,
-                d.decode,
-                d.output,
-                d.unreadable
-            ));
-            shown.tick();
-            last = now;
-        }
-    });
-    (bar, task)
 }

@@ -22,6 +22,7 @@ mod decode;
 mod drop_cause;
 mod error;
 mod frame;
+mod mix;
 mod preset;
 mod rate;
 mod source;
@@ -33,9 +34,10 @@ pub use decode::{BytesOnly, DecodeError, DecodeErrorKind, Decoder, InOrderDecode
 pub use drop_cause::{DropCause, DropCounters};
 pub use error::ParseError;
 pub use frame::{Chroma, DecodedFrame, ExternalPlanes, PixelFormat, Plane, PlaneView};
+pub use mix::{shuffle, splitmix64};
 pub use preset::{FramePreset, MAX_DIMENSION};
 pub use rate::{FrameRate, Pacing};
-pub use source::{FrameExtent, Source, SourceInfo};
+pub use source::{FrameExtent, Source, SourceInfo, WithoutDecode};
 pub use storage::{
     DirEntry, EntryKind, MountLabel, Storage, StorageError, StorageErrorKind, StorageFile, StorageInfo,
     StorageStats,

@@ -90,3 +90,33 @@ pub trait Source: Send + Sync + 'static {
         None
     }
 }
+
+/// Another source whose frames are read and not decoded: its decoder is
+/// [`BytesOnly`](crate::BytesOnly) (`--no-decode`).
+pub struct WithoutDecode(pub Arc<dyn Source>);
+
+impl Source for WithoutDecode {
+    fn info(&self) -> SourceInfo {
+        self.0.info()
+    }
+
+    fn n_frames(&self) -> u64 {
+        self.0.n_frames()
+    }
+
+    fn frame_number(&self, idx: u64) -> u64 {
+        self.0.frame_number(idx)
+    }
+
+    fn extent(&self, idx: u64) -> FrameExtent {
+        self.0.extent(idx)
+    }
+
+    fn decoder(&self) -> Arc<dyn Decoder> {
+        Arc::new(crate::BytesOnly)
+    }
+
+    fn frame_rate(&self) -> Option<crate::FrameRate> {
+        self.0.frame_rate()
+    }
+}

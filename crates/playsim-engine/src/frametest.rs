@@ -208,7 +208,7 @@ impl FrametestConfig {
         match self.order {
             FrametestOrder::Forward => {}
             FrametestOrder::Reverse => files.reverse(),
-            FrametestOrder::Random { seed } => shuffle(&mut files, seed),
+            FrametestOrder::Random { seed } => playsim_core::shuffle(&mut files, seed),
         }
         files
     }
@@ -542,23 +542,6 @@ fn keep(
 
 fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// Fisher-Yates with splitmix64, as `play --order random` shuffles: the same seed gives the
-/// same order on every machine.
-fn shuffle(items: &mut [u64], seed: u64) {
-    let mut state = seed;
-    let mut next = || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    for i in (1..items.len()).rev() {
-        let j = (next() % (i as u64 + 1)) as usize;
-        items.swap(i, j);
-    }
 }
 
 #[cfg(test)]

@@ -602,27 +602,6 @@ async fn a_stream_with_its_own_decode_pool_is_not_slowed_by_the_shared_one() {
     assert_eq!(report.streams[1].decode_pool_threads, Some(2));
 }
 
-/// A scripted source whose frames are read and not decoded.
-struct BytesOnlySource(ScriptedSource);
-
-impl Source for BytesOnlySource {
-    fn info(&self) -> SourceInfo {
-        self.0.info()
-    }
-    fn n_frames(&self) -> u64 {
-        self.0.n_frames()
-    }
-    fn frame_number(&self, idx: u64) -> u64 {
-        self.0.frame_number(idx)
-    }
-    fn extent(&self, idx: u64) -> FrameExtent {
-        self.0.extent(idx)
-    }
-    fn decoder(&self) -> Arc<dyn Decoder> {
-        Arc::new(playsim_core::BytesOnly)
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_bytes_only_stream_never_waits_for_the_decode_pool_or_the_output() {
     // Decode and output would take 1 s a frame: any frame that went through them at 10 fps
@@ -634,7 +613,11 @@ async fn a_bytes_only_stream_never_waits_for_the_decode_pool_or_the_output() {
         ..Scenario::new(0)
     };
     let storage: Arc<dyn Storage> = Arc::new(sc.storage);
-    let source = BytesOnlySource(ScriptedSource { n: 30, gaps: HashSet::from([7]), long_gop: None });
+    let source = playsim_core::WithoutDecode(Arc::new(ScriptedSource {
+        n: 30,
+        gaps: HashSet::from([7]),
+        long_gop: None,
+    }));
     let report = Simulation::builder()
         .config(sc.config)
         .clock(Arc::new(TokioClock::new()))

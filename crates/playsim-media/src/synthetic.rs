@@ -16,7 +16,7 @@
 
 use std::ops::Range;
 
-use playsim_core::{DecodedFrame, PixelFormat, MAX_DIMENSION};
+use playsim_core::{splitmix64, DecodedFrame, PixelFormat, MAX_DIMENSION};
 
 /// The narrowest frame that carries its index: 80 blocks of 2×2 pixels.
 pub const MIN_CODE_WIDTH: u32 = CODE_BLOCKS * MIN_BLOCK;
@@ -184,15 +184,6 @@ fn classify_f32(rgb: &[u8]) -> Option<u8> {
 #[inline(always)]
 fn widen(v10: u32) -> [u8; 2] {
     ((v10 << 6 | v10 >> 4) as u16).to_le_bytes()
-}
-
-/// The SplitMix64 output function: a fast, well-mixed hash of `z`.
-#[inline(always)]
-fn splitmix64(z: u64) -> u64 {
-    let z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// The wyrand output function: one 64×64→128-bit multiply, good enough noise

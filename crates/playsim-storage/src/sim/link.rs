@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use playsim_core::Clock;
+use playsim_core::{splitmix64, Clock};
 use tokio::sync::oneshot;
 
 use crate::Error;
@@ -77,7 +77,7 @@ impl LinkParams {
         if jitter_ns == 0 {
             return self.latency;
         }
-        let r = mix(self.seed ^ mix(key));
+        let r = splitmix64(self.seed ^ splitmix64(key));
         let drawn_ns = match self.dist {
             // The high 64 bits of r * (jitter + 1): an exact integer uniform in 0..=jitter.
             JitterDist::Uniform => ((u128::from(r) * (u128::from(jitter_ns) + 1)) >> 64) as u64,
@@ -333,15 +333,6 @@ async fn drive(state: Arc<Mutex<Flows>>, clock: Arc<dyn Clock>, bits_per_s: u64)
 
 fn as_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// SplitMix64's finaliser: a 64-bit mix in which every input bit flips about half the
-/// output bits.
-pub(crate) fn mix(z: u64) -> u64 {
-    let z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// `value unit` with an SI prefix, e.g. "4.5 GB/s" or "100 Gbit/s".

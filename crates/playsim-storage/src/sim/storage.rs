@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use playsim_core::{
-    DirEntry, EntryKind, IoBuf, Storage, StorageError, StorageErrorKind, StorageFile, StorageInfo,
-    StorageStats,
+    splitmix64, DirEntry, EntryKind, IoBuf, Storage, StorageError, StorageErrorKind, StorageFile,
+    StorageInfo, StorageStats,
 };
 
-use super::link::{mix, SimLink};
+use super::link::SimLink;
 
 /// One object of a [`SimStorage`]: its bytes (or only a size), and whether reading it fails.
 #[derive(Clone, Debug)]
@@ -185,7 +185,7 @@ impl StorageFile for SimFile {
         let available = self.object.size.saturating_sub(offset);
         let n = usize::try_from(available).unwrap_or(usize::MAX).min(len);
         if let Some((link, stream)) = &self.storage.link {
-            let key = mix(*stream) ^ mix(path_hash(&self.path) ^ mix(offset));
+            let key = splitmix64(*stream) ^ splitmix64(path_hash(&self.path) ^ splitmix64(offset));
             link.request(*stream, n as u64, key).await;
         }
         let blocks = (n as u64).div_ceil(self.storage.block_size as u64);
