@@ -153,6 +153,15 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
             reports.insert((seq.to_owned(), transport.to_owned()), report);
         }
     }
+    // The scenario's two runs: a kernel mount each, named in the report like `play`'s.
+    for transport in ["tcp", "rdma"] {
+        let path = out.join("scenario").join(format!("pair-{transport}-1.json"));
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("no scenario report {}", path.display()))?;
+        let report: Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        reports.insert(("scenario".to_owned(), transport.to_owned()), report);
+    }
     let failures: Vec<&String> =
         results.iter().filter(|l| !l.contains(" OK") && !l.starts_with("LDD OK")).collect();
     ensure!(failures.is_empty(), "the guest tier failed:\n{}", results.join("\n"));
@@ -166,6 +175,11 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
             );
         }
     }
+    ensure!(
+        results.iter().any(|l| l.starts_with("SCENARIO tcp-vs-rdma OK")),
+        "no `SCENARIO tcp-vs-rdma OK` in the results:\n{}",
+        results.join("\n")
+    );
     check_labels(&reports)?;
     Ok(Outcome { out, playsim, results, elapsed: start.elapsed() })
 }
@@ -511,6 +525,14 @@ fn print_outcome(outcome: &Outcome) -> Result<()> {
         let table = Command::new(&outcome.playsim).arg("compare").args(&reports).output()?;
         ensure!(table.status.success(), "playsim compare failed: {}", String::from_utf8_lossy(&table.stderr));
         print!("{}", String::from_utf8_lossy(&table.stdout));
+    }
+    // `playsim run`'s own table and tally for the scenario of the pair.
+    let scenario = fs::read_to_string(outcome.out.join("scenario.txt")).unwrap_or_default();
+    if let Some(at) = scenario.find("== pair: every repetition") {
+        println!(
+            "\nscenario (examples/tcp-vs-rdma.toml's shape): dpx, 24 frames at 24 fps, cold\n{}",
+            &scenario[at..]
+        );
     }
     println!(
         "soft-RoCE is RDMA done in software by the guest's emulated CPU: these figures show that the\n\

@@ -80,6 +80,29 @@ for seq in $(ls /payload/media); do
     say "$seq over $t done"
   done
 done
+# The TCP-against-RDMA pair as a scenario file (examples/tcp-vs-rdma.toml's shape, scaled to
+# a TCG guest): one run per mount, each from a cold cache, and `playsim run`'s table.
+cat > /tmp/pair.toml <<'TOML'
+name = "pair"
+cache = "cold"
+fps = 24
+frames = 24
+[[run]]
+name = "tcp"
+[[run.stream]]
+source = "/mnt/tcp/dpx"
+[[run]]
+name = "rdma"
+[[run.stream]]
+source = "/mnt/rdma/dpx"
+TOML
+if timeout 600 /payload/playsim run /tmp/pair.toml --quiet --json-dir /out/scenario > /out/scenario.txt 2>&1; then
+  echo "SCENARIO tcp-vs-rdma OK" >> /out/results.txt
+else
+  echo "SCENARIO tcp-vs-rdma FAILED (exit $?)" >> /out/results.txt
+  tail -20 /out/scenario.txt
+fi
+say "scenario done"
 grep -E 'xprt' /proc/self/mountstats | sort | uniq -c
 sync
 
