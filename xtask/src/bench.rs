@@ -101,12 +101,12 @@ struct Report {
 }
 
 /// The bench's sections, in the order they run.
-const SECTIONS: [&str; 4] = ["dpx", "exr", "video", "nfs"];
+const SECTIONS: [&str; 5] = ["dpx", "exr", "video", "nfs", "engine"];
 
 /// `cargo xtask bench [SECTION...]`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Run only these sections (dpx, exr, video, nfs) [default: all].
+    /// Run only these sections (dpx, exr, video, nfs, engine) [default: all].
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(SECTIONS))]
     sections: Vec<String>,
 }
@@ -131,6 +131,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if wanted("nfs") {
         rows.extend(crate::bench_nfs::run(&target, &playsim)?);
+    }
+    if wanted("engine") {
+        rows.extend(crate::bench_engine::run(&playsim, &target.join("bench"))?);
     }
 
     let report = Report { machine: Machine::probe()?, rows };

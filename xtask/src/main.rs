@@ -4,6 +4,7 @@
 //! nothing but Rust on a Debian-like machine: `deps` installs the rest.
 
 mod bench;
+mod bench_engine;
 mod bench_nfs;
 mod deps;
 mod fixtures;

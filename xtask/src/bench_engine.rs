@@ -1,0 +1,119 @@
+//! The engine's own cost (`cargo xtask bench engine`): CPU per stream with null storage and no
+//! decode, and the presentation error at 59.94 fps with the other cores decoding.
+//!
+//! Both run playsim itself on `sim://` sources, so no disk is involved: raw frames
+//! (`frame_bytes=`, read and not decoded) are the null storage and null decoder.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::bench::BenchRow;
+use crate::process;
+
+/// Streams and rate of the overhead run (issue 8: at most 1% of one core per stream, 16 at once).
+const OVERHEAD_STREAMS: u32 = 16;
+const OVERHEAD_FPS: &str = "60";
+const OVERHEAD_SECONDS: u32 = 10;
+/// The ceiling, in % of one core per stream.
+const OVERHEAD_CEILING_PCT: f64 = 1.0;
+
+/// The pacing run: 59.94 fps for this long, while a second stream keeps the other cores decoding.
+const PACING_SECONDS: u32 = 60;
+/// Targets for the presentation error, ms.
+const PACING_P99_MS: f64 = 0.5;
+const PACING_P999_MS: f64 = 2.0;
+
+pub fn run(playsim: &Path, out_dir: &Path) -> Result<Vec<BenchRow>> {
+    fs::create_dir_all(out_dir)?;
+    Ok(vec![overhead(playsim, out_dir)?, pacing(playsim, out_dir)?])
+}
+
+/// CPU seconds of the whole process per second of playback, per stream, as % of one core.
+fn overhead(playsim: &Path, out_dir: &Path) -> Result<BenchRow> {
+    let json = out_dir.join("engine-overhead.json");
+    process::read(
+        Command::new(playsim)
+            .args(["play", "sim://?frame_bytes=4096&frames=600", "--quiet", "--no-decode"])
+            .args(["--streams", &OVERHEAD_STREAMS.to_string(), "--fps", OVERHEAD_FPS])
+            .args(["--duration", &format!("{OVERHEAD_SECONDS}s"), "--json"])
+            .arg(&json),
+    )?;
+    let report = read_report(&json)?;
+    let cpu_s = number(&report, &["cpu", "process_user_s"])? + number(&report, &["cpu", "process_sys_s"])?;
+    let duration_s = number(&report, &["duration_s"])?;
+    let pct = 100.0 * cpu_s / duration_s / f64::from(OVERHEAD_STREAMS);
+    println!("engine overhead: {pct:.3}% of a core per stream ({cpu_s:.2} CPU s over {duration_s:.1} s)");
+    Ok(BenchRow::time(
+        &format!("engine: CPU per stream, {OVERHEAD_STREAMS} streams at {OVERHEAD_FPS} fps, null storage, no decode"),
+        "% core",
+        pct,
+        "ceiling",
+        OVERHEAD_CEILING_PCT,
+    )
+    .extra("presented", number(&report, &["totals", "presented"])?)
+    .extra("dropped", dropped(&report)?)
+    .extra("process CPU s", cpu_s))
+}
+
+/// The presentation error of an HD stream at 59.94 fps while a 4K stream decodes as fast as it
+/// can on a pool of the other cores (a scenario: two rates on one clock).
+fn pacing(playsim: &Path, out_dir: &Path) -> Result<BenchRow> {
+    let n_cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let busy_threads = n_cpus.saturating_sub(1).max(1);
+    let scenario = out_dir.join("engine-pacing.toml");
+    fs::write(
+        &scenario,
+        format!(
+            "name = \"pacing\"\ncache = \"warm\"\nduration = \"{PACING_SECONDS}s\"\nloop = true\n\
+             output_stage = \"none\"\n\
+             [[stream]]\nsource = \"sim://paced?format=dpx&preset=hd&frames=60\"\nfps = 59.94\ndecode_threads = 1\n\
+             [[stream]]\nsource = \"sim://busy?format=dpx&preset=4k-dci&frames=24\"\nfps = \"max\"\n\
+             decode_threads = {busy_threads}\n"
+        ),
+    )?;
+    let reports = out_dir.join("engine-pacing");
+    process::read(
+        Command::new(playsim).arg("run").arg(&scenario).arg("--quiet").arg("--json-dir").arg(&reports),
+    )?;
+    let report = read_report(&reports.join("pacing-run1-1.json"))?;
+    let error = &report["streams"][0]["latency"]["pacing_error"];
+    let p99 = number(error, &["p99_ms"])?;
+    let p999 = number(error, &["p999_ms"])?;
+    println!(
+        "pacing at 59.94 fps beside {busy_threads} busy decode threads: p99 {p99:.3} ms, p99.9 {p999:.3} ms"
+    );
+    Ok(BenchRow::time(
+        &format!("pacing: presentation error p99 at 59.94 fps over {PACING_SECONDS} s, {busy_threads} other decode threads busy"),
+        "ms",
+        p99,
+        "target",
+        PACING_P99_MS,
+    )
+    .extra("p99.9 ms", p999)
+    .extra("p99.9 target ms", PACING_P999_MS)
+    .extra("max ms", number(error, &["max_ms"])?)
+    .extra("presented", number(&report["streams"][0], &["presented"])?)
+    .extra("busy stream fps", number(&report["streams"][1], &["fps_achieved"])?))
+}
+
+fn read_report(path: &Path) -> Result<Value> {
+    let text = fs::read_to_string(path).with_context(|| format!("no report {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+fn number(value: &Value, path: &[&str]) -> Result<f64> {
+    let mut v = value;
+    for key in path {
+        v = &v[key];
+    }
+    v.as_f64().with_context(|| format!("no number at {}", path.join(".")))
+}
+
+fn dropped(report: &Value) -> Result<f64> {
+    let d = &report["totals"]["dropped"];
+    Ok(["storage", "decode", "output", "unreadable"].iter().filter_map(|k| d[k].as_f64()).sum())
+}
