@@ -530,7 +530,7 @@ fn print_outcome(outcome: &Outcome) -> Result<()> {
     let scenario = fs::read_to_string(outcome.out.join("scenario.txt")).unwrap_or_default();
     if let Some(at) = scenario.find("== pair: every repetition") {
         println!(
-            "\nscenario (examples/tcp-vs-rdma.toml's shape): dpx, 24 frames at 24 fps, cold\n{}",
+            "\nscenario (examples/tcp-vs-rdma.toml's shape): {PRESET} DPX, {N_FRAMES} frames at 24 fps, cold\n{}",
             &scenario[at..]
         );
     }
