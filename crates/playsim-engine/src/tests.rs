@@ -476,6 +476,16 @@ fn settings_are_checked_with_examples() {
     assert!(bad.validate().unwrap_err().contains("--io-depth 4"));
 }
 
+/// Stream `i`: 60 scripted frames, each read in 2 ms.
+fn scripted_stream(i: u32) -> StreamSpec {
+    let storage: Arc<dyn Storage> = Arc::new(ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)));
+    StreamSpec::new(
+        format!("stream {i}"),
+        Arc::new(ScriptedSource { n: 60, gaps: HashSet::new(), long_gop: None }),
+        storage,
+    )
+}
+
 /// Two 10 fps streams on one clock, sharing a decode pool of `decode_threads` at 60 ms a frame.
 async fn two_streams(decode_threads: u32) -> Report {
     let config = EngineConfig { decode_threads, ..Scenario::new(0).config };
@@ -485,12 +495,7 @@ async fn two_streams(decode_threads: u32) -> Report {
         .decode_executor(Arc::new(ScriptedWork::new(60 * MS)))
         .output_executor(Some(Arc::new(ScriptedWork::new(MS))));
     for i in 0..2 {
-        let storage: Arc<dyn Storage> = Arc::new(ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)));
-        builder = builder.stream(StreamSpec::new(
-            format!("stream {i}"),
-            Arc::new(ScriptedSource { n: 60, gaps: HashSet::new(), long_gop: None }),
-            storage,
-        ));
+        builder = builder.stream(scripted_stream(i));
     }
     builder.build().unwrap().run().await
 }
@@ -528,25 +533,17 @@ async fn streams_keep_their_own_rate_and_start_offset_on_one_clock() {
     // starting 3 s after the common start: it begins reading then and plays once its own
     // preroll is in, so its t0 is 3 s plus the preroll's reads and decodes.
     let config = EngineConfig { frames: Some(20), ..Scenario::new(0).config };
-    let stream = |i: u32| {
-        let storage: Arc<dyn Storage> = Arc::new(ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)));
-        StreamSpec::new(
-            format!("stream {i}"),
-            Arc::new(ScriptedSource { n: 60, gaps: HashSet::new(), long_gop: None }),
-            storage,
-        )
-    };
     let late = StreamSpec {
         pacing: Some(Pacing::Rate(FrameRate::new(25, 1).unwrap())),
         start_offset: Duration::from_secs(3),
-        ..stream(1)
+        ..scripted_stream(1)
     };
     let report = Simulation::builder()
         .config(config)
         .clock(Arc::new(TokioClock::new()))
         .decode_executor(Arc::new(ScriptedWork::new(5 * MS)))
         .output_executor(Some(Arc::new(ScriptedWork::new(MS))))
-        .stream(stream(0))
+        .stream(scripted_stream(0))
         .stream(late)
         .build()
         .unwrap()
@@ -575,22 +572,14 @@ async fn a_stream_with_its_own_decode_pool_is_not_slowed_by_the_shared_one() {
     // decode (see above). Give the second stream a pool of its own with two threads, and
     // only the first, alone on the shared thread (16.7 decodes a second for 10 due), plays clean too.
     let config = EngineConfig { decode_threads: 1, ..Scenario::new(0).config };
-    let stream = |i: u32| {
-        let storage: Arc<dyn Storage> = Arc::new(ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)));
-        StreamSpec::new(
-            format!("stream {i}"),
-            Arc::new(ScriptedSource { n: 60, gaps: HashSet::new(), long_gop: None }),
-            storage,
-        )
-    };
     let own = OwnDecodePool::with_executor(Arc::new(ScriptedWork::new(60 * MS)), 2);
     let report = Simulation::builder()
         .config(config)
         .clock(Arc::new(TokioClock::new()))
         .decode_executor(Arc::new(ScriptedWork::new(60 * MS)))
         .output_executor(Some(Arc::new(ScriptedWork::new(MS))))
-        .stream(stream(0))
-        .stream(StreamSpec { decode_pool: Some(own), ..stream(1) })
+        .stream(scripted_stream(0))
+        .stream(StreamSpec { decode_pool: Some(own), ..scripted_stream(1) })
         .build()
         .unwrap()
         .run()
