@@ -23,10 +23,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use playsim_core::{
-    Clock, DecodedFrame, EntryKind, FrameRate, IoBuf, PixelFormat, StorageError, StorageErrorKind,
-};
-use playsim_dpx::{write_dpx, DpxDecoder, DpxHeader, Endian, WriteOptions, WRITE_DATA_OFFSET};
+use playsim_core::{Clock, EntryKind, FrameRate, IoBuf, StorageError, StorageErrorKind};
+use playsim_dpx::{header_for_layout, set_file_name, DpxDecoder, DpxHeader, Endian, WriteOptions};
 use playsim_engine::frametest::{
     FrameFile, FrameIo, FrameOutcome, FrameRecord, Frametest, FrametestConfig, FrametestDecode,
     FrametestOrder, FrametestRun, IoFuture, StorageReads,
@@ -616,42 +614,17 @@ async fn drop_cache(local: LocalOptions, paths: Vec<PathBuf>) -> Result<String, 
     }))
 }
 
-// Byte offsets in the DPX generic header (SMPTE 268M), for the fields patched below.
-const DPX_IMAGE_OFFSET: usize = 4;
-const DPX_FILE_SIZE: usize = 16;
-const DPX_FILE_NAME: usize = 36;
-const DPX_FILE_NAME_LEN: usize = 100;
-const DPX_HEIGHT: usize = 776;
-const DPX_DATA_OFFSET: usize = 808;
-
-/// The first `header_bytes` of every file: playsim-dpx's header for a 10-bit RGB image of
-/// the size's width (big-endian, packing method A), with its height, file size and image
-/// offset set to frametest's layout, then zeros up to the image.
+/// The first `header_bytes` of every file: playsim-dpx's header for a 10-bit RGB image
+/// (big-endian, packing method A) of the size, with its image at frametest's offset, then
+/// zeros up to the image.
 fn dpx_header(size: &FrameSize) -> Result<Vec<u8>, Error> {
     let fail =
         |why: String| Error::Engine(format!("cannot make the dpx header of {}: {why}", size.describe()));
-    // One line of the real width: write_dpx fills every field; the rest is patched in.
-    let mut line = DecodedFrame::default();
-    line.reset(size.width, 1, PixelFormat::Rgb48Le);
-    let mut written = Vec::new();
-    write_dpx(&line, &WriteOptions { bit_depth: 10, endian: Endian::Big }, &mut written)
-        .map_err(|e| fail(e.to_string()))?;
-    let header_len = usize::try_from(size.header_bytes).map_err(|_| fail("header too large".into()))?;
-    let (Some(generic), true) = (written.get(..WRITE_DATA_OFFSET), header_len >= WRITE_DATA_OFFSET) else {
-        return Err(fail("the header does not fit".into()));
-    };
-    let mut head = vec![0u8; header_len];
-    head[..WRITE_DATA_OFFSET].copy_from_slice(generic);
     let offset = u32::try_from(size.header_bytes).map_err(|_| fail("header too large".into()))?;
     let file_size = u32::try_from(size.file_bytes).map_err(|_| fail("file larger than 4 GiB".into()))?;
-    for (at, value) in [
-        (DPX_IMAGE_OFFSET, offset),
-        (DPX_FILE_SIZE, file_size),
-        (DPX_HEIGHT, size.height),
-        (DPX_DATA_OFFSET, offset),
-    ] {
-        head[at..at + 4].copy_from_slice(&value.to_be_bytes());
-    }
+    let options = WriteOptions { bit_depth: 10, endian: Endian::Big };
+    let head = header_for_layout(size.width, size.height, offset, file_size, &options)
+        .map_err(|e| fail(e.to_string()))?;
     let parsed = DpxHeader::parse(&head).map_err(|e| fail(e.to_string()))?;
     if (parsed.width, parsed.height, parsed.bit_depth, u64::from(parsed.data_offset))
         != (size.width, size.height, 10, size.header_bytes)
@@ -659,16 +632,6 @@ fn dpx_header(size: &FrameSize) -> Result<Vec<u8>, Error> {
         return Err(fail(format!("it reads back as {} at offset {}", parsed.describe(), parsed.data_offset)));
     }
     Ok(head)
-}
-
-/// Puts `name` in the header's image file name field (NUL-padded, cut to fit).
-fn stamp_file_name(head: &mut [u8], name: &str) {
-    if let Some(field) = head.get_mut(DPX_FILE_NAME..DPX_FILE_NAME + DPX_FILE_NAME_LEN) {
-        field.fill(0);
-        let bytes = name.as_bytes();
-        let n = bytes.len().min(DPX_FILE_NAME_LEN - 1);
-        field[..n].copy_from_slice(&bytes[..n]);
-    }
 }
 
 /// The image data every file gets: a 10-bit ramp (red across, green down, blue a
@@ -706,7 +669,7 @@ impl FrameIo for LocalWrites {
         let name = self.pattern.name(file_idx);
         let path = self.dir.join(&name);
         let mut header = self.header.to_vec();
-        stamp_file_name(&mut header, &name);
+        set_file_name(&mut header, &name);
         Box::pin(async move {
             let file = blocking("create", &path, {
                 let path = path.clone();
@@ -1132,6 +1095,8 @@ fn thousands(n: u64) -> String {
 mod tests {
     use playsim_core::Decoder;
 
+    use playsim_core::DecodedFrame;
+
     use super::*;
 
     #[test]
@@ -1167,7 +1132,7 @@ mod tests {
     /// A whole file as the writer lays it out.
     fn file_of(size: &FrameSize, name: &str) -> Vec<u8> {
         let mut head = dpx_header(size).unwrap();
-        stamp_file_name(&mut head, name);
+        set_file_name(&mut head, name);
         let mut file = head;
         file.extend_from_slice(&image_body(size));
         file

@@ -76,7 +76,7 @@ pub fn write_dpx(frame: &DecodedFrame, opts: &WriteOptions, out: &mut Vec<u8>) -
     out.clear();
     out.resize(total, 0);
     let (head, body) = out.split_at_mut(WRITE_DATA_OFFSET);
-    write_header(head, opts, width, height, channels, file_size);
+    write_header(head, opts, width, height, channels, WRITE_DATA_OFFSET as u32, file_size);
 
     let endian = opts.endian;
     for (src, dst) in frame.data.chunks_exact(in_line).zip(body.chunks_exact_mut(stride)) {
@@ -104,6 +104,40 @@ pub fn write_dpx(frame: &DecodedFrame, opts: &WriteOptions, out: &mut Vec<u8>) -
     Ok(())
 }
 
+/// The header of an RGB DPX file whose image the caller lays out: `width`×`height` at
+/// `opts`' depth, the image at `data_offset` in a file of `file_size` bytes. The result is
+/// `data_offset` bytes: the 2048-byte header this crate writes, then zeros (frametest's
+/// files put their image at 64 KiB).
+pub fn header_for_layout(
+    width: u32,
+    height: u32,
+    data_offset: u32,
+    file_size: u32,
+    opts: &WriteOptions,
+) -> Result<Vec<u8>, Error> {
+    if width == 0 || height == 0 || width > MAX_DIMENSION || height > MAX_DIMENSION {
+        return Err(Error::invalid_input(format!("a {width}x{height} image cannot be written as dpx")));
+    }
+    if (data_offset as usize) < WRITE_DATA_OFFSET || file_size < data_offset {
+        return Err(Error::invalid_input(format!(
+            "image at offset {data_offset} in a file of {file_size} bytes: the header needs {WRITE_DATA_OFFSET}"
+        )));
+    }
+    let mut head = vec![0u8; data_offset as usize];
+    write_header(&mut head, opts, width, height, 3, data_offset, file_size);
+    Ok(head)
+}
+
+/// Writes `name` into a header's image file name field (NUL-padded, cut to fit).
+pub fn set_file_name(head: &mut [u8], name: &str) {
+    if let Some(field) = head.get_mut(OFF_FILE_NAME..OFF_FILE_NAME + FILE_NAME_LEN) {
+        field.fill(0);
+        let bytes = name.as_bytes();
+        let n = bytes.len().min(FILE_NAME_LEN - 1);
+        field[..n].copy_from_slice(&bytes[..n]);
+    }
+}
+
 /// Packs a line of 16-bit samples into 10-bit datums, filled method A.
 fn pack10(src: &[u8], dst: &mut [u8], endian: Endian) {
     let narrow = |s: &[u8]| u32::from(u16::from_le_bytes([s[0], s[1]]) >> 6);
@@ -123,7 +157,15 @@ fn pack10(src: &[u8], dst: &mut [u8], endian: Endian) {
 /// "undefined"; text fields stay NUL. FFmpeg reads the film frame rate,
 /// timecode and television levels only when they are defined, so all ones
 /// keeps it from inventing any.
-fn write_header(head: &mut [u8], opts: &WriteOptions, width: u32, height: u32, channels: usize, size: u32) {
+fn write_header(
+    head: &mut [u8],
+    opts: &WriteOptions,
+    width: u32,
+    height: u32,
+    channels: usize,
+    data_offset: u32,
+    size: u32,
+) {
     let e = opts.endian;
     let mut put = |off: usize, bytes: &[u8]| {
         if let Some(d) = head.get_mut(off..off + bytes.len()) {
@@ -137,7 +179,7 @@ fn write_header(head: &mut [u8], opts: &WriteOptions, width: u32, height: u32, c
     put(1432, &[0; 1620 - 1432]); // orientation: file name, time, device, serial (text)
 
     put(0, &e.magic());
-    put(OFF_IMAGE_OFFSET, &e.u32_bytes(WRITE_DATA_OFFSET as u32));
+    put(OFF_IMAGE_OFFSET, &e.u32_bytes(data_offset));
     put(OFF_VERSION, b"V2.0");
     put(OFF_FILE_SIZE, &e.u32_bytes(size));
     put(OFF_DITTO_KEY, &e.u32_bytes(1)); // 1: a new image, not a repeat of the previous
@@ -166,7 +208,7 @@ fn write_header(head: &mut [u8], opts: &WriteOptions, width: u32, height: u32, c
     put(OFF_BIT_DEPTH, &[opts.bit_depth]);
     put(OFF_PACKING, &e.u16_bytes(if opts.bit_depth == 10 { 1 } else { 0 }));
     put(OFF_ENCODING, &e.u16_bytes(0));
-    put(OFF_DATA_OFFSET, &e.u32_bytes(WRITE_DATA_OFFSET as u32));
+    put(OFF_DATA_OFFSET, &e.u32_bytes(data_offset));
     put(OFF_EOL_PADDING, &e.u32_bytes(0));
     put(816, &e.u32_bytes(0)); // end-of-image padding
 
@@ -186,6 +228,19 @@ mod tests {
     fn write(frame: &DecodedFrame, bit_depth: u8) -> Result<Vec<u8>, Error> {
         let mut out = vec![1, 2, 3];
         write_dpx(frame, &WriteOptions { bit_depth, endian: Endian::Big }, &mut out).map(|()| out)
+    }
+
+    #[test]
+    fn a_header_for_a_laid_out_image_reads_back() {
+        let size = 65_536 + 4096 * 3112 * 4;
+        let mut head = header_for_layout(4096, 3112, 65_536, size, &WriteOptions::default()).unwrap();
+        assert_eq!(head.len(), 65_536);
+        set_file_name(&mut head, "frame000007.dpx");
+        let h = DpxHeader::parse(&head).unwrap();
+        assert_eq!((h.width, h.height, h.bit_depth, h.data_offset), (4096, 3112, 10, 65_536));
+        assert_eq!(&head[OFF_FILE_NAME..OFF_FILE_NAME + 16], b"frame000007.dpx\0");
+        assert!(header_for_layout(4096, 3112, 1024, size, &WriteOptions::default()).is_err());
+        assert!(header_for_layout(0, 3112, 65_536, size, &WriteOptions::default()).is_err());
     }
 
     #[test]

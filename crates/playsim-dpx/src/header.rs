@@ -61,6 +61,9 @@ pub(crate) const OFF_FILE_SIZE: usize = 16;
 pub(crate) const OFF_DITTO_KEY: usize = 20;
 pub(crate) const OFF_GENERIC_SIZE: usize = 24;
 pub(crate) const OFF_INDUSTRY_SIZE: usize = 28;
+/// The generic header's image file name: 100 bytes of NUL-padded text.
+pub(crate) const OFF_FILE_NAME: usize = 36;
+pub(crate) const FILE_NAME_LEN: usize = 100;
 pub(crate) const OFF_CREATOR: usize = 160;
 pub(crate) const OFF_ENCRYPTION: usize = 660;
 pub(crate) const OFF_ORIENTATION: usize = 768;

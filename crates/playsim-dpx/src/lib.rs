@@ -49,7 +49,7 @@ mod error;
 mod header;
 
 pub use decode::DpxDecoder;
-pub use encode::{write_dpx, WriteOptions, WRITE_DATA_OFFSET};
+pub use encode::{header_for_layout, set_file_name, write_dpx, WriteOptions, WRITE_DATA_OFFSET};
 pub use error::{Error, ErrorKind};
 pub use header::{DpxHeader, Endian, DESCRIPTOR_RGB, DESCRIPTOR_RGBA, MAX_PIXELS, MIN_HEADER_BYTES};
 
