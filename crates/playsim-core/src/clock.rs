@@ -18,4 +18,17 @@ pub trait Clock: Send + Sync + 'static {
 
     /// Completes at (or as soon as possible after) `deadline`, measured from the origin.
     fn sleep_until(&self, deadline: Duration) -> SleepFuture;
+
+    /// Whether [`Clock::block_until`] can wait for this clock's time on a plain thread. A
+    /// clock whose time moves only with an async runtime (tokio's paused clock) cannot.
+    fn can_block(&self) -> bool {
+        false
+    }
+
+    /// Blocks the calling thread until `deadline`, never waking early. Only meaningful when
+    /// [`Clock::can_block`]; the default returns at once.
+    ///
+    /// The engine presents a frame on the thread that woke at its deadline, so no hop through
+    /// a busy async runtime lies between the deadline and the presentation.
+    fn block_until(&self, _deadline: Duration) {}
 }

@@ -79,6 +79,14 @@ impl Clock for PreciseClock {
             }
         })
     }
+
+    fn can_block(&self) -> bool {
+        true
+    }
+
+    fn block_until(&self, deadline: Duration) {
+        precise_wait(self.origin + deadline);
+    }
 }
 
 fn precise_wait(target: std::time::Instant) {
@@ -105,9 +113,21 @@ mod tests {
         }
     }
 
+    #[test]
+    fn precise_clock_blocks_until_the_deadline() {
+        let clock = PreciseClock::new();
+        assert!(clock.can_block());
+        for i in 1..=5u64 {
+            let deadline = Duration::from_millis(2 * i);
+            clock.block_until(deadline);
+            assert!(clock.now() >= deadline);
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn tokio_clock_follows_paused_time() {
         let clock = TokioClock::new();
+        assert!(!clock.can_block(), "paused time moves only with the runtime");
         clock.sleep_until(Duration::from_secs(600)).await;
         assert_eq!(clock.now(), Duration::from_secs(600));
     }

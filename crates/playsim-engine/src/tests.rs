@@ -10,15 +10,15 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use playsim_core::{
-    DecodeError, DecodedFrame, Decoder, FrameExtent, FrameRate, InOrderDecoder, Pacing, PixelFormat, Source,
-    SourceInfo, Storage,
+    Clock, DecodeError, DecodedFrame, Decoder, FrameExtent, FrameRate, InOrderDecoder, Pacing, PixelFormat,
+    Source, SourceInfo, Storage,
 };
 use playsim_report::{DropCauseName, Report};
 use playsim_storage::scripted::{ScriptedObject, ScriptedStorage};
 
 use crate::{
     DecodeExecutor, DecodeJob, EngineConfig, InOrderJob, JobFuture, OutputExecutor, OutputJob, OutputStage,
-    OwnDecodePool, Simulation, StreamSpec, TokioClock,
+    OwnDecodePool, PreciseClock, Simulation, StreamSpec, TokioClock,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -219,6 +219,8 @@ struct Scenario {
     storage: ScriptedStorage,
     decode: ScriptedWork,
     output: Option<ScriptedWork>,
+    /// The run's clock; tokio's (paused in most tests) when `None`.
+    clock: Option<Arc<dyn Clock>>,
 }
 
 impl Scenario {
@@ -241,6 +243,7 @@ impl Scenario {
             storage: ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)),
             decode: ScriptedWork::new(5 * MS),
             output: Some(ScriptedWork::new(MS)),
+            clock: None,
         }
     }
 
@@ -255,7 +258,7 @@ impl Scenario {
         let storage: Arc<dyn Storage> = Arc::new(self.storage);
         Simulation::builder()
             .config(self.config)
-            .clock(Arc::new(TokioClock::new()))
+            .clock(self.clock.unwrap_or_else(|| Arc::new(TokioClock::new())))
             .decode_executor(Arc::new(self.decode))
             .output_executor(self.output.map(|o| Arc::new(o) as Arc<dyn OutputExecutor>))
             .stream(StreamSpec::new(
@@ -398,6 +401,30 @@ async fn no_drop_waits_and_reports_the_stall() {
     // Admitted 400 ms ahead, read in 650 ms: about 250 ms late.
     assert!(s.stall_ms > 240.0 && s.stall_ms < 260.0, "{}", s.stall_ms);
     assert_eq!(s.span_ns, 4_000_000_000 + (s.stall_ms * 1e6).round() as u64);
+}
+
+/// The wall clock can block, so the stream presents on its own thread (`PresentThread`);
+/// the drop rule and no-drop's wait must work there as on the runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_wall_clock_frames_are_presented_from_the_present_thread() {
+    let mut sc = Scenario::new(12).slow_reads([6], 650 * MS);
+    sc.config.no_drop = true;
+    sc.clock = Some(Arc::new(PreciseClock::new()));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!((s.frames_due, s.presented, s.dropped.total()), (12, 12, 0));
+    assert!(s.stall_ms > 0.0, "frame 6 was read late, so the schedule waited: {}", s.stall_ms);
+    for f in &s.timeline {
+        let (due, presented) = (f.due_ns, f.presented_ns.expect("every frame presented"));
+        assert!(presented >= due, "frame {} presented before it was due", f.frame_idx);
+    }
+
+    // Without no-drop, the late frame is dropped on storage and the rest play on time.
+    let mut sc = Scenario::new(12).slow_reads([6], 650 * MS);
+    sc.clock = Some(Arc::new(PreciseClock::new()));
+    let report = sc.run().await;
+    assert_eq!(dropped_frames(&report, DropCauseName::Storage), [6]);
+    assert_eq!(report.streams[0].presented, 11);
 }
 
 #[tokio::test(start_paused = true)]
