@@ -992,21 +992,27 @@ impl StreamCtx {
         if !self.wait_for(|st| (0..preroll).all(|i| settled(st, i))).await {
             return self.finish_presenting(0);
         }
+        // Started before t0, so that it is up and at its priority when frame 0 falls due.
+        let present_thread = match self.cfg.pacing {
+            Pacing::Rate(rate) if self.clock.can_block() => PresentThread::start(&self, rate),
+            _ => None,
+        };
         let t0 = if self.start_offset.is_zero() {
             self.start.arrive(self.now(), &self.cancel).await
         } else {
             // A late starter begins when its own preroll is ready.
             Some(self.now())
         };
-        let Some(t0) = t0 else {
+        let Some(mut t0) = t0 else {
             return self.finish_presenting(0);
         };
+        if present_thread.is_some() {
+            t0 += PRESENT_LEAD;
+        }
         self.lock().t0_ns = Some(duration_ns(t0));
-        if let Pacing::Rate(rate) = self.cfg.pacing {
-            if self.clock.can_block() {
-                if let Some(frames_due) = PresentThread::run(&self, t0, rate).await {
-                    return self.finish_presenting(frames_due);
-                }
+        if let Some(thread) = present_thread {
+            if let Some(frames_due) = thread.play_from(t0).await {
+                return self.finish_presenting(frames_due);
             }
         }
         let mut stall = Duration::ZERO;
@@ -1152,6 +1158,12 @@ impl StreamCtx {
     }
 }
 
+/// How long after the start gate opens a stream with a [`PresentThread`] presents its first
+/// frame: the first tick of its output clock. The gate's news reaches the thread through the
+/// runtime, which on a busy machine took up to 5 ms; without the lead, frame 0 alone was late
+/// by that much. Every such stream gets the same lead, so streams keep one t0.
+const PRESENT_LEAD: Duration = Duration::from_millis(10);
+
 /// The thread a paced stream presents on when its clock can block (the wall clock).
 ///
 /// It runs the whole paced loop: it sleeps until each frame's deadline, spins the last
@@ -1162,25 +1174,39 @@ impl StreamCtx {
 /// presentation exactly when the pipeline was busiest: p99 4.2 ms beside a busy decode pool
 /// on 2 cores. A cancelled run stops within one frame period, since a wait in progress is
 /// not interrupted.
-struct PresentThread;
+struct PresentThread {
+    /// Takes t0; dropping it unstarted ends the thread.
+    start: std::sync::mpsc::Sender<Duration>,
+    /// The frames that fell due, when the loop ends.
+    done: tokio::sync::oneshot::Receiver<u64>,
+}
 
 impl PresentThread {
-    /// Presents the stream from `t0` at `rate` on a thread of its own; the frames that fell
-    /// due, or `None` when no thread could be started (the caller then presents on the
-    /// runtime, less precisely).
-    async fn run(ctx: &Arc<StreamCtx>, t0: Duration, rate: FrameRate) -> Option<u64> {
-        let (done, frames_due) = tokio::sync::oneshot::channel();
+    /// Starts the stream's presentation thread, waiting for t0; `None` when no thread can
+    /// be started (the stream then presents on the runtime, less precisely).
+    fn start(ctx: &Arc<StreamCtx>, rate: FrameRate) -> Option<PresentThread> {
+        let (start, t0) = std::sync::mpsc::channel();
+        let (frames_due, done) = tokio::sync::oneshot::channel();
         let ctx = Arc::clone(ctx);
         let runtime = tokio::runtime::Handle::current();
         std::thread::Builder::new()
             .name("playsim-present".into())
             .spawn(move || {
                 crate::priority::raise_presentation_thread();
-                let _ = done.send(ctx.present_paced_blocking(t0, rate, &runtime));
+                if let Ok(t0) = t0.recv() {
+                    let _ = frames_due.send(ctx.present_paced_blocking(t0, rate, &runtime));
+                }
             })
             .ok()?;
+        Some(PresentThread { start, done })
+    }
+
+    /// Presents the stream from `t0`; the frames that fell due, or `None` when the thread is
+    /// gone before it started (the caller then presents on the runtime).
+    async fn play_from(self, t0: Duration) -> Option<u64> {
+        self.start.send(t0).ok()?;
         // The thread always answers, unless it panicked: then no frame is due any more.
-        Some(frames_due.await.unwrap_or(0))
+        Some(self.done.await.unwrap_or(0))
     }
 }
 
