@@ -24,6 +24,12 @@ fn decode_4k_piz(c: &mut Criterion) {
     let bytes = input();
     let mut group = c.benchmark_group("exr_decode");
     group.sample_size(10);
+    // `cargo xtask bench --short` (CI) measures for less time.
+    if std::env::var_os("PLAYSIM_BENCH_SHORT").is_some() {
+        group
+            .measurement_time(std::time::Duration::from_secs(2))
+            .warm_up_time(std::time::Duration::from_secs(1));
+    }
     group.throughput(Throughput::Bytes(bytes.len() as u64));
     for &backend in Backend::available() {
         let decoder = ExrDecoder::new(ExrOptions { backend, codec_threads: 1, layer: None });

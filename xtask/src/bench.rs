@@ -16,6 +16,7 @@ use crate::{deps, fixtures, process};
 
 /// Frames in the bench's DPX sequence: enough for FFmpeg's timing to be well above its start-up cost.
 const DPX_N_FRAMES: u32 = 24;
+const DPX_N_FRAMES_SHORT: u32 = 8;
 /// FFmpeg runs per anchor; the best is kept, as the least disturbed by the rest of the machine.
 const FFMPEG_RUNS: usize = 3;
 
@@ -97,49 +98,99 @@ pub struct Machine {
 #[derive(Serialize)]
 struct Report {
     machine: Machine,
+    /// Measured in the short mode (CI's): smaller inputs, so the ratios mean less.
+    short: bool,
     rows: Vec<BenchRow>,
 }
 
 /// The bench's sections, in the order they run.
-const SECTIONS: [&str; 5] = ["dpx", "exr", "video", "nfs", "engine"];
+const SECTIONS: [&str; 7] = ["dpx", "exr", "video", "io", "nfs", "engine", "pipeline"];
 
-/// `cargo xtask bench [SECTION...]`.
+/// `cargo xtask bench [--short] [SECTION...]`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Run only these sections (dpx, exr, video, nfs, engine) [default: all].
+    /// The short mode CI runs so that the suite cannot rot: smaller inputs, fewer repetitions,
+    /// shorter runs. Its ratios are printed like the full suite's, and mean less.
+    #[arg(long)]
+    short: bool,
+    /// Run only these sections (dpx, exr, video, io, nfs, engine, pipeline) [default: all].
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(SECTIONS))]
     sections: Vec<String>,
+}
+
+impl BenchArgs {
+    /// The whole suite in its short mode (`cargo xtask test` runs it).
+    pub fn short() -> BenchArgs {
+        BenchArgs { short: true, sections: Vec::new() }
+    }
+}
+
+/// What every section is given.
+pub struct Bench {
+    /// Cargo's target directory.
+    pub target: PathBuf,
+    /// The release `playsim` binary.
+    pub playsim: PathBuf,
+    /// Where sections keep their inputs and outputs: `<target>/bench`.
+    pub out_dir: PathBuf,
+    /// [`BenchArgs::short`]: scale inputs, repetitions and durations down.
+    pub short: bool,
+}
+
+impl Bench {
+    /// `full` in the full suite, `short` in the short mode.
+    pub fn pick<T>(&self, full: T, short: T) -> T {
+        if self.short {
+            short
+        } else {
+            full
+        }
+    }
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
     deps::run()?;
     let target = crate::target_dir()?;
     let playsim = crate::build_playsim(&target)?;
+    let out_dir = target.join("bench");
+    fs::create_dir_all(&out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let bench = Bench {
+        target: target.clone(),
+        playsim: playsim.clone(),
+        out_dir: out_dir.clone(),
+        short: args.short,
+    };
     let wanted = |section: &str| args.sections.is_empty() || args.sections.iter().any(|s| s == section);
     let mut rows = Vec::new();
     if wanted("dpx") {
-        let dpx_dir = target.join("bench").join("dpx-4k-dci");
-        crate::ensure_sequence(&playsim, "4k-dci", DPX_N_FRAMES, &dpx_dir)?;
-        rows.push(dpx_decode(&target, &dpx_dir)?);
+        let n_frames = bench.pick(DPX_N_FRAMES, DPX_N_FRAMES_SHORT);
+        let dpx_dir = out_dir.join(bench.pick("dpx-4k-dci", "dpx-4k-dci-short"));
+        crate::ensure_sequence(&playsim, "4k-dci", n_frames, &dpx_dir)?;
+        rows.push(dpx_decode(&bench, &dpx_dir, n_frames)?);
     }
     if wanted("exr") {
-        let exr_file = ensure_exr_frame(&playsim, &target.join("bench").join("exr-4k-dci"))?;
-        rows.extend(exr_decode(&target, &exr_file)?);
+        let exr_file = ensure_exr_frame(&playsim, &out_dir.join("exr-4k-dci"))?;
+        rows.extend(exr_decode(&bench, &exr_file)?);
     }
     if wanted("video") {
-        rows.extend(video_decode(&playsim, &target.join("bench"))?);
+        rows.extend(video_decode(&bench)?);
+    }
+    if wanted("io") {
+        rows.extend(crate::bench_io::run(&bench)?);
     }
     if wanted("nfs") {
-        rows.extend(crate::bench_nfs::run(&target, &playsim)?);
+        rows.extend(crate::bench_nfs::run(&bench)?);
     }
     if wanted("engine") {
-        rows.extend(crate::bench_engine::run(&playsim, &target.join("bench"))?);
+        rows.extend(crate::bench_engine::run(&bench)?);
+    }
+    if wanted("pipeline") {
+        rows.extend(crate::bench_pipeline::run(&bench)?);
     }
 
-    let report = Report { machine: Machine::probe()?, rows };
+    let report = Report { machine: Machine::probe()?, short: args.short, rows };
     let markdown = render_markdown(&report);
     let json = serde_json::to_string_pretty(&report)?;
-    let out_dir = target.join("bench");
     for (name, text) in [("report.md", &markdown), ("report.json", &json)] {
         let path = out_dir.join(name);
         fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
@@ -150,8 +201,24 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// Runs the criterion bench `name` (`cargo bench --bench NAME -- --noplot`), with
+/// `PLAYSIM_BENCH_SHORT=1` in the short mode (the benches then measure for less time), and
+/// returns the mean of each of `functions` (`group/function`), in ns.
+pub(crate) fn criterion_means_ns(bench: &Bench, name: &str, functions: &[&str]) -> Result<Vec<f64>> {
+    let started = SystemTime::now();
+    let mut cmd = process::cargo();
+    cmd.args(["bench", "--bench", name, "--", "--noplot"]);
+    if bench.short {
+        cmd.env("PLAYSIM_BENCH_SHORT", "1");
+    }
+    process::run(&mut cmd)?;
+    let dir = criterion_dir(&bench.target);
+    functions.iter().map(|f| criterion_mean_ns(&dir.join(f).join("new/estimates.json"), started)).collect()
+}
+
 /// playsim's DPX decode (criterion, one frame, one thread) against FFmpeg's DPX decoder on one thread.
-fn dpx_decode(target: &Path, dpx_dir: &Path) -> Result<BenchRow> {
+fn dpx_decode(bench: &Bench, dpx_dir: &Path, n_frames: u32) -> Result<BenchRow> {
+    let target = bench.target.as_path();
     let first_frame = std::env::current_dir()?.join(dpx_dir).join(crate::frame_name(0));
     let estimates = criterion_dir(target).join("dpx_decode/4k-dci-10bit/new/estimates.json");
     let started = SystemTime::now();
@@ -164,13 +231,15 @@ fn dpx_decode(target: &Path, dpx_dir: &Path) -> Result<BenchRow> {
 
     warm_page_cache(dpx_dir)?;
     let pattern = dpx_dir.join("frame.%07d.dpx");
-    let runs = (0..FFMPEG_RUNS).map(|_| ffmpeg_decode(&pattern, DPX_N_FRAMES)).collect::<Result<Vec<_>>>()?;
+    let runs = (0..bench.pick(FFMPEG_RUNS, 1))
+        .map(|_| ffmpeg_decode(&pattern, n_frames))
+        .collect::<Result<Vec<_>>>()?;
     // FFmpeg's wall time includes reading the files (its system time); playsim's
     // figure is decode from memory. So the ratio is taken against FFmpeg's user
     // time, its decode work, which is the stricter comparison; wall time is kept
     // as an extra figure.
     let best = runs.into_iter().min_by(|a, b| a.utime_s.total_cmp(&b.utime_s)).context("no ffmpeg run")?;
-    let per_frame_ms = |s: f64| s * 1e3 / f64::from(DPX_N_FRAMES);
+    let per_frame_ms = |s: f64| s * 1e3 / f64::from(n_frames);
 
     Ok(BenchRow::time(
         "DPX decode, 4K DCI 10-bit, 1 thread",
@@ -205,22 +274,24 @@ const EXR_PLAIN_FRAMES: u32 = 12;
 /// playsim's EXR decode (criterion, from memory, one thread) for each backend, against a plain
 /// OpenEXR C++ program that reads the same file with the same API. Both sides are CPU per frame:
 /// criterion's single-threaded wall time is CPU time; the plain reader reports getrusage.
-fn exr_decode(target: &Path, file: &Path) -> Result<Vec<BenchRow>> {
+fn exr_decode(bench: &Bench, file: &Path) -> Result<Vec<BenchRow>> {
+    let target = bench.target.as_path();
     let plain = build_plain_reader(target)?;
     let estimates = |backend: &str| {
         criterion_dir(target).join(format!("exr_decode/4k-dci-half-rgba-piz_{backend}/new/estimates.json"))
     };
     let started = SystemTime::now();
-    process::run(
-        process::cargo()
-            .args(["bench", "--bench", "exr_decode", "--", "--noplot"])
-            .env("PLAYSIM_BENCH_EXR", file),
-    )?;
+    let mut criterion = process::cargo();
+    criterion.args(["bench", "--bench", "exr_decode", "--", "--noplot"]).env("PLAYSIM_BENCH_EXR", file);
+    if bench.short {
+        criterion.env("PLAYSIM_BENCH_SHORT", "1");
+    }
+    process::run(&mut criterion)?;
     // Warm the page cache, then keep the best of three runs, as for FFmpeg.
     fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     let mut plain_cpu_ms = f64::INFINITY;
     let mut plain_wall_ms = f64::INFINITY;
-    for _ in 0..FFMPEG_RUNS {
+    for _ in 0..bench.pick(FFMPEG_RUNS, 1) {
         let out = process::read(Command::new(&plain).arg(file).arg(EXR_PLAIN_FRAMES.to_string()))?;
         let line: serde_json::Value =
             serde_json::from_str(out.trim()).context("plain_reader printed no JSON line")?;
@@ -278,6 +349,7 @@ const VIDEO_CLIPS: [(&str, &str); 4] = [
 /// Frames each video measurement decodes at least: both sides loop the clip, in whole passes, up to this,
 /// so that start-up is a small part of the time.
 const VIDEO_MIN_FRAMES: u64 = 96;
+const VIDEO_MIN_FRAMES_SHORT: u64 = 24;
 /// Measured runs of each side per clip and thread count, after one warm-up each. The runs alternate
 /// between the two sides, so that a busy spell of the machine falls on both, and the median is kept.
 const VIDEO_RUNS: usize = 5;
@@ -293,7 +365,9 @@ const VIDEO_TARGET_RATIO: f64 = 0.95;
 /// decoder N frame threads (`--codec-threads N`), as FFmpeg does.
 ///
 /// playsim's last report is left in `out_dir/video-play.json`.
-fn video_decode(playsim: &Path, out_dir: &Path) -> Result<Vec<BenchRow>> {
+fn video_decode(bench: &Bench) -> Result<Vec<BenchRow>> {
+    let (playsim, out_dir) = (bench.playsim.as_path(), bench.out_dir.as_path());
+    let runs = bench.pick(VIDEO_RUNS, 1);
     let dir = fixtures::ensure_full()?;
     let n_cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
     let n_cores = u32::try_from(n_cores).unwrap_or(u32::MAX);
@@ -310,8 +384,8 @@ fn video_decode(playsim: &Path, out_dir: &Path) -> Result<Vec<BenchRow>> {
         if probe.n_clip_frames == 0 {
             bail!("playsim finds no frames in {}", file.display());
         }
-        let n_passes = VIDEO_MIN_FRAMES.div_ceil(probe.n_clip_frames);
-        let work = VideoWork { file: &file, n_passes, n_frames: n_passes * probe.n_clip_frames };
+        let n_passes = bench.pick(VIDEO_MIN_FRAMES, VIDEO_MIN_FRAMES_SHORT).div_ceil(probe.n_clip_frames);
+        let work = VideoWork { file: &file, n_passes, n_frames: n_passes * probe.n_clip_frames, runs };
         for &n_threads in &thread_counts {
             let threads = VideoThreads::for_mode(probe.in_order, n_threads);
             rows.push(video_row(playsim, &work, label, n_threads, threads, &json)?);
@@ -320,11 +394,13 @@ fn video_decode(playsim: &Path, out_dir: &Path) -> Result<Vec<BenchRow>> {
     Ok(rows)
 }
 
-/// What one measurement decodes: `file`, `n_passes` times over, `n_frames` frames in all.
+/// What one measurement decodes: `file`, `n_passes` times over, `n_frames` frames in all;
+/// `runs` times each side after a warm-up.
 struct VideoWork<'a> {
     file: &'a Path,
     n_passes: u64,
     n_frames: u64,
+    runs: usize,
 }
 
 /// playsim's `--decode-threads` and `--codec-threads`.
@@ -354,7 +430,7 @@ impl VideoThreads {
     }
 }
 
-/// One row: a warm-up of each side, then [`VIDEO_RUNS`] runs of each, alternating.
+/// One row: a warm-up of each side, then `work.runs` runs of each, alternating.
 fn video_row(
     playsim: &Path,
     work: &VideoWork,
@@ -365,10 +441,11 @@ fn video_row(
 ) -> Result<BenchRow> {
     let threads_word = if n_threads == 1 { "thread" } else { "threads" };
     let name = format!("{label} decode, {n_threads} {threads_word} ({})", threads.describe());
-    println!("\n{name}: {} frames a run, a warm-up and {VIDEO_RUNS} runs of each side", work.n_frames);
+    let runs = work.runs;
+    println!("\n{name}: {} frames a run, a warm-up and {runs} runs of each side", work.n_frames);
     let mut ffmpeg_runs = Vec::new();
     let mut playsim_runs = Vec::new();
-    for run_idx in 0..=VIDEO_RUNS {
+    for run_idx in 0..=runs {
         let ffmpeg = ffmpeg_video(work, n_threads)?;
         print_rate(&ffmpeg);
         let playsim = play_video(playsim, work.file, threads, work.n_frames, json)?.rate();
@@ -389,7 +466,7 @@ fn video_row(
         "fps",
         playsim.fps,
         &format!(
-            "ffmpeg -threads {n_threads}, same file, {} frames, wall time (median of {VIDEO_RUNS})",
+            "ffmpeg -threads {n_threads}, same file, {} frames, wall time (median of {runs})",
             work.n_frames
         ),
         ffmpeg.fps,
@@ -560,21 +637,18 @@ fn load_avg() -> String {
 }
 
 /// Where criterion writes, by criterion's own rule.
-fn criterion_dir(target: &Path) -> PathBuf {
+pub(crate) fn criterion_dir(target: &Path) -> PathBuf {
     std::env::var_os("CRITERION_HOME").map_or_else(|| target.join("criterion"), PathBuf::from)
 }
 
 /// The mean in `estimates.json`, refusing a file older than this run (the bench id may have changed).
-fn criterion_mean_ns(estimates: &Path, started: SystemTime) -> Result<f64> {
+pub(crate) fn criterion_mean_ns(estimates: &Path, started: SystemTime) -> Result<f64> {
     let modified = fs::metadata(estimates)
         .and_then(|m| m.modified())
         .with_context(|| format!("criterion wrote no {}", estimates.display()))?;
     // Slack for file systems whose timestamps are coarser than the clock.
     if modified + Duration::from_secs(2) < started {
-        bail!(
-            "{} is from an earlier run: is the bench still named dpx_decode/4k-dci-10bit?",
-            estimates.display()
-        );
+        bail!("{} is from an earlier run: is the bench still named so?", estimates.display());
     }
     let text =
         fs::read_to_string(estimates).with_context(|| format!("cannot read {}", estimates.display()))?;
@@ -648,6 +722,9 @@ fn parse_ffmpeg_frames(stderr: &str) -> Option<u32> {
 
 fn render_markdown(report: &Report) -> String {
     let mut md = String::from("# playsim bench\n\n");
+    if report.short {
+        md.push_str("Short mode (`--short`, as CI runs it): small inputs and short runs; the ratios are indicative.\n\n");
+    }
     md.push_str("| row | playsim | anchor | ratio | target |\n|---|---|---|---|---|\n");
     for row in &report.rows {
         let verdict = if row.pass { "PASS" } else { "OFF TARGET" };
@@ -656,14 +733,16 @@ fn render_markdown(report: &Report) -> String {
             None if row.target_ratio > 0.0 => format!("≥ {}×", target_text(row.target_ratio)),
             None => "reported".to_owned(),
         };
+        // A row that could not be measured (io_uring refused, say) carries NaN: say so in words.
+        let figure = |value: f64, text: String| if value.is_nan() { "not measured".to_owned() } else { text };
         let _ = writeln!(
             md,
-            "| {} | {:.2} {unit} | {:.2} {unit} ({}) | {:.2}× | {target} {verdict} |",
+            "| {} | {} | {:.2} {unit} ({}) | {} | {target} {verdict} |",
             row.name,
-            row.playsim,
+            figure(row.playsim, format!("{:.2} {}", row.playsim, row.unit)),
             row.anchor,
             row.anchor_name,
-            row.ratio,
+            figure(row.ratio, format!("{:.2}×", row.ratio)),
             unit = row.unit,
         );
     }
@@ -728,11 +807,20 @@ mod tests {
                 load_avg: "0.00".into(),
                 ffmpeg: "f".into(),
             },
+            short: true,
             rows: vec![row.extra("x_ms", 1.0)],
         };
         let md = render_markdown(&report);
         assert!(
             md.contains("| r | 20.00 ms/frame | 25.00 ms/frame (a) | 1.25× | ≥ 2.0× OFF TARGET |"),
+            "{md}"
+        );
+        assert!(md.contains("Short mode"), "a short run says so: {md}");
+        let unmeasured = BenchRow::rate("u", "MB/s", f64::NAN, "a", 20.0).target(0.95);
+        let report = Report { rows: vec![unmeasured], ..report };
+        let md = render_markdown(&report);
+        assert!(
+            md.contains("| u | not measured | 20.00 MB/s (a) | not measured | ≥ 0.95× OFF TARGET |"),
             "{md}"
         );
     }

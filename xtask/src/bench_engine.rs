@@ -11,7 +11,7 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::bench::BenchRow;
+use crate::bench::{Bench, BenchRow};
 use crate::process;
 
 /// Streams and rate of the overhead run (issue 8: at most 1% of one core per stream, 16 at once).
@@ -27,19 +27,47 @@ const PACING_SECONDS: u32 = 60;
 const PACING_P99_MS: f64 = 0.5;
 const PACING_P999_MS: f64 = 2.0;
 
-pub fn run(playsim: &Path, out_dir: &Path) -> Result<Vec<BenchRow>> {
-    fs::create_dir_all(out_dir)?;
-    Ok(vec![overhead(playsim, out_dir)?, pacing(playsim, out_dir)?])
+pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
+    let mut rows = hot_path(bench)?;
+    rows.push(overhead(bench)?);
+    rows.extend(pacing(bench)?);
+    Ok(rows)
+}
+
+/// The criterion bench of the scheduler's hot path (`benches/engine_hot_path.rs`): the engine's
+/// own time per frame with storage and decode that do no work, against the per-frame budget
+/// of 1% of a core at 60 fps.
+fn hot_path(bench: &Bench) -> Result<Vec<BenchRow>> {
+    const FRAMES_PER_RUN: f64 = 2000.0;
+    let budget_us = OVERHEAD_CEILING_PCT / 100.0 / 60.0 * 1e6;
+    let cases = [("read_only", "read only (--no-decode)"), ("null_decode", "through the decode pool")];
+    let functions: Vec<String> = cases.iter().map(|(f, _)| format!("engine_hot_path/{f}")).collect();
+    let functions: Vec<&str> = functions.iter().map(String::as_str).collect();
+    let means = crate::bench::criterion_means_ns(bench, "engine_hot_path", &functions)?;
+    Ok(cases
+        .iter()
+        .zip(means)
+        .map(|((_, what), run_ns)| {
+            BenchRow::time(
+                &format!("engine hot path: one frame {what}, null storage, 1×1 decode (criterion)"),
+                "µs/frame",
+                run_ns / FRAMES_PER_RUN / 1e3,
+                "budget: 1% of a core at 60 fps",
+                budget_us,
+            )
+        })
+        .collect())
 }
 
 /// CPU seconds of the whole process per second of playback, per stream, as % of one core.
-fn overhead(playsim: &Path, out_dir: &Path) -> Result<BenchRow> {
-    let json = out_dir.join("engine-overhead.json");
+fn overhead(bench: &Bench) -> Result<BenchRow> {
+    let json = bench.out_dir.join("engine-overhead.json");
+    let seconds = bench.pick(OVERHEAD_SECONDS, 3);
     process::read(
-        Command::new(playsim)
+        Command::new(&bench.playsim)
             .args(["play", "sim://?frame_bytes=4096&frames=600", "--quiet", "--no-decode"])
             .args(["--streams", &OVERHEAD_STREAMS.to_string(), "--fps", OVERHEAD_FPS])
-            .args(["--duration", &format!("{OVERHEAD_SECONDS}s"), "--json"])
+            .args(["--duration", &format!("{seconds}s"), "--json"])
             .arg(&json),
     )?;
     let report = read_report(&json)?;
@@ -61,14 +89,16 @@ fn overhead(playsim: &Path, out_dir: &Path) -> Result<BenchRow> {
 
 /// The presentation error of an HD stream at 59.94 fps while a 4K stream decodes as fast as it
 /// can on a pool of the other cores (a scenario: two rates on one clock).
-fn pacing(playsim: &Path, out_dir: &Path) -> Result<BenchRow> {
+fn pacing(bench: &Bench) -> Result<Vec<BenchRow>> {
+    let (playsim, out_dir) = (bench.playsim.as_path(), bench.out_dir.as_path());
+    let seconds = bench.pick(PACING_SECONDS, 10);
     let n_cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let busy_threads = n_cpus.saturating_sub(1).max(1);
     let scenario = out_dir.join("engine-pacing.toml");
     fs::write(
         &scenario,
         format!(
-            "name = \"pacing\"\ncache = \"warm\"\nduration = \"{PACING_SECONDS}s\"\nloop = true\n\
+            "name = \"pacing\"\ncache = \"warm\"\nduration = \"{seconds}s\"\nloop = true\n\
              output_stage = \"none\"\n\
              [[stream]]\nsource = \"sim://paced?format=dpx&preset=hd&frames=60\"\nfps = 59.94\ndecode_threads = 1\n\
              [[stream]]\nsource = \"sim://busy?format=dpx&preset=4k-dci&frames=24\"\nfps = \"max\"\n\
@@ -86,18 +116,20 @@ fn pacing(playsim: &Path, out_dir: &Path) -> Result<BenchRow> {
     println!(
         "pacing at 59.94 fps beside {busy_threads} busy decode threads: p99 {p99:.3} ms, p99.9 {p999:.3} ms"
     );
-    Ok(BenchRow::time(
-        &format!("pacing: presentation error p99 at 59.94 fps over {PACING_SECONDS} s, {busy_threads} other decode threads busy"),
-        "ms",
-        p99,
-        "target",
-        PACING_P99_MS,
-    )
-    .extra("p99.9 ms", p999)
-    .extra("p99.9 target ms", PACING_P999_MS)
-    .extra("max ms", number(error, &["max_ms"])?)
-    .extra("presented", number(&report["streams"][0], &["presented"])?)
-    .extra("busy stream fps", number(&report["streams"][1], &["fps_achieved"])?))
+    let what = format!("at 59.94 fps over {seconds} s, {busy_threads} other decode threads busy");
+    let row = |percentile: &str, value: f64, target: f64| -> Result<BenchRow> {
+        Ok(BenchRow::time(
+            &format!("pacing: presentation error {percentile} {what}"),
+            "ms",
+            value,
+            "target",
+            target,
+        )
+        .extra("max ms", number(error, &["max_ms"])?)
+        .extra("presented", number(&report["streams"][0], &["presented"])?)
+        .extra("busy stream fps", number(&report["streams"][1], &["fps_achieved"])?))
+    };
+    Ok(vec![row("p99", p99, PACING_P99_MS)?, row("p99.9", p999, PACING_P999_MS)?])
 }
 
 fn read_report(path: &Path) -> Result<Value> {

@@ -20,13 +20,14 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use playsim_testserver::NfsServer;
 
-use crate::bench::{median, BenchRow};
+use crate::bench::{median, Bench, BenchRow};
 use crate::process;
 
 /// Frames in the sequence: 96 4K DCI 10-bit DPX frames of 35.4 MB, 3.4 GB. A run lasts a couple
 /// of seconds at 2 GB/s, and the sequence is in memory once: the export's files are hard links to
 /// those under `target/bench/`.
 const NFS_N_FRAMES: u32 = 96;
+const NFS_N_FRAMES_SHORT: u32 = 16;
 /// Bytes per READ on both sides: Linux's default rsize and Ganesha's default largest READ.
 const READ_SIZE: usize = 1 << 20;
 /// READs in flight on both sides.
@@ -37,10 +38,13 @@ const NCONNECTS: [u32; 2] = [1, 4];
 const NFS_RUNS: usize = 5;
 
 /// The two rows (MB/s, CPU s/GB) for each of [`NCONNECTS`].
-pub fn run(target: &Path, playsim: &Path) -> Result<Vec<BenchRow>> {
-    let bench_dir = target.join("bench");
-    let seq_dir = bench_dir.join("dpx-4k-dci-nfs");
-    crate::ensure_sequence(playsim, "4k-dci", NFS_N_FRAMES, &seq_dir)?;
+pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
+    let playsim = bench.playsim.as_path();
+    let bench_dir = bench.out_dir.clone();
+    let n_frames = bench.pick(NFS_N_FRAMES, NFS_N_FRAMES_SHORT);
+    let n_runs = bench.pick(NFS_RUNS, 1);
+    let seq_dir = bench_dir.join(bench.pick("dpx-4k-dci-nfs", "dpx-4k-dci-nfs-short"));
+    crate::ensure_sequence(playsim, "4k-dci", n_frames, &seq_dir)?;
     let anchor = build_anchor(&bench_dir)?;
     let reader = build_reader()?;
 
@@ -65,10 +69,10 @@ pub fn run(target: &Path, playsim: &Path) -> Result<Vec<BenchRow>> {
     let mut anchor_runs = Vec::new();
     let mut playsim_runs: Vec<Vec<ReadRun>> = vec![Vec::new(); NCONNECTS.len()];
     println!(
-        "\nNFS read: {NFS_N_FRAMES} frames, {READ_SIZE} B READs, {IN_FLIGHT} in flight; a warm-up and \
-         {NFS_RUNS} runs of each side"
+        "\nNFS read: {n_frames} frames, {READ_SIZE} B READs, {IN_FLIGHT} in flight; a warm-up and \
+         {n_runs} runs of each side"
     );
-    for run_idx in 0..=NFS_RUNS {
+    for run_idx in 0..=n_runs {
         let mut cmd = Command::new(&anchor);
         cmd.args(&anchor_args);
         let run = measure(&mut cmd, server_pid, &expected)?;
@@ -127,7 +131,7 @@ pub fn run(target: &Path, playsim: &Path) -> Result<Vec<BenchRow>> {
                 &format!("NFS read throughput, {what}"),
                 "MB/s",
                 playsim.mb_per_s,
-                &format!("{anchor_name}, wall time (median of {NFS_RUNS})"),
+                &format!("{anchor_name}, wall time (median of {n_runs})"),
                 anchor.mb_per_s,
             )
             .extra("playsim_mb_per_s_min", spread(runs, f64::min))
@@ -142,7 +146,7 @@ pub fn run(target: &Path, playsim: &Path) -> Result<Vec<BenchRow>> {
                 &format!("NFS read CPU, {what}"),
                 "CPU s/GB",
                 playsim.cpu_s_per_gb,
-                &format!("{anchor_name}, client user + system CPU (median of {NFS_RUNS})"),
+                &format!("{anchor_name}, client user + system CPU (median of {n_runs})"),
                 anchor.cpu_s_per_gb,
             )
             .extra("playsim_user_s_per_gb", playsim.user_s_per_gb)
@@ -398,7 +402,7 @@ fn mix64(mut x: u64) -> u64 {
 
 /// The fraction of the bytes of `dir`'s files in the page cache, by `fincore`; 1 when there is
 /// no fincore (util-linux), which is said.
-fn resident_fraction(dir: &Path) -> Result<f64> {
+pub(crate) fn resident_fraction(dir: &Path) -> Result<f64> {
     if !process::on_path("fincore") {
         println!("no fincore: cannot check that the sequence is in the page cache");
         return Ok(1.0);

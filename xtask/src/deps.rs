@@ -12,7 +12,7 @@ pub struct Package {
     pub why: &'static str,
 }
 
-/// Every system package the project needs. Later work adds fio (storage anchor in the bench).
+/// Every system package the project needs. fio is the local-read anchor of the bench (`io` rows).
 /// NFS-Ganesha, rpcbind and libnfs serve and read `nfs://` in the integration tests and the bench
 /// (through crates/playsim-testserver).
 pub const PACKAGES: &[Package] = &[
@@ -50,6 +50,10 @@ pub const PACKAGES: &[Package] = &[
         why: "nfs-ls and friends, an independent NFS client to check the test server with",
     },
     Package { name: "libnfs-dev", why: "libnfs, the bench's NFS anchor (benches/anchors/libnfs_read.c)" },
+    Package {
+        name: "fio",
+        why: "the bench's local-read anchor: the same files, block size and reads in flight as playsim",
+    },
 ];
 
 /// Installs whichever of [`PACKAGES`] are missing; does nothing when all are present.

@@ -5,7 +5,9 @@
 
 mod bench;
 mod bench_engine;
+mod bench_io;
 mod bench_nfs;
+mod bench_pipeline;
 mod deps;
 mod fixtures;
 mod process;
@@ -33,13 +35,16 @@ struct Cli {
 enum Task {
     /// Install the Debian packages the project needs (does nothing when all are present).
     Deps,
-    /// deps, then `cargo fmt --check`, clippy with `-D warnings`, every test in the workspace, and
-    /// the guest tier (`vm`) when this machine can boot the guest (PLAYSIM_SKIP_VM=1 skips it).
+    /// deps, then `cargo fmt --check`, clippy with `-D warnings`, every test in the workspace, the
+    /// guest tier (`vm`) when this machine can boot the guest (PLAYSIM_SKIP_VM=1 skips it), and
+    /// the bench suite in its short mode (`bench --short`: ratios printed, not asserted).
     Test,
     /// Build playsim, generate a DPX sequence under target/demo/ and play it at 24 fps.
     Demo(DemoArgs),
-    /// Measure against the anchors: DPX and video decode against FFmpeg, EXR against a plain OpenEXR
-    /// reader, NFS reads against libnfs on the same Ganesha; writes target/bench/report.{md,json}.
+    /// Measure against the anchors: DPX and video decode against FFmpeg, DPX unpack against memcpy,
+    /// EXR against a plain OpenEXR reader, local reads against fio, NFS reads against libnfs, the
+    /// engine's own cost and pacing, memory and the whole pipeline; writes
+    /// target/bench/report.{md,json}.
     Bench(bench::BenchArgs),
     /// Boot a qemu guest with Linux's NFS server and soft-RoCE and play sequences from NFS
     /// mounts over TCP and over RDMA, and from the host with playsim's own NFS client; print
@@ -90,7 +95,7 @@ fn run(task: Task) -> Result<ExitCode> {
 type Step = (&'static str, fn() -> Result<()>);
 
 fn test() -> Result<ExitCode> {
-    let steps: [Step; 5] = [
+    let steps: [Step; 6] = [
         ("deps", deps::run),
         ("fmt", || process::run(cargo().args(["fmt", "--all", "--", "--check"]))),
         ("clippy", || {
@@ -99,6 +104,9 @@ fn test() -> Result<ExitCode> {
         ("test", || process::run(cargo().args(["test", "--workspace"]).env("PLAYSIM_XTASK_TEST", "1"))),
         // Kernel NFS over TCP and RDMA in a qemu guest, when this machine can boot one.
         ("vm", vm::test_tier),
+        // The bench suite in its short mode, so it cannot rot: it prints its ratios, and fails
+        // only when a measurement cannot be made at all.
+        ("bench", || bench::run(&bench::BenchArgs::short())),
     ];
     let start = Instant::now();
     let mut times = Vec::new();

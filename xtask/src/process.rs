@@ -42,6 +42,51 @@ pub fn read(cmd: &mut Command) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
+/// What a finished child cost: wall time, and the CPU time of it and its own children.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChildCost {
+    pub wall_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+}
+
+impl ChildCost {
+    pub fn cpu_s(&self) -> f64 {
+        self.user_s + self.sys_s
+    }
+}
+
+/// Like [`run_capture`], and also measures the child's cost from outside, the same way for every
+/// program (playsim and its anchors alike): the wall time around it, and the growth of this
+/// process's reaped-children CPU times in `/proc/self/stat` (clock ticks of 10 ms, so keep runs
+/// to seconds). Run one measured child at a time.
+pub fn run_measured(cmd: &mut Command) -> Result<(Output, ChildCost)> {
+    let before = children_cpu_s()?;
+    let started = std::time::Instant::now();
+    let output = run_capture(cmd)?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let after = children_cpu_s()?;
+    Ok((output, ChildCost { wall_s, user_s: after.0 - before.0, sys_s: after.1 - before.1 }))
+}
+
+/// The user and system CPU seconds of this process's waited-for children (cutime, cstime).
+fn children_cpu_s() -> Result<(f64, f64)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").context("cannot read /proc/self/stat")?;
+    parse_children_cpu_s(&stat).context("cannot parse /proc/self/stat")
+}
+
+/// Fields 16 and 17 of `/proc/PID/stat`, counted after the command name's closing parenthesis
+/// (the name may hold spaces), in clock ticks of 1/100 s (USER_HZ, 100 on Linux).
+fn parse_children_cpu_s(stat: &str) -> Option<(f64, f64)> {
+    const USER_HZ: f64 = 100.0;
+    let (_, rest) = stat.rsplit_once(')')?;
+    // `rest` starts with field 3 (state); cutime is field 16, cstime field 17.
+    let mut fields = rest.split_whitespace().skip(13);
+    let cutime: f64 = fields.next()?.parse().ok()?;
+    let cstime: f64 = fields.next()?.parse().ok()?;
+    Some((cutime / USER_HZ, cstime / USER_HZ))
+}
+
 /// Whether `program` is an executable file somewhere on `PATH`.
 pub fn on_path(program: &str) -> bool {
     let Some(path) = std::env::var_os("PATH") else { return false };
@@ -90,6 +135,13 @@ mod tests {
         let mut cmd = Command::new("dpkg-query");
         cmd.env("DEBIAN_FRONTEND", "noninteractive").args(["-W", "-f=${Status}", "it's"]);
         assert_eq!(display(&cmd), r"DEBIAN_FRONTEND=noninteractive dpkg-query -W '-f=${Status}' 'it'\''s'");
+    }
+
+    #[test]
+    fn children_cpu_times_come_after_the_name() {
+        let stat = "4242 (x task) S 1 2 3 0 -1 4194560 100 200 0 0 11 7 250 130 20 0 1 0 5 6 7";
+        assert_eq!(parse_children_cpu_s(stat), Some((2.5, 1.3)));
+        assert_eq!(parse_children_cpu_s("garbage"), None);
     }
 
     #[test]
