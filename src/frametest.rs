@@ -31,7 +31,7 @@ use playsim_engine::frametest::{
 };
 use playsim_engine::{CancelToken, DecodePool, PreciseClock};
 use playsim_storage::nfs::{NfsOptions, NfsUrl};
-use playsim_storage::{LocalOptions, LocalStorage, DEFAULT_BLOCK_SIZE};
+use playsim_storage::{IoEngine, LocalOptions, LocalStorage, UringOptions, DEFAULT_BLOCK_SIZE};
 
 use crate::location::Place;
 use crate::{Error, PlayOrder};
@@ -246,6 +246,8 @@ pub struct FrametestRequest {
     pub decode_threads: u32,
     /// `--direct`: read local files with O_DIRECT.
     pub direct: bool,
+    /// `--io-engine`: how local files are read (pread, or io_uring).
+    pub io_engine: IoEngine,
     /// Bytes per read request from local files.
     pub block_size: usize,
     /// `--cold`: drop the files from the page cache before reading.
@@ -273,6 +275,7 @@ impl FrametestRequest {
             decode: false,
             decode_threads: playsim_engine::default_decode_threads(),
             direct: false,
+            io_engine: IoEngine::Pread,
             block_size: DEFAULT_BLOCK_SIZE,
             cold: false,
             fsync: false,
@@ -313,6 +316,9 @@ impl FrametestRequest {
             if on {
                 p.push_str(flag);
             }
+        }
+        if self.io_engine != IoEngine::Pread {
+            let _ = write!(p, " --io-engine {}", self.io_engine);
         }
         p
     }
@@ -425,6 +431,12 @@ async fn prepare_writes(
             "--direct applies to reads; for writes that reach the storage use --fsync, {example} --fsync"
         )));
     }
+    if request.io_engine != IoEngine::Pread {
+        return Err(Error::Engine(format!(
+            "--io-engine {} applies to reads, not writes: write first, then read with it, {example}",
+            request.io_engine
+        )));
+    }
     let n = request
         .n_frames
         .ok_or_else(|| Error::Engine(format!("-w needs -n, the number of frames to write, {example}")))?;
@@ -477,7 +489,12 @@ async fn prepare_reads(
              for simulated storage use playsim play, or {write_first}"
         )));
     }
-    let local = LocalOptions { block_size: request.block_size, direct: request.direct };
+    let local = LocalOptions {
+        block_size: request.block_size,
+        direct: request.direct,
+        io_engine: request.io_engine,
+        uring: UringOptions::default(),
+    };
     let place = Place::find(dir, local, &request.nfs, clock).await?;
     let storage = place.reader_storage().await?.into_storage();
     match storage.kind(place.path()).await {
@@ -550,9 +567,19 @@ async fn prepare_reads(
                 notes.push(drop_cache(local, paths.clone()).await?);
             }
             let info = storage.info();
+            notes.extend(playsim_storage::local_warnings(
+                info.options.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            ));
+            let uring = info.options.iter().any(|(k, v)| k == "io_engine" && v == IoEngine::IoUring.name());
             let mount =
                 info.mount.map_or_else(String::new, |m| format!(", {} on {}", m.transport, m.mount_point));
-            format!("local files{}{mount}", if request.direct { " with O_DIRECT" } else { "" })
+            let how = match (request.direct, uring) {
+                (false, false) => "",
+                (true, false) => " with O_DIRECT",
+                (false, true) => " through io_uring",
+                (true, true) => " with O_DIRECT through io_uring",
+            };
+            format!("local files{how}{mount}")
         }
         // An nfs:// URL (sim:// sources were refused above).
         _ => {
@@ -1195,6 +1222,8 @@ mod tests {
             ..FrametestRequest::new(FrametestMode::Read { expect: Some(size.clone()) }, "/x")
         };
         assert_eq!(r.parameters(), "-r 4k -n 2000 -t 20 -f 24 -q 2 -b 5 -m --seed 3");
+        let u = FrametestRequest { io_engine: IoEngine::IoUring, ..r.clone() };
+        assert_eq!(u.parameters(), "-r 4k -n 2000 -t 20 -f 24 -q 2 -b 5 -m --seed 3 --io-engine io_uring");
         let custom = FrameSize::custom_kb(1000, DEFAULT_HEADER_BYTES).unwrap();
         let w = FrametestRequest {
             n_frames: Some(5),

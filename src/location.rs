@@ -10,7 +10,7 @@ use playsim_core::{Clock, Decoder, FrameExtent, FrameRate, Source, SourceInfo, S
 use playsim_media::{DecodeOptions, SimDist, SimFrames, SimUrl};
 use playsim_storage::nfs::{NfsOptions, NfsStorage, NfsUrl};
 use playsim_storage::sim::{JitterDist, LinkParams, SimLink, SimObject, SimStorage};
-use playsim_storage::{LocalOptions, LocalStorage};
+use playsim_storage::{IoEngine, LocalOptions, LocalStorage};
 
 use crate::Error;
 
@@ -134,10 +134,13 @@ impl Place {
     }
 
     /// The storage that finds the source (lists the sequence, indexes the container).
+    /// Local sources are found with pread whatever the readers use: the few small reads of
+    /// a listing or an index are not worth a ring and its thread.
     pub fn index_storage(&self) -> Result<Arc<dyn Storage>, Error> {
         match self {
             Place::Local { options, path } => {
-                Ok(Arc::new(LocalStorage::new(*options).map_err(Error::Storage)?.label_mount_of(path)))
+                let options = LocalOptions { io_engine: IoEngine::Pread, ..*options };
+                Ok(Arc::new(LocalStorage::new(options).map_err(Error::Storage)?.label_mount_of(path)))
             }
             Place::Nfs { index, .. } => Ok(Arc::clone(index) as Arc<dyn Storage>),
             Place::Sim { index, .. } => Ok(Arc::new(index.clone())),

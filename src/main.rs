@@ -141,6 +141,11 @@ struct PlayArgs {
     /// Read local files with O_DIRECT, bypassing the page cache (playsim's NFS client has no cache).
     #[arg(long)]
     direct: bool,
+    /// How local files are read: pread (one block after another, a thread per frame) or
+    /// io_uring (all of a frame's blocks in flight at once, into registered buffers; falls
+    /// back to pread, saying why, where io_uring is disabled).
+    #[arg(long, value_enum, default_value_t = IoEngineArg::Pread)]
+    io_engine: IoEngineArg,
     /// Drop the sequence from the page cache before the run.
     #[arg(long)]
     cold: bool,
@@ -229,6 +234,24 @@ impl DecoderArgs {
                 layer: self.exr_layer.clone(),
             },
             video: playsim::VideoOptions { codec_threads: self.codec_threads },
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum IoEngineArg {
+    /// One pread per block, on a thread per frame.
+    Pread,
+    /// io_uring: every block of a frame submitted at once.
+    #[value(name = "io_uring", alias = "io-uring")]
+    IoUring,
+}
+
+impl From<IoEngineArg> for playsim::storage::IoEngine {
+    fn from(arg: IoEngineArg) -> Self {
+        match arg {
+            IoEngineArg::Pread => playsim::storage::IoEngine::Pread,
+            IoEngineArg::IoUring => playsim::storage::IoEngine::IoUring,
         }
     }
 }
@@ -439,6 +462,7 @@ fn request_of(args: &PlayArgs) -> PlayRequest {
         engine,
         block_size: args.block_size,
         direct: args.direct,
+        io_engine: args.io_engine.into(),
         cold: args.cold,
         decode: args.decoder.options(),
         rate_from_source: args.fps.is_none(),
@@ -479,6 +503,9 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     report.settings.max_drops = args.max_drops;
     playsim::note_request(&request, &mut report);
     print!("{}", render::summary(&report));
+    for warning in playsim::storage_warnings(&report) {
+        eprintln!("playsim: warning: {warning}");
+    }
     finish_report(&report, args.json.as_deref(), args.csv.as_deref(), args.plot.as_deref())?;
     Ok(match report.status {
         RunStatus::Failed => ExitCode::FAILURE,

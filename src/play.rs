@@ -9,7 +9,7 @@ use playsim_engine::{EngineConfig, OwnDecodePool, PreciseClock, Simulation, Stre
 use playsim_media::DecodeOptions;
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
 use playsim_storage::nfs::NfsOptions;
-use playsim_storage::{LocalOptions, LocalStorage};
+use playsim_storage::{IoEngine, LocalOptions, LocalStorage, UringOptions};
 
 use crate::location::{NamedSource, Place, Reader};
 use crate::order::{FrameRange, PlayOrder};
@@ -29,6 +29,9 @@ pub struct PlayRequest {
     pub block_size: usize,
     /// O_DIRECT reads.
     pub direct: bool,
+    /// How local files are read: pread, or io_uring (which falls back to pread, saying why,
+    /// where it is not available).
+    pub io_engine: IoEngine,
     /// Drop the sequence's pages from the page cache before the run.
     pub cold: bool,
     /// Decoder settings (EXR backend, threads inside a frame, layer).
@@ -67,6 +70,8 @@ pub struct SourceSettings {
     pub block_size: Option<usize>,
     /// O_DIRECT reads [default: the request's].
     pub direct: Option<bool>,
+    /// How local files are read [default: the request's].
+    pub io_engine: Option<IoEngine>,
     /// playsim's NFS client settings for an `nfs://` source [default: the request's].
     pub nfs: Option<NfsOptions>,
     /// Read this source's frames without decoding them [default: the request's].
@@ -82,6 +87,7 @@ impl PlayRequest {
             engine: EngineConfig::default(),
             block_size: playsim_storage::DEFAULT_BLOCK_SIZE,
             direct: false,
+            io_engine: IoEngine::Pread,
             cold: false,
             decode: DecodeOptions::default(),
             rate_from_source: false,
@@ -127,6 +133,8 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
         let options = LocalOptions {
             block_size: settings.block_size.unwrap_or(request.block_size),
             direct: settings.direct.unwrap_or(request.direct),
+            io_engine: settings.io_engine.unwrap_or(request.io_engine),
+            uring: UringOptions::default(),
         };
         let nfs = settings.nfs.as_ref().unwrap_or(&request.nfs);
         let place = Place::find(location, options, nfs, &clock).await?;
@@ -258,6 +266,23 @@ async fn probe_dimensions(source: &dyn Source, storage: &dyn Storage) -> Option<
     None
 }
 
+/// What the user should know about how the run's local files were read, one line each,
+/// without repeats: io_uring asked for and not available (why, and the sysctl or profile
+/// to change), or buffers it could not register (the locked-memory limit, and how to
+/// raise it). Read from the report, so it covers what happened during the run.
+pub fn storage_warnings(report: &Report) -> Vec<String> {
+    let mut warnings: Vec<String> = Vec::new();
+    for stream in &report.streams {
+        let options = stream.storage.options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        for warning in playsim_storage::local_warnings(options) {
+            if !warnings.contains(&warning) {
+                warnings.push(warning);
+            }
+        }
+    }
+    warnings
+}
+
 /// Writes the request's play order and range into the report's settings (the engine knows
 /// only the frames it was given).
 pub fn note_request(request: &PlayRequest, report: &mut Report) {
@@ -287,4 +312,41 @@ pub fn failed_report(request: &PlayRequest, error: &str) -> Report {
     };
     note_request(request, &mut report);
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use playsim_report::{StorageReport, StreamReport};
+
+    use super::*;
+
+    fn stream(options: &[(&str, &str)]) -> StreamReport {
+        StreamReport {
+            storage: StorageReport {
+                options: options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                ..StorageReport::default()
+            },
+            ..StreamReport::default()
+        }
+    }
+
+    #[test]
+    fn storage_warnings_are_said_once_for_all_streams() {
+        let fallback =
+            [("io_engine", "pread"), ("io_uring", "not available: io_uring_setup failed with EPERM")];
+        let memlock =
+            [("io_engine", "io_uring"), ("registered_buffers", "no: registering failed with ENOMEM")];
+        let fine = [("io_engine", "io_uring"), ("registered_buffers", "yes: 4 buffers, 141.6 MB")];
+        let report = Report {
+            streams: vec![stream(&fallback), stream(&fallback), stream(&memlock), stream(&fine), stream(&[])],
+            ..Report::default()
+        };
+        assert_eq!(
+            storage_warnings(&report),
+            [
+                "io_uring is not available, so the reads used pread: io_uring_setup failed with EPERM",
+                "io_uring read into unregistered buffers: registering failed with ENOMEM",
+            ]
+        );
+    }
 }

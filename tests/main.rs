@@ -7,6 +7,7 @@ mod exr_bad_input;
 mod exr_ffmpeg;
 mod fixtures;
 mod frametest;
+mod io_uring;
 mod mount_label;
 mod nfs;
 mod scenario;

@@ -90,6 +90,10 @@ pub struct FrametestArgs {
     /// Read local files with O_DIRECT, bypassing the page cache.
     #[arg(long)]
     direct: bool,
+    /// How local files are read: pread, or io_uring (every block of a frame in flight at
+    /// once; falls back to pread, saying why, where io_uring is disabled).
+    #[arg(long, value_enum, default_value_t = crate::IoEngineArg::Pread)]
+    io_engine: crate::IoEngineArg,
     /// Drop the files from the page cache before reading them.
     #[arg(long)]
     cold: bool,
@@ -204,6 +208,7 @@ fn request_of(args: FrametestArgs) -> anyhow::Result<FrametestRequest> {
         request.decode_threads = threads;
     }
     request.direct = args.direct;
+    request.io_engine = args.io_engine.into();
     request.block_size = args.block_size;
     request.cold = args.cold;
     request.fsync = args.fsync;

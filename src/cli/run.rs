@@ -106,6 +106,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             bar.finish_and_clear();
         }
         print!("{}", render::summary(&report));
+        for warning in playsim::storage_warnings(&report) {
+            eprintln!("playsim: warning: {warning}");
+        }
         let path = dir.join(scenario.report_name(&pass));
         json::write_atomic(&report, &path)
             .with_context(|| format!("writing the report to {}", path.display()))?;

@@ -10,6 +10,7 @@ use playsim_core::{FramePreset, FrameRate, Pacing};
 use playsim_engine::{default_decode_threads, EngineConfig, OutputStage};
 use playsim_media::{DecodeOptions, GenerateFormat, GenerateOptions};
 use playsim_storage::nfs::NfsOptions;
+use playsim_storage::IoEngine;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use toml::Spanned;
@@ -64,6 +65,7 @@ macro_rules! with_run_keys {
             exr_backend: Option<ExrBackend>,
             block_size: Option<Bytes>,
             direct: Option<bool>,
+            io_engine: Option<IoEngineKey>,
             nconnect: Option<Nconnect>,
             rsize: Option<Rsize>,
             nfs_timeout: Option<Length>,
@@ -102,6 +104,7 @@ macro_rules! with_run_keys {
                     exr_backend: self.exr_backend.map(|b| b.0),
                     block_size: self.block_size.map(|b| b.0),
                     direct: self.direct,
+                    io_engine: self.io_engine.map(|e| e.0),
                     nconnect: self.nconnect.map(|n| n.0),
                     rsize: self.rsize.map(|r| r.0),
                     nfs_timeout: self.nfs_timeout.map(|t| t.0),
@@ -151,6 +154,7 @@ struct StreamTable {
     decode: Option<bool>,
     block_size: Option<Bytes>,
     direct: Option<bool>,
+    io_engine: Option<IoEngineKey>,
     nconnect: Option<Nconnect>,
     rsize: Option<Rsize>,
     nfs_timeout: Option<Length>,
@@ -293,6 +297,11 @@ text_value!(
     units::parse_bytes
 );
 text_value!(
+    /// `io_engine`: pread or io_uring, as `--io-engine`.
+    IoEngineKey(IoEngine),
+    |s| s.parse::<IoEngine>()
+);
+text_value!(
     /// `rsize`: 4K to 64M, as `--rsize`.
     Rsize(usize),
     |s| {
@@ -394,6 +403,7 @@ struct Settings {
     exr_backend: Option<playsim_exr::Backend>,
     block_size: Option<usize>,
     direct: Option<bool>,
+    io_engine: Option<IoEngine>,
     nconnect: Option<u32>,
     rsize: Option<usize>,
     nfs_timeout: Option<Duration>,
@@ -421,6 +431,7 @@ impl Settings {
             exr_backend: self.exr_backend.or(base.exr_backend),
             block_size: self.block_size.or(base.block_size),
             direct: self.direct.or(base.direct),
+            io_engine: self.io_engine.or(base.io_engine),
             nconnect: self.nconnect.or(base.nconnect),
             rsize: self.rsize.or(base.rsize),
             nfs_timeout: self.nfs_timeout.or(base.nfs_timeout),
@@ -459,6 +470,7 @@ impl Settings {
             request.block_size = block_size;
         }
         request.direct = self.direct.unwrap_or(false);
+        request.io_engine = self.io_engine.unwrap_or_default();
         request.skip_decode = !self.decode.unwrap_or(true);
         request.decode = DecodeOptions {
             exr: playsim_exr::ExrOptions {
@@ -672,6 +684,7 @@ impl Checker<'_> {
             decode_threads: stream.decode_threads.map(|c| c.0),
             block_size: stream.block_size.map(|b| b.0),
             direct: stream.direct,
+            io_engine: stream.io_engine.map(|e| e.0),
             skip_decode: stream.decode.map(|decode| !decode),
             nfs: nfs_given.then(|| {
                 nfs_options(
@@ -992,6 +1005,17 @@ direct = true
     }
 
     #[test]
+    fn io_engine_is_a_run_key_and_a_stream_key() {
+        let text = "io_engine = \"io_uring\"\n[[stream]]\nsource = \"a\"\n[[stream]]\nsource = \"b\"\nio_engine = \"pread\"\n";
+        let s = parse_text(text).unwrap_or_else(|e| panic!("{e}"));
+        let r = &s.runs[0].request;
+        assert_eq!(r.io_engine, IoEngine::IoUring);
+        assert_eq!((r.per_source[0].io_engine, r.per_source[1].io_engine), (None, Some(IoEngine::Pread)));
+        let plain = parse_text("[[stream]]\nsource = \"a\"\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plain.runs[0].request.io_engine, IoEngine::Pread);
+    }
+
+    #[test]
     fn runs_inherit_the_top_and_override_it() {
         let text = r#"
 fps = 24
@@ -1047,6 +1071,7 @@ rsize = "256K"
             ("[[stream]]\nsource = \"a\"\ncount = 0\n", 3, "count = 3"),
             ("cache = \"tepid\"\n[[stream]]\nsource = \"a\"\n", 1, "cache = \"cold\""),
             ("[[stream]]\nsource = \"a\"\nrsize = \"1K\"\n", 3, "rsize = \"1M\""),
+            ("[[stream]]\nsource = \"a\"\nio_engine = \"aio\"\n", 3, "io_engine = \"io_uring\""),
             ("[[stream]]\nsource = \"a\"\ngenerate = { format = \"dpx\", preset = \"huge\", frames = 2 }\n", 3, "preset = \"4k-dci\""),
             ("[[stream]]\n", 1, "source = \"media/shot\""),
         ] {

@@ -30,6 +30,7 @@ pub(super) const KEY_EXAMPLES: &[(&str, &str)] = &[
     ("exr_backend", "exr_backend = \"openexr\"  (or \"exrs\")"),
     ("block_size", "block_size = \"1M\"  (or \"512K\", 4096)"),
     ("direct", "direct = true"),
+    ("io_engine", "io_engine = \"io_uring\"  (or \"pread\")"),
     ("nconnect", "nconnect = 4  (1 to 64)"),
     ("rsize", "rsize = \"1M\"  (4K to 64M)"),
     ("nfs_timeout", "nfs_timeout = \"30s\""),

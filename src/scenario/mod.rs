@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use playsim_core::Pacing;
 use playsim_engine::{OutputStage, Simulation};
 use playsim_report::{Report, RunStatus};
+use playsim_storage::IoEngine;
 
 pub use media::{ffmpeg_version, Generate, MediaState, ProRes, ProResProfile};
 
@@ -365,6 +366,9 @@ impl Scenario {
                 if s.direct.unwrap_or(r.direct) {
                     line.push_str(", O_DIRECT");
                 }
+                if !stream.given.contains("://") && s.io_engine.unwrap_or(r.io_engine) == IoEngine::IoUring {
+                    line.push_str(", io_uring");
+                }
                 if stream.given.starts_with("nfs://") {
                     let nfs = s.nfs.as_ref().unwrap_or(&r.nfs);
                     let _ =
@@ -519,11 +523,13 @@ mod tests {
     #[test]
     fn the_plan_says_what_is_missing() {
         let s = scenario(
-            "[[stream]]\nsource = \"/nonexistent/shot\"\nfps = 30\ncount = 15\nstart_offset = \"1s\"\n\
-                          [[stream]]\nsource = \"nfs://filer/x\"\nnconnect = 4\n",
+            "io_engine = \"io_uring\"\n[[stream]]\nsource = \"/nonexistent/shot\"\nfps = 30\ncount = 15\n\
+             start_offset = \"1s\"\ndirect = true\n[[stream]]\nsource = \"nfs://filer/x\"\nnconnect = 4\n",
         );
         let plan = s.plan();
         assert!(plan.contains("15x /nonexistent/shot at 30 fps, starting 1s in"), "{plan}");
+        assert!(plan.contains("O_DIRECT, io_uring"), "a local stream says how it reads: {plan}");
+        assert_eq!(plan.matches("io_uring").count(), 1, "an nfs:// stream has no io engine: {plan}");
         assert!(plan.contains("NOT RUNNABLE HERE: /nonexistent/shot does not exist"), "{plan}");
         assert!(plan.contains("nconnect 4") && plan.contains("remote"), "{plan}");
         assert!(plan.contains("run run1: 16 stream(s)"), "{plan}");

@@ -3,13 +3,21 @@
 //! O_DIRECT needs buffers aligned to the device's logical block size. The
 //! alignment is obtained without `unsafe`: an [`IoBuf`] over-allocates by one
 //! alignment unit and works in the aligned window inside its allocation.
+//!
+//! Every allocation of an [`IoBuf`] gets an identity of its own ([`IoBuf::id`]), so that a
+//! transport that registers buffers with the kernel (io_uring's fixed buffers) can tell a
+//! buffer it registered from a new one that happens to sit at the same address.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Alignment of [`IoBuf`] data, enough for O_DIRECT on any Linux block device.
 pub const DIRECT_IO_ALIGN: usize = 4096;
+
+/// The identity of the next allocation; 0 is left for the empty buffer.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A byte buffer whose data starts on a [`DIRECT_IO_ALIGN`] boundary and whose
 /// capacity is a multiple of it.
@@ -19,6 +27,8 @@ pub struct IoBuf {
     start: usize,
     capacity: usize,
     len: usize,
+    /// The identity of `raw`'s allocation: 0 for none, else unique in the process.
+    id: u64,
 }
 
 impl IoBuf {
@@ -27,7 +37,17 @@ impl IoBuf {
         let capacity = capacity.div_ceil(DIRECT_IO_ALIGN).max(1) * DIRECT_IO_ALIGN;
         let raw = vec![0u8; capacity + DIRECT_IO_ALIGN];
         let start = raw.as_ptr().align_offset(DIRECT_IO_ALIGN);
-        IoBuf { raw, start, capacity, len: 0 }
+        // Relaxed: the counter only has to hand out each value once.
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        IoBuf { raw, start, capacity, len: 0, id }
+    }
+
+    /// The identity of this buffer's memory: unique among all the allocations of the
+    /// process, and changed whenever the buffer reallocates ([`IoBuf::prepare`] growing
+    /// it). A buffer freed and a new one allocated at the same address have different
+    /// identities. 0 for a buffer that holds no memory ([`IoBuf::default`]).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Bytes the buffer can hold without reallocating.
@@ -180,6 +200,24 @@ mod tests {
         assert_eq!(b.as_ptr() as usize % DIRECT_IO_ALIGN, 0);
         b.truncate(5);
         assert_eq!(b.len(), 5);
+    }
+
+    #[test]
+    fn every_allocation_has_its_own_id() {
+        assert_eq!(IoBuf::default().id(), 0);
+        let mut b = IoBuf::with_capacity(4096);
+        let first = b.id();
+        assert_ne!(first, 0);
+        // Within the capacity the memory stays, and so does the identity.
+        b.prepare(4096);
+        assert_eq!(b.id(), first);
+        b.prepare(1 << 20);
+        assert_ne!(b.id(), first, "a reallocated buffer must not keep its old identity");
+        // A buffer allocated after one is freed (possibly at its address) is another buffer.
+        let id = b.id();
+        drop(b);
+        let c = IoBuf::with_capacity(1 << 20);
+        assert_ne!(c.id(), id);
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! Local files through the kernel: buffered reads or O_DIRECT, one `pread` per block.
+//! Local files through the kernel: buffered reads or O_DIRECT, one `pread` per block on
+//! tokio's blocking pool, or all of a frame's blocks at once through io_uring
+//! ([`IoEngine::IoUring`], in the `uring` module).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -15,24 +17,79 @@ use rustix::fs::{Advice, OFlags};
 use rustix::io::Errno;
 use rustix::time::ClockId;
 
+use crate::uring::{UringOptions, UringReader};
 use crate::Error;
 
 /// The block size used when none is given: 1 MiB per read request.
 pub const DEFAULT_BLOCK_SIZE: usize = 1 << 20;
 
+/// How a [`LocalStorage`] asks the kernel for a frame's blocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum IoEngine {
+    /// One `pread` per block, the blocks of a frame one after the other, each frame on a
+    /// thread of tokio's blocking pool (so `--io-depth` frames are read at once).
+    #[default]
+    Pread,
+    /// io_uring: every block of a frame submitted at once, so many reads are in flight
+    /// (up to the ring's depth), into buffers registered with the kernel where the
+    /// locked-memory limit allows. Falls back to [`IoEngine::Pread`], saying why, where
+    /// io_uring is not available.
+    IoUring,
+}
+
+impl IoEngine {
+    /// The name the command line and the report use: `pread` or `io_uring`.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoEngine::Pread => "pread",
+            IoEngine::IoUring => "io_uring",
+        }
+    }
+}
+
+impl std::fmt::Display for IoEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for IoEngine {
+    type Err = String;
+
+    /// `pread` or `io_uring` (also spelt `io-uring`).
+    fn from_str(s: &str) -> Result<IoEngine, String> {
+        match s.trim() {
+            "pread" => Ok(IoEngine::Pread),
+            "io_uring" | "io-uring" => Ok(IoEngine::IoUring),
+            _ => Err(format!(
+                "io engine '{s}' is not known: pread or io_uring (for example --io-engine io_uring)"
+            )),
+        }
+    }
+}
+
 /// Settings of a [`LocalStorage`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LocalOptions {
-    /// Bytes per read request (one `pread` each). With `direct` it must be a
-    /// multiple of [`DIRECT_IO_ALIGN`].
+    /// Bytes per read request (one `pread`, or one io_uring read, each). With `direct` it
+    /// must be a multiple of [`DIRECT_IO_ALIGN`].
     pub block_size: usize,
     /// Open files with O_DIRECT so that reads bypass the page cache.
     pub direct: bool,
+    /// How the blocks are read.
+    pub io_engine: IoEngine,
+    /// The io_uring engine's settings (ring depth, registered buffers); unused with pread.
+    pub uring: UringOptions,
 }
 
 impl Default for LocalOptions {
     fn default() -> Self {
-        LocalOptions { block_size: DEFAULT_BLOCK_SIZE, direct: false }
+        LocalOptions {
+            block_size: DEFAULT_BLOCK_SIZE,
+            direct: false,
+            io_engine: IoEngine::Pread,
+            uring: UringOptions::default(),
+        }
     }
 }
 
@@ -50,6 +107,9 @@ impl LocalOptions {
                 self.block_size
             )));
         }
+        if self.io_engine == IoEngine::IoUring {
+            self.uring.validate()?;
+        }
         Ok(())
     }
 }
@@ -66,9 +126,10 @@ pub struct ColdOutcome {
 /// Files on a local (or kernel-mounted) filesystem, read with positional reads
 /// of at most one block each.
 ///
-/// Every call runs on tokio's blocking pool, so it must be used inside a tokio
-/// runtime; outside one, calls fail with an `Io` error rather than panicking.
-/// Counters are shared by the storage and all the files it opened.
+/// Every call runs on tokio's blocking pool (reads with [`IoEngine::IoUring`] on the
+/// storage's ring thread instead), so it must be used inside a tokio runtime; outside
+/// one, calls fail with an `Io` error rather than panicking. Counters are shared by the
+/// storage and all the files it opened.
 ///
 /// A "local" path may be a kernel NFS or SMB mount; [`LocalStorage::label_mount_of`]
 /// looks the mount up so that [`Storage::info`] (and the report) says which.
@@ -78,6 +139,17 @@ pub struct LocalStorage {
     counters: Arc<Counters>,
     /// The mount the files are on, when it was looked up.
     mount: Option<MountLabel>,
+    /// How reads are issued: the engine asked for, or pread when io_uring is not available.
+    engine: Engine,
+}
+
+/// The engine a [`LocalStorage`] actually reads with.
+#[derive(Clone, Debug)]
+enum Engine {
+    /// pread on the blocking pool; `unavailable` says why io_uring was asked for and not used.
+    Pread { unavailable: Option<String> },
+    /// The storage's ring and the thread that drives it, shared with its open files.
+    Uring(Arc<UringReader>),
 }
 
 /// Builds a [`LocalStorage`]; see [`LocalStorage::builder`].
@@ -99,6 +171,18 @@ impl LocalStorageBuilder {
         self
     }
 
+    /// How blocks are read (default [`IoEngine::Pread`]).
+    pub fn io_engine(mut self, io_engine: IoEngine) -> Self {
+        self.options.io_engine = io_engine;
+        self
+    }
+
+    /// The io_uring engine's settings (default [`UringOptions::default`]).
+    pub fn uring(mut self, uring: UringOptions) -> Self {
+        self.options.uring = uring;
+        self
+    }
+
     /// The storage, or an error when the options are out of range.
     pub fn build(self) -> Result<LocalStorage, Error> {
         LocalStorage::new(self.options)
@@ -112,14 +196,63 @@ impl LocalStorage {
     }
 
     /// The storage with `options`, or an error when they are out of range.
+    ///
+    /// With [`IoEngine::IoUring`] this sets up the storage's ring and starts the thread
+    /// that drives it (`playsim-uring`). Where io_uring cannot be set up (a kernel without
+    /// it, the `kernel.io_uring_disabled` sysctl, a container's seccomp profile) the storage
+    /// reads with pread instead: [`LocalStorage::io_engine`] says which engine is used,
+    /// [`LocalStorage::warnings`] why, and so does [`Storage::info`] for the report.
     pub fn new(options: LocalOptions) -> Result<LocalStorage, Error> {
         options.validate()?;
-        Ok(LocalStorage { options, counters: Arc::default(), mount: None })
+        let counters = Arc::<Counters>::default();
+        let engine = match options.io_engine {
+            IoEngine::Pread => Engine::Pread { unavailable: None },
+            IoEngine::IoUring => match UringReader::start(&options.uring, Arc::clone(&counters)) {
+                Ok(reader) => Engine::Uring(Arc::new(reader)),
+                Err(why) => Engine::Pread { unavailable: Some(why) },
+            },
+        };
+        Ok(LocalStorage { options, counters, mount: None, engine })
     }
 
     /// The options this storage was built with.
     pub fn options(&self) -> LocalOptions {
         self.options
+    }
+
+    /// The engine the reads actually use: [`IoEngine::Pread`] when io_uring was asked for
+    /// and could not be set up.
+    pub fn io_engine(&self) -> IoEngine {
+        match self.engine {
+            Engine::Pread { .. } => IoEngine::Pread,
+            Engine::Uring(_) => IoEngine::IoUring,
+        }
+    }
+
+    /// What a user should know about how this storage reads, in full sentences: io_uring
+    /// asked for and not available (why, and the sysctl or profile to change), or buffers
+    /// that could not be registered (the locked-memory limit, and how to raise it). Empty
+    /// when the reads go as asked. The registration is tried as buffers come in, so ask
+    /// after reading; the same text is in [`Storage::info`]'s options.
+    pub fn warnings(&self) -> Vec<String> {
+        let options = self.engine_options();
+        local_warnings(options.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
+    /// The engine's entries of [`StorageInfo::options`].
+    fn engine_options(&self) -> Vec<(String, String)> {
+        let mut options = vec![(OPTION_IO_ENGINE.to_owned(), self.io_engine().name().to_owned())];
+        match &self.engine {
+            Engine::Pread { unavailable: Some(why) } => {
+                options.push((OPTION_IO_URING.to_owned(), format!("{UNAVAILABLE}{why}")));
+            }
+            Engine::Pread { unavailable: None } => {}
+            Engine::Uring(reader) => {
+                options.push(("ring_entries".to_owned(), reader.entries().to_string()));
+                options.push((OPTION_REGISTERED.to_owned(), reader.registered_buffers()));
+            }
+        }
+        options
     }
 
     /// The storage, labelled with the kernel mount `path` is on (read from
@@ -190,7 +323,7 @@ impl Storage for LocalStorage {
             transport: "local".into(),
             block_size: self.options.block_size,
             direct: self.options.direct,
-            options: Vec::new(),
+            options: self.engine_options(),
             mount: self.mount.clone(),
         }
     }
@@ -207,6 +340,7 @@ impl Storage for LocalStorage {
             block_size: self.options.block_size,
             direct,
             counters: Arc::clone(&self.counters),
+            engine: self.engine.clone(),
         }))
     }
 
@@ -229,12 +363,45 @@ impl Storage for LocalStorage {
     }
 }
 
-/// Counters shared by a [`LocalStorage`] and its open files.
+/// The report option naming the engine the reads used: `pread` or `io_uring`.
+const OPTION_IO_ENGINE: &str = "io_engine";
+/// The report option saying why io_uring was asked for and not used.
+const OPTION_IO_URING: &str = "io_uring";
+/// The report option saying whether io_uring read into registered buffers.
+const OPTION_REGISTERED: &str = "registered_buffers";
+/// How [`OPTION_IO_URING`]'s value starts.
+const UNAVAILABLE: &str = "not available: ";
+
+/// The warnings a local storage's report options carry (see [`LocalStorage::warnings`]),
+/// for a front end that has only the report: io_uring not available, or buffers not
+/// registered. Each is one line that says what happened, why, and what to change.
+pub fn local_warnings<'a>(options: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (key, value) in options {
+        match key {
+            OPTION_IO_URING => {
+                let why = value.strip_prefix(UNAVAILABLE).unwrap_or(value);
+                warnings.push(format!("io_uring is not available, so the reads used pread: {why}"));
+            }
+            OPTION_REGISTERED => {
+                if let Some(why) = value.strip_prefix("no: ") {
+                    warnings.push(format!("io_uring read into unregistered buffers: {why}"));
+                } else if let Some(why) = value.strip_prefix("partly: ") {
+                    warnings.push(format!("io_uring read into registered buffers only in part: {why}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    warnings
+}
+
+/// Counters shared by a [`LocalStorage`] and its open files (and its io_uring thread).
 #[derive(Debug, Default)]
-struct Counters {
-    n_reads: AtomicU64,
-    bytes: AtomicU64,
-    cpu_ns: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) n_reads: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+    pub(crate) cpu_ns: AtomicU64,
 }
 
 /// An open local file.
@@ -247,29 +414,31 @@ struct LocalFile {
     block_size: usize,
     direct: bool,
     counters: Arc<Counters>,
+    engine: Engine,
 }
 
 /// Which bytes of the file one `read_at` asks the kernel for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct ReadPlan {
+pub(crate) struct ReadPlan {
     /// File offset of the first request.
-    start: u64,
+    pub(crate) start: u64,
     /// Bytes requested in all, from `start` (a multiple of the alignment with O_DIRECT).
-    total: usize,
+    pub(crate) total: usize,
     /// Bytes at the front of the requested range that the caller did not ask for
     /// (O_DIRECT rounds the offset down to the alignment).
-    head: usize,
+    pub(crate) head: usize,
     /// Bytes the caller asked for, after `head`, bounded by the size at open.
-    want: usize,
+    pub(crate) want: usize,
 }
 
-/// What the blocking part of a read hands back: always the buffer.
-struct ReadDone {
-    buf: IoBuf,
+/// What the reading part of a read hands back: always the buffer.
+pub(crate) struct ReadDone {
+    pub(crate) buf: IoBuf,
     /// Bytes delivered, or the error and the offset of the failed request.
-    result: Result<usize, (io::Error, u64)>,
-    n_reads: u64,
-    cpu_ns: u64,
+    pub(crate) result: Result<usize, (io::Error, u64)>,
+    /// Requests made and CPU spent, when the reader did not count them itself.
+    pub(crate) n_reads: u64,
+    pub(crate) cpu_ns: u64,
 }
 
 #[async_trait::async_trait]
@@ -283,8 +452,9 @@ impl StorageFile for LocalFile {
     /// is served by reading from the aligned offset below it and moving the
     /// data to the front of `buf` (a memmove, counted in `cpu_ns`).
     ///
-    /// If this future is dropped while the blocking read runs, `buf` is left
-    /// empty: the read owns the buffer until it finishes.
+    /// If this future is dropped while the read runs, `buf` is left empty: the read
+    /// owns the buffer until the kernel is done with it (with io_uring, until every
+    /// request in flight has completed), and then drops it.
     async fn read_at(&self, offset: u64, len: usize, buf: &mut IoBuf) -> Result<usize, StorageError> {
         let plan = plan_read(self.size, offset, len, self.direct).map_err(|message| {
             StorageError::new(
@@ -298,9 +468,21 @@ impl StorageFile for LocalFile {
         }
         let file = Arc::clone(&self.file);
         let block_size = self.block_size;
-        let taken = std::mem::take(buf);
-        let done =
-            run_blocking("read", &self.path, move || read_blocks(&file, taken, plan, block_size)).await?;
+        let mut taken = std::mem::take(buf);
+        let done = match &self.engine {
+            Engine::Pread { .. } => {
+                run_blocking("read", &self.path, move || read_blocks(&file, taken, plan, block_size)).await?
+            }
+            Engine::Uring(ring) => {
+                taken.prepare(plan.total);
+                ring.read(taken, file, plan, block_size, self.direct).await.map_err(|why| {
+                    StorageError::new(
+                        StorageErrorKind::Io,
+                        format!("cannot read {} at offset {offset}: {why}", self.path.display()),
+                    )
+                })?
+            }
+        };
         *buf = done.buf;
         self.counters.n_reads.fetch_add(done.n_reads, Ordering::Relaxed);
         self.counters.cpu_ns.fetch_add(done.cpu_ns, Ordering::Relaxed);
@@ -413,7 +595,7 @@ fn not_a_file(path: &Path, file_type: std::fs::FileType) -> StorageError {
 
 /// Works out the requests for reading `len` bytes at `offset` of a file of
 /// `size` bytes. Fails only when the aligned range does not fit in memory.
-fn plan_read(size: u64, offset: u64, len: usize, direct: bool) -> Result<ReadPlan, String> {
+pub(crate) fn plan_read(size: u64, offset: u64, len: usize, direct: bool) -> Result<ReadPlan, String> {
     let available = size.saturating_sub(offset);
     // Bounded by `len`, so it fits in a usize.
     let want = usize::try_from(available.min(len as u64)).unwrap_or(len);
@@ -472,11 +654,18 @@ fn read_into(
             Err(err) => return Err((err, at)),
         }
     }
+    Ok(deliver(space, &plan, done))
+}
+
+/// The bytes the caller asked for, once the file's bytes from `plan.start` are in the
+/// front `done` bytes of `space`: moved to the front when the plan read from an aligned
+/// offset below the one asked for (O_DIRECT). Returns how many were delivered.
+pub(crate) fn deliver(space: &mut [u8], plan: &ReadPlan, done: usize) -> usize {
     let delivered = done.saturating_sub(plan.head).min(plan.want);
     if plan.head > 0 && delivered > 0 {
         space.copy_within(plan.head..plan.head + delivered, 0);
     }
-    Ok(delivered)
+    delivered
 }
 
 /// Drops the cached pages of one file; the error names the path.
@@ -487,7 +676,7 @@ fn drop_file_cache(path: &Path) -> Result<(), String> {
 }
 
 /// CPU time consumed by the calling thread so far, in nanoseconds.
-fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     let now = rustix::time::clock_gettime(ClockId::ThreadCPUTime);
     let secs = u64::try_from(now.tv_sec).unwrap_or(0);
     let nanos = u64::try_from(now.tv_nsec).unwrap_or(0);
