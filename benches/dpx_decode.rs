@@ -1,12 +1,21 @@
-//! DPX decode speed: one 4K DCI 10-bit frame decoded from memory on one thread.
+//! DPX decode speed, and the memory bandwidth it is held against, on one thread.
 //!
-//! The input is built before timing: a noisy 4096x2160 frame written with
-//! `write_dpx`, or the bytes of the file named by `PLAYSIM_BENCH_DPX`.
+//! `dpx_decode/4k-dci-10bit` decodes one 4K DCI 10-bit frame from memory: a noisy 4096x2160
+//! frame written with `write_dpx`, or the bytes of the file named by `PLAYSIM_BENCH_DPX`. The
+//! `memcpy` group copies buffers of the frame's encoded and decoded sizes, the anchor of the
+//! "DPX unpack speed" row of `cargo xtask bench` (`xtask/src/bench_unpack.rs`).
+//!
+//! Every figure's throughput is in bytes moved, read plus written: a decode reads the encoded
+//! frame and writes the decoded one, a copy of n bytes reads n and writes n. All buffers are
+//! far larger than the caches and are built, and written once, before timing.
+//!
+//! `PLAYSIM_BENCH_SHORT=1` (the bench suite's short mode) takes fewer, shorter samples.
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput};
 use playsim_core::{DecodedFrame, Decoder, PixelFormat};
 use playsim_dpx::{write_dpx, DpxDecoder, WriteOptions};
 
@@ -34,18 +43,45 @@ fn input() -> Vec<u8> {
     encoded
 }
 
+/// The sampling of every group: each iteration takes milliseconds, so samples of a fixed
+/// number of iterations (flat) rather than criterion's growing ones.
+fn configure(group: &mut BenchmarkGroup<'_, WallTime>) {
+    let short = std::env::var_os("PLAYSIM_BENCH_SHORT").is_some_and(|v| !v.is_empty() && v != "0");
+    let (n_samples, measure_s, warm_up_s) = if short { (10, 2, 1) } else { (20, 8, 2) };
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(n_samples)
+        .measurement_time(Duration::from_secs(measure_s))
+        .warm_up_time(Duration::from_secs(warm_up_s));
+}
+
 fn dpx_decode(c: &mut Criterion) {
     let encoded = input();
     let mut out = DecodedFrame::default();
     // The first decode allocates the output; timing covers the steady state.
     DpxDecoder.decode(&encoded, &mut out).expect("the bench input decodes");
+    let (encoded_len, decoded_len) = (encoded.len(), out.data.len());
 
     let mut group = c.benchmark_group("dpx_decode");
-    group.sample_size(20).measurement_time(Duration::from_secs(8)).warm_up_time(Duration::from_secs(2));
-    group.throughput(Throughput::Bytes(encoded.len() as u64));
+    configure(&mut group);
+    group.throughput(Throughput::Bytes((encoded_len + decoded_len) as u64));
     group.bench_function("4k-dci-10bit", |b| {
         b.iter(|| DpxDecoder.decode(black_box(&encoded), black_box(&mut out)));
     });
+    group.finish();
+    drop((encoded, out));
+
+    // One copy at a time, each pair of buffers allocated and written before it is timed.
+    let mut group = c.benchmark_group("memcpy");
+    configure(&mut group);
+    for (name, len) in [("encoded-size", encoded_len), ("decoded-size", decoded_len)] {
+        let src = vec![0x5au8; len];
+        let mut dst = vec![0xa5u8; len];
+        group.throughput(Throughput::Bytes(2 * len as u64));
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(dst.as_mut_slice()).copy_from_slice(black_box(&src)));
+        });
+    }
     group.finish();
 }
 

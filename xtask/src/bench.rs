@@ -167,6 +167,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         let dpx_dir = out_dir.join(bench.pick("dpx-4k-dci", "dpx-4k-dci-short"));
         crate::ensure_sequence(&playsim, "4k-dci", n_frames, &dpx_dir)?;
         rows.push(dpx_decode(&bench, &dpx_dir, n_frames)?);
+        rows.extend(crate::bench_unpack::run(&bench)?);
     }
     if wanted("exr") {
         let exr_file = ensure_exr_frame(&playsim, &out_dir.join("exr-4k-dci"))?;
@@ -222,11 +223,14 @@ fn dpx_decode(bench: &Bench, dpx_dir: &Path, n_frames: u32) -> Result<BenchRow> 
     let first_frame = std::env::current_dir()?.join(dpx_dir).join(crate::frame_name(0));
     let estimates = criterion_dir(target).join("dpx_decode/4k-dci-10bit/new/estimates.json");
     let started = SystemTime::now();
-    process::run(
-        process::cargo()
-            .args(["bench", "--bench", "dpx_decode", "--", "--noplot"])
-            .env("PLAYSIM_BENCH_DPX", &first_frame),
-    )?;
+    let mut criterion = process::cargo();
+    criterion
+        .args(["bench", "--bench", "dpx_decode", "--", "--noplot", "^dpx_decode/4k-dci-10bit$"])
+        .env("PLAYSIM_BENCH_DPX", &first_frame);
+    if bench.short {
+        criterion.env("PLAYSIM_BENCH_SHORT", "1");
+    }
+    process::run(&mut criterion)?;
     let playsim_ms = criterion_mean_ns(&estimates, started)? / 1e6;
 
     warm_page_cache(dpx_dir)?;

@@ -8,6 +8,7 @@ mod bench_engine;
 mod bench_io;
 mod bench_nfs;
 mod bench_pipeline;
+mod bench_unpack;
 mod deps;
 mod fixtures;
 mod process;

@@ -47,6 +47,8 @@ mod decode;
 mod encode;
 mod error;
 mod header;
+mod simd;
+mod unpack;
 
 pub use decode::DpxDecoder;
 pub use encode::{header_for_layout, set_file_name, write_dpx, WriteOptions, WRITE_DATA_OFFSET};

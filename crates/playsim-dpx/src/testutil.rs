@@ -60,3 +60,43 @@ pub fn put_u32(file: &mut [u8], off: usize, endian: Endian, v: u32) {
 pub fn put_u16(file: &mut [u8], off: usize, endian: Endian, v: u16) {
     file[off..off + 2].copy_from_slice(&endian.u16_bytes(v));
 }
+
+/// The canonical samples of a line of `n_samples` stored at `bit_depth` bits, decoded the
+/// plain way, one sample at a time: the reference the fast kernels are checked against.
+///
+/// 10-bit sample `k` is datum `k % 3` of word `k / 3`, at bit `22 - 10 (k % 3)` in filled
+/// method A (packing 1) and two bits lower in method B (packing 2).
+pub fn reference_samples(
+    src: &[u8],
+    n_samples: usize,
+    bit_depth: u8,
+    packing: u16,
+    endian: Endian,
+) -> Vec<u16> {
+    let u16_at = |i: usize| {
+        let b = [src[i], src[i + 1]];
+        match endian {
+            Endian::Big => u16::from_be_bytes(b),
+            Endian::Little => u16::from_le_bytes(b),
+        }
+    };
+    let u32_at = |i: usize| {
+        let b = [src[i], src[i + 1], src[i + 2], src[i + 3]];
+        match endian {
+            Endian::Big => u32::from_be_bytes(b),
+            Endian::Little => u32::from_le_bytes(b),
+        }
+    };
+    (0..n_samples)
+        .map(|k| match bit_depth {
+            8 => widen(u16::from(src[k]), 8),
+            16 => u16_at(2 * k),
+            10 => {
+                let first = if packing == 2 { 20 } else { 22 };
+                let datum = u32_at(4 * (k / 3)) >> (first - 10 * (k % 3) as u32) & 0x3ff;
+                widen(datum as u16, 10)
+            }
+            other => panic!("no reference for {other}-bit samples"),
+        })
+        .collect()
+}

@@ -1,5 +1,6 @@
-//! Probes of the machine and of CPU time: the environment for the report,
-//! process and thread CPU clocks, and system-wide CPU time from `/proc/stat`.
+//! Probes of the machine, of CPU time and of memory: the environment for the report,
+//! process and thread CPU clocks, system-wide CPU time from `/proc/stat`, and the
+//! process's resident memory from `/proc/self/status`.
 //!
 //! Linux reports CPU time in `/proc` in clock ticks of `USER_HZ`, which the
 //! kernel fixes at 100 a second on every architecture playsim runs on (it is
@@ -82,6 +83,40 @@ impl ProcessCpu {
 /// the nanosecond.
 pub fn thread_cpu_now() -> Duration {
     duration(clock_gettime(ClockId::ThreadCPUTime))
+}
+
+/// The process's resident memory, from `/proc/self/status`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcessMemory {
+    /// The most physical memory the process has held at once since it started (`VmHWM`),
+    /// in bytes.
+    pub peak_rss_bytes: u64,
+    /// The physical memory it holds now (`VmRSS`), in bytes.
+    pub rss_bytes: u64,
+}
+
+impl ProcessMemory {
+    /// The process's resident memory now.
+    pub fn read() -> io::Result<ProcessMemory> {
+        let text = std::fs::read_to_string("/proc/self/status")?;
+        ProcessMemory::parse_status(&text).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "malformed /proc/self/status: no VmHWM and VmRSS lines",
+            )
+        })
+    }
+
+    /// Parses the `VmHWM` and `VmRSS` lines of a `/proc/<pid>/status` text. The kernel
+    /// writes them in "kB", which are KiB (1024 bytes).
+    pub fn parse_status(text: &str) -> Option<ProcessMemory> {
+        let kib = |key: &str| -> Option<u64> {
+            let value = text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?;
+            let number = value.trim().strip_suffix("kB")?.trim_end();
+            number.parse::<u64>().ok()?.checked_mul(1024)
+        };
+        Some(ProcessMemory { peak_rss_bytes: kib("VmHWM")?, rss_bytes: kib("VmRSS")? })
+    }
 }
 
 /// System-wide CPU time by kind, in ticks summed over all CPUs: the first
@@ -273,6 +308,38 @@ softirq 412633 0 71254 2 22117 21930 0 1 147268 0 150061
         // The process clock ticks every 10 ms, so allow for one tick either side.
         assert!(process_used.total() + Duration::from_millis(20) >= thread_used, "{process_used:?}");
         assert!(process_used.user > Duration::ZERO, "{process_used:?}");
+    }
+
+    /// The memory lines of a real /proc/self/status (Linux 6.1), around others.
+    const PROC_STATUS: &str = "\
+Name:\tplaysim
+Umask:\t0022
+State:\tS (sleeping)
+VmPeak:\t 1843372 kB
+VmSize:\t 1712300 kB
+VmLck:\t       0 kB
+VmHWM:\t  803628 kB
+VmRSS:\t  512044 kB
+RssAnon:\t  498120 kB
+Threads:\t9
+";
+
+    #[test]
+    fn parses_peak_and_current_rss_in_kib() {
+        let m = ProcessMemory::parse_status(PROC_STATUS).unwrap();
+        assert_eq!(m, ProcessMemory { peak_rss_bytes: 803_628 * 1024, rss_bytes: 512_044 * 1024 });
+        // VmHWMx is not VmHWM; a value without its unit or a missing line is refused.
+        assert_eq!(ProcessMemory::parse_status("VmHWMx:\t1 kB\nVmRSS:\t1 kB\n"), None);
+        assert_eq!(ProcessMemory::parse_status("VmHWM:\t12\nVmRSS:\t1 kB\n"), None);
+        assert_eq!(ProcessMemory::parse_status("VmHWM:\t12 kB\n"), None);
+        assert_eq!(ProcessMemory::parse_status("VmHWM:\t-1 kB\nVmRSS:\t1 kB\n"), None);
+        assert_eq!(ProcessMemory::parse_status(""), None);
+    }
+
+    #[test]
+    fn this_process_has_resident_memory() {
+        let m = ProcessMemory::read().unwrap();
+        assert!(m.rss_bytes > 0 && m.peak_rss_bytes >= m.rss_bytes, "{m:?}");
     }
 
     #[test]

@@ -4,18 +4,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use playsim_core::{Clock, Pacing, Source, Storage};
+use playsim_core::{Clock, Pacing, PixelFormat, Source, Storage, DIRECT_IO_ALIGN};
 use playsim_report::{
-    ColdCache, CpuReport, Drops, FrameRecord, MountReport, PoolBuffers, Report, RunStatus, Settings,
-    SourceReport, StageCpu, StageLatency, StorageReport, StreamReport, Totals, SCHEMA_VERSION,
+    ColdCache, CpuReport, Drops, FrameRecord, MemoryReport, MountReport, PoolBuffers, Report, RunStatus,
+    Settings, SourceReport, StageCpu, StageLatency, StorageReport, StreamReport, Totals, SCHEMA_VERSION,
 };
 use tokio::sync::Semaphore;
 
 use crate::cancel::CancelToken;
 use crate::exec::{DecodeExecutor, DecodePool, OutputExecutor, V210Output};
 use crate::live::LiveCounters;
-use crate::probe::{self, ProcessCpu, SystemCpuSnapshot};
-use crate::stream::{duration_ns, Shared, StartGate, StreamCtx, Verdict};
+use crate::probe::{self, ProcessCpu, ProcessMemory, SystemCpuSnapshot};
+use crate::stream::{duration_ns, Shared, StartGate, StreamCtx, StreamState, Verdict};
 use crate::{EngineConfig, OutputStage};
 
 /// One stream to play: what, from where.
@@ -286,6 +286,14 @@ impl Simulation {
             },
             system,
         };
+        // The peak is the kernel's high-water mark, read once at the end: it misses no
+        // moment, where sampling would.
+        let process_memory = ProcessMemory::read().unwrap_or_default();
+        let memory = MemoryReport {
+            peak_rss_bytes: process_memory.peak_rss_bytes,
+            rss_bytes: process_memory.rss_bytes,
+            pool_bytes: streams.iter().map(|s| s.pool_buffers.bytes()).sum(),
+        };
         let mut environment = probe::environment();
         environment.libraries = self.libraries.clone();
         let error = error.or_else(|| self.cancel.failure());
@@ -307,6 +315,7 @@ impl Simulation {
             settings: settings(&self.config, &self.streams),
             totals,
             cpu,
+            memory,
             streams,
         }
     }
@@ -454,12 +463,42 @@ fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> Stre
             slack: st.hist.slack.percentiles(),
             pacing_error: st.hist.pacing_error.percentiles(),
         },
-        pool_buffers: {
-            let (encoded, decoded, output) = ctx.buffers_created();
-            PoolBuffers { encoded: encoded as u64, decoded: decoded as u64, output: output as u64 }
-        },
+        pool_buffers: pool_buffers(ctx, &st),
         unreadable: st.unreadable.clone(),
         timeline,
+    }
+}
+
+/// The buffers the stream's pools created, and their bytes.
+fn pool_buffers(ctx: &StreamCtx, st: &StreamState) -> PoolBuffers {
+    let largest_read = st.frames.iter().map(|e| e.bytes).max().unwrap_or(0);
+    let geometry = st.decoded_geometry.map(|(w, h, _)| (w, h));
+    size_pools(ctx.buffers_created(), largest_read, geometry, st.decoded_format)
+}
+
+/// Pools of `created` (encoded, decoded, output) buffers, each kind at the size of the stream's
+/// largest frame of that kind (the pools keep their buffers, and a buffer grows to the largest
+/// frame it held): an encoded buffer is the largest read in whole pages plus one page for the
+/// alignment (`IoBuf`), a decoded one a frame of the decoded format, an output one a v210 frame.
+fn size_pools(
+    created: (usize, usize, usize),
+    largest_read: u64,
+    geometry: Option<(u32, u32)>,
+    format: Option<PixelFormat>,
+) -> PoolBuffers {
+    let (encoded, decoded, output) = (created.0 as u64, created.1 as u64, created.2 as u64);
+    let align = DIRECT_IO_ALIGN as u64;
+    let encoded_each = if largest_read > 0 { largest_read.div_ceil(align) * align + align } else { 0 };
+    let (width, height) = geometry.unwrap_or((0, 0));
+    let decoded_each = format.map_or(0, |f| f.frame_len(width, height) as u64);
+    let output_each = (crate::v210::stride(width) * height as usize) as u64;
+    PoolBuffers {
+        encoded,
+        decoded,
+        output,
+        encoded_bytes: encoded * encoded_each,
+        decoded_bytes: decoded * decoded_each,
+        output_bytes: output * output_each,
     }
 }
 
@@ -482,4 +521,23 @@ fn totals(streams: &[StreamReport]) -> Totals {
         t.mb_per_s = t.bytes_read as f64 / 1e6 / span_s;
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pools_are_sized_by_their_largest_frame() {
+        // 4K DCI 10-bit DPX (35,391,488 bytes) decoded to rgb48le and packed to v210.
+        let pools = size_pools((8, 5, 3), 35_391_488, Some((4096, 2160)), Some(PixelFormat::Rgb48Le));
+        assert_eq!((pools.encoded, pools.decoded, pools.output), (8, 5, 3));
+        assert_eq!(pools.encoded_bytes, 8 * (8641 * 4096 + 4096), "8640.5 pages, rounded up, plus one");
+        assert_eq!(pools.decoded_bytes, 5 * 4096 * 2160 * 6);
+        assert_eq!(pools.output_bytes, 3 * 11_008 * 2160, "86 groups of 48 pixels, 128 bytes each, a row");
+        assert_eq!(pools.bytes(), pools.encoded_bytes + pools.decoded_bytes + pools.output_bytes);
+        // Nothing read or decoded (a run that failed at once, --no-decode): counts, no bytes.
+        let empty = size_pools((1, 1, 0), 0, None, None);
+        assert_eq!((empty.encoded, empty.decoded, empty.bytes()), (1, 1, 0));
+    }
 }

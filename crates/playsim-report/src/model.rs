@@ -34,6 +34,9 @@ pub struct Report {
     pub totals: Totals,
     /// CPU use of the process, its stages and the whole system.
     pub cpu: CpuReport,
+    /// The process's resident memory and the part the frame buffers account for.
+    #[serde(default)]
+    pub memory: MemoryReport,
     /// One entry per stream.
     pub streams: Vec<StreamReport>,
 }
@@ -183,6 +186,22 @@ pub struct CpuReport {
     pub system: SystemCpu,
 }
 
+/// The process's resident memory (RSS), and the bytes of the streams' frame buffers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MemoryReport {
+    /// The most physical memory the process held at any moment, in bytes: `VmHWM` of
+    /// /proc/self/status, read at the end of the run. It counts from the start of the
+    /// process, so where one process plays several runs (`playsim run`, `capacity`) it
+    /// covers the earlier ones too. 0 when it could not be read.
+    pub peak_rss_bytes: u64,
+    /// The physical memory the process held at the end of the run (`VmRSS`), in bytes.
+    pub rss_bytes: u64,
+    /// Bytes of every stream's frame buffer pools, the sum of their `pool_buffers`
+    /// bytes: the part of the peak that playsim's own frame buffers account for (the
+    /// pools keep what they create, so this is their peak too).
+    pub pool_bytes: u64,
+}
+
 /// CPU seconds spent by each stage's threads.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StageCpu {
@@ -270,7 +289,7 @@ pub struct StreamReport {
     pub timeline: Vec<FrameRecord>,
 }
 
-/// How many buffers a stream's pools created.
+/// How many buffers a stream's pools created, and their bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PoolBuffers {
     /// Encoded-frame (read) buffers.
@@ -279,6 +298,25 @@ pub struct PoolBuffers {
     pub decoded: u64,
     /// Output (v210) buffers.
     pub output: u64,
+    /// Bytes of the encoded-frame buffers: `encoded` × the largest frame read, rounded up
+    /// to whole 4096-byte pages plus one (the alignment O_DIRECT needs).
+    #[serde(default)]
+    pub encoded_bytes: u64,
+    /// Bytes of the decoded-frame buffers: `decoded` × one frame in the canonical pixel
+    /// format (for video decoded by FFmpeg the pictures are FFmpeg's own buffers, of
+    /// about that size each).
+    #[serde(default)]
+    pub decoded_bytes: u64,
+    /// Bytes of the output buffers: `output` × one v210 frame.
+    #[serde(default)]
+    pub output_bytes: u64,
+}
+
+impl PoolBuffers {
+    /// Bytes of all three pools.
+    pub fn bytes(&self) -> u64 {
+        self.encoded_bytes + self.decoded_bytes + self.output_bytes
+    }
 }
 
 /// The source of a stream.
@@ -483,5 +521,36 @@ impl From<playsim_core::DropCause> for DropCauseName {
             playsim_core::DropCause::Output => DropCauseName::Output,
             playsim_core::DropCause::Unreadable => DropCauseName::Unreadable,
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::testutil::sample_report;
+
+    #[test]
+    fn memory_figures_are_written_and_older_reports_still_read() {
+        let report = sample_report();
+        let text = crate::json::to_string_pretty(&report);
+        let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["memory"]["peak_rss_bytes"], 784_793 * 1024);
+        assert_eq!(value["streams"][0]["pool_buffers"]["output_bytes"], 3 * 11_008 * 2160);
+        assert_eq!(
+            value["memory"]["pool_bytes"].as_u64(),
+            Some(report.streams[0].pool_buffers.bytes()),
+            "the process's pool bytes are the streams' sum"
+        );
+
+        // A report written before these figures: no `memory`, pools counted but not sized.
+        value.as_object_mut().unwrap().remove("memory");
+        let pools = value["streams"][0]["pool_buffers"].as_object_mut().unwrap();
+        for key in ["encoded_bytes", "decoded_bytes", "output_bytes"] {
+            pools.remove(key);
+        }
+        let back = crate::json::from_str(&value.to_string()).unwrap();
+        assert_eq!(back.memory, super::MemoryReport::default());
+        let p = back.streams[0].pool_buffers;
+        assert_eq!((p.encoded, p.decoded, p.output, p.bytes()), (8, 2, 3, 0));
     }
 }

@@ -2,11 +2,11 @@
 //!
 //! It reads like the tools engineers already know: Flame's dropped-frame
 //! counters by cause (video disk, GPU, broadcast), then frametest's frame and
-//! data rates, then per-stage latency percentiles and CPU use.
+//! data rates, then per-stage latency percentiles, CPU use and memory.
 
 use std::collections::BTreeSet;
 
-use crate::model::{Drops, MountReport, Percentiles, Report, RunStatus, StreamReport};
+use crate::model::{Drops, MountReport, Percentiles, PoolBuffers, Report, RunStatus, StreamReport};
 
 /// Width of the label column of `label  value` lines.
 const LABEL: usize = 20;
@@ -53,6 +53,7 @@ pub fn summary(report: &Report) -> String {
     }
     out.push(String::new());
     cpu(report, &mut out);
+    memory(report, &mut out);
     unreadable(report, &mut out);
     if let Some(error) = &report.error {
         out.push(line("error", error));
@@ -328,6 +329,37 @@ fn cpu(r: &Report, out: &mut Vec<String>) {
     ));
 }
 
+/// `memory  peak RSS 803.6 MB; buffers 8 encoded 283.2 MB, 5 decoded 265.4 MB, 3 output 71.3 MB`:
+/// the buffers summed over the streams. Nothing for a report with neither figure (older ones).
+fn memory(r: &Report, out: &mut Vec<String>) {
+    let pools = r.streams.iter().map(|s| s.pool_buffers).fold(PoolBuffers::default(), |a, b| PoolBuffers {
+        encoded: a.encoded + b.encoded,
+        decoded: a.decoded + b.decoded,
+        output: a.output + b.output,
+        encoded_bytes: a.encoded_bytes + b.encoded_bytes,
+        decoded_bytes: a.decoded_bytes + b.decoded_bytes,
+        output_bytes: a.output_bytes + b.output_bytes,
+    });
+    let n_buffers = pools.encoded + pools.decoded + pools.output;
+    let peak = r.memory.peak_rss_bytes;
+    if peak == 0 && n_buffers == 0 {
+        return;
+    }
+    let mut text = if peak > 0 { format!("peak RSS {}", megabytes(peak)) } else { "peak RSS -".to_owned() };
+    if n_buffers > 0 {
+        text.push_str(&format!(
+            "; buffers {} encoded {}, {} decoded {}, {} output {}",
+            pools.encoded,
+            megabytes(pools.encoded_bytes),
+            pools.decoded,
+            megabytes(pools.decoded_bytes),
+            pools.output,
+            megabytes(pools.output_bytes)
+        ));
+    }
+    out.push(line("memory", &text));
+}
+
 fn unreadable(r: &Report, out: &mut Vec<String>) {
     let listed: usize = r.streams.iter().map(|s| s.unreadable.len()).sum();
     let counted = usize::try_from(r.totals.dropped.unreadable).unwrap_or(usize::MAX);
@@ -381,6 +413,11 @@ fn cell_ms(p: &Percentiles, v: f64) -> String {
         _ => 0,
     };
     format!("{v:.decimals$}")
+}
+
+/// Megabytes (10^6 bytes) to one decimal.
+fn megabytes(n: u64) -> String {
+    format!("{:.1} MB", n as f64 / 1e6)
 }
 
 fn secs(s: f64) -> String {
@@ -439,6 +476,8 @@ mod tests {
              cpu per GB          user 4.90 s, sys 0.77 s, softirq 0.33 s, total 5.99 s\n\
              cpu stages          read 5.75 s, decode 38.00 s, output 3.12 s\n\
              cpu system          user 42.00 s, sys 9.25 s, softirq 2.75 s, iowait 1.50 s\n\
+             memory              peak RSS 803.6 MB; buffers 8 encoded 283.2 MB, 2 decoded 106.2 MB, \
+             3 output 71.3 MB\n\
              unreadable frames   2\n\
              \x20 #99: frame 1100: /mnt/nfs/shot/shot.0001100.dpx: no such file\n\
              \x20 #150: frame 1151: /mnt/nfs/shot/shot.0001151.dpx: bad magic 0x00000000 at offset 0\n",
@@ -458,7 +497,7 @@ mod tests {
         ));
         assert!(lines
             .contains(&"output              v210 from rgb48le: BT.709 RGB to YCbCr 4:2:2 in fixed point"));
-        assert!(lines.len() <= 36, "{} lines", lines.len());
+        assert!(lines.len() <= 37, "{} lines", lines.len());
         assert!(lines.iter().all(|l| l.len() <= 110 && l.trim_end() == *l), "{text}");
         assert!(!text.contains('\x1b'));
     }
@@ -583,7 +622,7 @@ mod tests {
              storage mount       /mnt/isilon: nfs over rdma (vers=4.2, proto=rdma, rsize=1048576, nconnect=8, hard)\n"
         ));
         assert!(text.lines().all(|l| l.len() <= 110), "{text}");
-        assert!(text.lines().count() <= 37, "{text}");
+        assert!(text.lines().count() <= 38, "{text}");
 
         // Kerberos is worth a mention; a local disk has nothing more to say.
         let mut b = r.streams[0].clone();
@@ -615,6 +654,29 @@ mod tests {
         let text = summary(&r);
         assert!(text.contains("\ncpu process         user 41.25 s, sys 6.50 s\ncpu stages "));
         assert!(!text.contains("per GB"));
+    }
+
+    #[test]
+    fn memory_line_sums_the_streams_and_needs_a_figure() {
+        let mut r = sample_report();
+        r.streams.push(r.streams[0].clone());
+        let text = summary(&r);
+        assert!(
+            text.contains(
+                "\nmemory              peak RSS 803.6 MB; buffers 16 encoded 566.4 MB, \
+                 4 decoded 212.3 MB, 6 output 142.7 MB\n"
+            ),
+            "{text}"
+        );
+        // A report from before the figures: no line at all, rather than zeros.
+        r.memory = Default::default();
+        for s in &mut r.streams {
+            s.pool_buffers = Default::default();
+        }
+        assert!(!summary(&r).contains("\nmemory"));
+        // Buffers but no peak (/proc unreadable): a dash.
+        r.streams[0].pool_buffers.encoded = 1;
+        assert!(summary(&r).contains("\nmemory              peak RSS -; buffers 1 encoded 0.0 MB,"));
     }
 
     #[test]

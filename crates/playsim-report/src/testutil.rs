@@ -7,6 +7,9 @@ use crate::model::*;
 /// 4096x2160 10-bit DPX: 4 bytes a pixel plus an 8 KiB header.
 pub const FRAME_BYTES: u64 = 4096 * 2160 * 4 + 8192;
 
+/// One encoded buffer of [`FRAME_BYTES`]: whole 4096-byte pages plus one for the alignment.
+const POOLED_ENCODED_BYTES: u64 = FRAME_BYTES.div_ceil(4096) * 4096 + 4096;
+
 /// One stream of 240 4K DPX frames over NFS at 24 fps, with 6 drops.
 pub fn sample_report() -> Report {
     let frames_read = 238;
@@ -64,7 +67,14 @@ pub fn sample_report() -> Report {
         mb_per_s: bytes_read as f64 / 1e6 / 10.0,
         stall_ms: 0.0,
         latency,
-        pool_buffers: PoolBuffers { encoded: 8, decoded: 2, output: 3 },
+        pool_buffers: PoolBuffers {
+            encoded: 8,
+            decoded: 2,
+            output: 3,
+            encoded_bytes: 8 * POOLED_ENCODED_BYTES,
+            decoded_bytes: 2 * 4096 * 2160 * 6,
+            output_bytes: 3 * 11_008 * 2160,
+        },
         unreadable: vec![
             UnreadableFrame {
                 frame_idx: 99,
@@ -168,6 +178,11 @@ pub fn sample_report() -> Report {
                 softirq_s: 2.75,
                 steal_s: 0.0,
             },
+        },
+        memory: MemoryReport {
+            peak_rss_bytes: 784_793 * 1024,
+            rss_bytes: 512_044 * 1024,
+            pool_bytes: 8 * POOLED_ENCODED_BYTES + 2 * 4096 * 2160 * 6 + 3 * 11_008 * 2160,
         },
         streams: vec![stream],
     }
