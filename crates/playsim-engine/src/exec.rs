@@ -91,8 +91,10 @@ pub struct OutputJob {
     pub frame_idx: u64,
     /// The decoded frame.
     pub decoded: PooledBuf<DecodedFrame>,
-    /// Where the output (v210) bytes go.
-    pub packed: PooledBuf<Vec<u8>>,
+    /// Where the output (v210) bytes go: a buffer of the stream's encoded pool, taken once
+    /// the frame's encoded bytes went back there (a v210 frame is smaller than the frame it
+    /// was decoded from), so one pool holds both and stays within the prefetch window.
+    pub packed: PooledBuf<IoBuf>,
 }
 
 /// Runs decode jobs.

@@ -216,6 +216,7 @@ impl Simulation {
             origin,
             decode: Arc::clone(&self.decode),
             decode_slots: Arc::new(Semaphore::new(self.config.decode_threads as usize)),
+            decode_threads: self.config.decode_threads,
             output: self.output.clone(),
             live: Arc::clone(&self.live),
             cancel: Arc::clone(&self.cancel),
@@ -234,6 +235,7 @@ impl Simulation {
                 if let Some(pool) = &s.decode_pool {
                     own.decode = Arc::clone(&pool.executor);
                     own.decode_slots = Arc::clone(&pool.slots);
+                    own.decode_threads = pool.threads;
                 }
                 Arc::new(StreamCtx::new(s.name.clone(), Arc::clone(&s.source), Arc::clone(&s.storage), &own))
             })
@@ -473,32 +475,36 @@ fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> Stre
 fn pool_buffers(ctx: &StreamCtx, st: &StreamState) -> PoolBuffers {
     let largest_read = st.frames.iter().map(|e| e.bytes).max().unwrap_or(0);
     let geometry = st.decoded_geometry.map(|(w, h, _)| (w, h));
-    size_pools(ctx.buffers_created(), largest_read, geometry, st.decoded_format)
+    size_pools(ctx.buffers_created(), largest_read, geometry, st.decoded_format, ctx.packs())
 }
 
-/// Pools of `created` (encoded, decoded, output) buffers, each kind at the size of the stream's
+/// Pools of `created` (encoded, decoded) buffers, each kind at the size of the stream's
 /// largest frame of that kind (the pools keep their buffers, and a buffer grows to the largest
-/// frame it held): an encoded buffer is the largest read in whole pages plus one page for the
-/// alignment (`IoBuf`), a decoded one a frame of the decoded format, an output one a v210 frame.
+/// frame it held): a decoded buffer is a frame of the decoded format, an encoded one the larger
+/// of the largest read and, with an output stage (`packs`), a v210 frame (the output is packed
+/// into the encoded pool), in whole pages plus one page for the alignment (`IoBuf`). The
+/// output pool of its own is gone: its count and bytes are 0, the v210 bytes are in `encoded`.
 fn size_pools(
-    created: (usize, usize, usize),
+    created: (usize, usize),
     largest_read: u64,
     geometry: Option<(u32, u32)>,
     format: Option<PixelFormat>,
+    packs: bool,
 ) -> PoolBuffers {
-    let (encoded, decoded, output) = (created.0 as u64, created.1 as u64, created.2 as u64);
-    let align = DIRECT_IO_ALIGN as u64;
-    let encoded_each = if largest_read > 0 { largest_read.div_ceil(align) * align + align } else { 0 };
+    let (encoded, decoded) = (created.0 as u64, created.1 as u64);
     let (width, height) = geometry.unwrap_or((0, 0));
+    let v210_each = if packs { (crate::v210::stride(width) * height as usize) as u64 } else { 0 };
+    let largest = largest_read.max(v210_each);
+    let align = DIRECT_IO_ALIGN as u64;
+    let encoded_each = if largest > 0 { largest.div_ceil(align) * align + align } else { 0 };
     let decoded_each = format.map_or(0, |f| f.frame_len(width, height) as u64);
-    let output_each = (crate::v210::stride(width) * height as usize) as u64;
     PoolBuffers {
         encoded,
         decoded,
-        output,
+        output: 0,
         encoded_bytes: encoded * encoded_each,
         decoded_bytes: decoded * decoded_each,
-        output_bytes: output * output_each,
+        output_bytes: 0,
     }
 }
 
@@ -530,14 +536,22 @@ mod tests {
     #[test]
     fn pools_are_sized_by_their_largest_frame() {
         // 4K DCI 10-bit DPX (35,391,488 bytes) decoded to rgb48le and packed to v210.
-        let pools = size_pools((8, 5, 3), 35_391_488, Some((4096, 2160)), Some(PixelFormat::Rgb48Le));
-        assert_eq!((pools.encoded, pools.decoded, pools.output), (8, 5, 3));
+        // The v210 output shares the encoded pool: no pool of its own.
+        let pools = size_pools((8, 5), 35_391_488, Some((4096, 2160)), Some(PixelFormat::Rgb48Le), true);
+        assert_eq!((pools.encoded, pools.decoded, pools.output), (8, 5, 0));
         assert_eq!(pools.encoded_bytes, 8 * (8641 * 4096 + 4096), "8640.5 pages, rounded up, plus one");
         assert_eq!(pools.decoded_bytes, 5 * 4096 * 2160 * 6);
-        assert_eq!(pools.output_bytes, 3 * 11_008 * 2160, "86 groups of 48 pixels, 128 bytes each, a row");
-        assert_eq!(pools.bytes(), pools.encoded_bytes + pools.decoded_bytes + pools.output_bytes);
+        assert_eq!(pools.output_bytes, 0);
+        assert_eq!(pools.bytes(), pools.encoded_bytes + pools.decoded_bytes);
+        // Frames smaller than their v210 output (8-bit video): the encoded buffers grow to it.
+        let small = size_pools((2, 1), 1_000_000, Some((1920, 1080)), Some(PixelFormat::Rgb48Le), true);
+        assert_eq!(
+            small.encoded_bytes,
+            2 * (5120 * 1080 + 4096),
+            "a 1080p v210 frame (whole pages) plus one page"
+        );
         // Nothing read or decoded (a run that failed at once, --no-decode): counts, no bytes.
-        let empty = size_pools((1, 1, 0), 0, None, None);
+        let empty = size_pools((1, 1), 0, None, None, false);
         assert_eq!((empty.encoded, empty.decoded, empty.bytes()), (1, 1, 0));
     }
 }

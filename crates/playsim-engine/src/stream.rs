@@ -6,6 +6,8 @@
 //! - the read or decode failed: `unreadable`;
 //! - admitted but its bytes not all read (in flight, or queued for an I/O slot): `storage`;
 //! - read but not decoded (queued for or on a decode thread): `decode`;
+//! - read and waiting for one of the stream's decoded-frame slots, which only the output
+//!   stage frees: `output`;
 //! - decoded but its output work not finished: `output`;
 //! - never admitted, because every prefetch slot was held: the stage of the
 //!   oldest slot holder, so a CPU backlog is not mistaken for slow storage.
@@ -49,12 +51,18 @@ use crate::EngineConfig;
 /// The largest frame playsim reads into memory; a larger file is refused as unreadable.
 pub const MAX_FRAME_BYTES: u64 = 4 << 30;
 
+/// Frames a stream's output stage works on at once (its one output thread).
+const OUTPUT_SLOTS: usize = 1;
+
 /// Where a frame is in the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Phase {
     NotAdmitted,
     ReadQueued,
     Reading,
+    /// Read, waiting for a decoded-frame slot: the stream's decoded frames are all in the
+    /// output stage or queued for it (see `StreamCtx::decoded_slots`).
+    DecodedSlotQueued,
     DecodeQueued,
     /// Not decoded: it could not have been ready in time.
     Skipped,
@@ -72,7 +80,9 @@ impl Phase {
         match self {
             Phase::NotAdmitted | Phase::ReadQueued | Phase::Reading => DropCause::Storage,
             Phase::DecodeQueued | Phase::Skipped | Phase::Decoding => DropCause::Decode,
-            Phase::OutputQueued | Phase::Outputting | Phase::Ready => DropCause::Output,
+            Phase::DecodedSlotQueued | Phase::OutputQueued | Phase::Outputting | Phase::Ready => {
+                DropCause::Output
+            }
             Phase::Failed | Phase::Done => DropCause::Unreadable,
         }
     }
@@ -92,7 +102,8 @@ pub(crate) enum Verdict {
 /// What a ready frame holds until it is presented.
 enum Held {
     Decoded(#[allow(dead_code)] PooledBuf<DecodedFrame>),
-    Packed(#[allow(dead_code)] PooledBuf<Vec<u8>>),
+    /// The v210 output, in a buffer of the encoded pool.
+    Packed(#[allow(dead_code)] PooledBuf<IoBuf>),
 }
 
 pub(crate) struct FrameEntry {
@@ -337,11 +348,17 @@ pub(crate) struct StreamCtx {
     decode_slots: Arc<Semaphore>,
     output: Option<Arc<dyn OutputExecutor>>,
     output_slots: Arc<Semaphore>,
+    /// With an output stage, the decoded frames the stream may hold at once: its decode
+    /// pool's threads + output slots + 2. A permit is taken before a frame's decoded buffer
+    /// and given back with it, once the output stage packed it, so the decoded pool stays
+    /// at that size even when frames queue for a slow output stage (`--fps max`). Without an
+    /// output stage ready frames hold their decoded frames, and the window bounds them.
+    decoded_slots: Option<Arc<Semaphore>>,
     io_slots: Arc<Semaphore>,
     window: Arc<Semaphore>,
+    /// Encoded bytes, then the same frame's v210 output (see [`OutputJob::packed`]).
     encoded_pool: BufPool<IoBuf>,
     decoded_pool: BufPool<DecodedFrame>,
-    packed_pool: BufPool<Vec<u8>>,
     state: Mutex<StreamState>,
     changed: Notify,
     live: Arc<LiveCounters>,
@@ -367,6 +384,8 @@ pub(crate) struct Shared {
     pub origin: Duration,
     pub decode: Arc<dyn DecodeExecutor>,
     pub decode_slots: Arc<Semaphore>,
+    /// The threads of the decode pool behind `decode_slots`.
+    pub decode_threads: u32,
     pub output: Option<Arc<dyn OutputExecutor>>,
     pub live: Arc<LiveCounters>,
     pub cancel: Arc<CancelToken>,
@@ -390,6 +409,11 @@ impl StreamCtx {
         // the window holds those packets on top of the prefetch, so it can never run dry.
         // Pictures themselves stay within the prefetch (see `frame_task_in_order`).
         let window = shared.cfg.prefetch as usize + in_order.as_ref().map_or(0, |d| d.max_delay() as usize);
+        // A stream that does not decode has nothing to output.
+        let output = shared.output.clone().filter(|_| decodes);
+        let decoded_slots = output
+            .as_ref()
+            .map(|_| Arc::new(Semaphore::new(shared.decode_threads as usize + OUTPUT_SLOTS + 2)));
         StreamCtx {
             name,
             decoder,
@@ -400,14 +424,13 @@ impl StreamCtx {
             origin: shared.origin,
             decode: Arc::clone(&shared.decode),
             decode_slots: Arc::clone(&shared.decode_slots),
-            // A stream that does not decode has nothing to output.
-            output: shared.output.clone().filter(|_| decodes),
-            output_slots: Arc::new(Semaphore::new(1)),
+            output,
+            output_slots: Arc::new(Semaphore::new(OUTPUT_SLOTS)),
+            decoded_slots,
             io_slots: Arc::new(Semaphore::new(shared.cfg.io_depth as usize)),
             window: Arc::new(Semaphore::new(window)),
             encoded_pool: BufPool::new(),
             decoded_pool: BufPool::new(),
-            packed_pool: BufPool::new(),
             state: Mutex::new(StreamState::default()),
             changed: Notify::new(),
             live: Arc::clone(&shared.live),
@@ -446,9 +469,15 @@ impl StreamCtx {
         u64::try_from(self.now().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// Buffers this stream's pools have created: the steady-state memory bound.
-    pub fn buffers_created(&self) -> (usize, usize, usize) {
-        (self.encoded_pool.created(), self.decoded_pool.created(), self.packed_pool.created())
+    /// Buffers this stream's pools have created, encoded (which also hold the v210 output)
+    /// and decoded: the steady-state memory bound.
+    pub fn buffers_created(&self) -> (usize, usize) {
+        (self.encoded_pool.created(), self.decoded_pool.created())
+    }
+
+    /// True when the stream packs its frames to v210 (into its encoded pool).
+    pub fn packs(&self) -> bool {
+        self.output.is_some()
     }
 
     /// Plays the stream: admits frames, runs their tasks and presents them, then
@@ -650,7 +679,8 @@ impl StreamCtx {
         };
         self.live.bytes(bytes);
         let t = self.now_ns();
-        let ok = self.advance(idx, Phase::DecodeQueued, |e| {
+        let next = if self.decoded_slots.is_some() { Phase::DecodedSlotQueued } else { Phase::DecodeQueued };
+        let ok = self.advance(idx, next, |e| {
             e.read_done_ns = Some(t);
             e.bytes = bytes;
         });
@@ -663,6 +693,21 @@ impl StreamCtx {
             drop(encoded);
             return self.ready(idx, slot, t, Held::Decoded(self.decoded_pool.get()));
         }
+
+        // A decoded-frame slot, before a decode thread: a frame waiting on the output stage
+        // does not hold a thread other streams could use.
+        let decoded_slot = match &self.decoded_slots {
+            Some(slots) => {
+                let Some(permit) = acquire_unless_dropped(slots, &cancel).await else {
+                    return self.retire(idx, slot);
+                };
+                if !self.advance(idx, Phase::DecodeQueued, |_| {}) {
+                    return self.retire(idx, slot);
+                }
+                Some(permit)
+            }
+            None => None,
+        };
 
         // Decode.
         let Some(permit) = acquire_unless_dropped(&self.decode_slots, &cancel).await else {
@@ -705,10 +750,13 @@ impl StreamCtx {
                 return self.fail(idx, slot, unreadable(detail));
             }
         }
-        let DecodeJob { decoded, .. } = job;
+        // The encoded buffer goes back to the pool here, for the output stage to pack into
+        // (a field left in a partly moved `job` would be dropped only at the task's end).
+        let DecodeJob { decoded, encoded, .. } = job;
+        drop(encoded);
         self.note_geometry(&decoded);
         let t = u64::try_from(end.as_nanos()).unwrap_or(u64::MAX);
-        match self.output_stage(idx, &cancel, decoded, t).await {
+        match self.output_stage(idx, &cancel, (decoded, decoded_slot), t).await {
             Ok(held) => self.ready(idx, slot, duration_ns(self.now()), held),
             Err(None) => self.retire(idx, slot),
             Err(Some(detail)) => self.fail(idx, slot, unreadable(detail)),
@@ -788,7 +836,8 @@ impl StreamCtx {
         };
         self.note_geometry(&decoded);
         let t = duration_ns(self.now());
-        match self.output_stage(idx, &cancel, decoded, t).await {
+        // Long-GOP pictures stay within the picture budget (the prefetch), not the decoded slots.
+        match self.output_stage(idx, &cancel, (decoded, None), t).await {
             Ok(held) => self.ready_holding(idx, slot, duration_ns(self.now()), held, Some(token)),
             Err(None) => self.retire(idx, slot),
             Err(Some(detail)) => self.fail(idx, slot, unreadable(detail)),
@@ -881,13 +930,15 @@ impl StreamCtx {
         }
     }
 
-    /// The output stage for a decoded frame: what the frame holds until it is presented,
-    /// `Err(None)` if it was dropped meanwhile, or `Err(Some(detail))` if the stage failed.
+    /// The output stage for a decoded frame (with its decoded-frame slot, if the stream caps
+    /// them): what the frame holds until it is presented, `Err(None)` if it was dropped
+    /// meanwhile, or `Err(Some(detail))` if the stage failed. The decoded frame and its slot
+    /// go back as soon as it is packed.
     async fn output_stage(
         &self,
         idx: u64,
         cancel: &Notify,
-        decoded: PooledBuf<DecodedFrame>,
+        (decoded, decoded_slot): (PooledBuf<DecodedFrame>, Option<OwnedSemaphorePermit>),
         decode_done_ns: u64,
     ) -> Result<Held, Option<String>> {
         let Some(output) = self.output.clone() else {
@@ -904,9 +955,11 @@ impl StreamCtx {
         if !self.advance(idx, Phase::Outputting, |_| {}) {
             return Err(None);
         }
-        let job = OutputJob { frame_idx: idx, decoded, packed: self.packed_pool.get() };
+        let job = OutputJob { frame_idx: idx, decoded, packed: self.encoded_pool.get() };
         let job = output.output(job).await;
         drop(permit);
+        let job = job.map(|OutputJob { packed, .. }| packed);
+        drop(decoded_slot);
         let end = self.now();
         {
             let mut st = self.lock();
@@ -914,7 +967,7 @@ impl StreamCtx {
             st.recent_output.push(end.saturating_sub(start));
         }
         match job {
-            Some(job) => Ok(Held::Packed(job.packed)),
+            Some(packed) => Ok(Held::Packed(packed)),
             None => Err(Some("the output stage failed without a result".into())),
         }
     }

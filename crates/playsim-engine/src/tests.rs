@@ -748,3 +748,48 @@ async fn a_pool_slower_than_real_time_skips_frames_it_cannot_finish_in_time() {
     let report = sc.run().await;
     assert_eq!((report.streams[0].presented, report.streams[0].decode_skipped), (20, 0));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_output_stage_holds_no_more_decoded_frames_than_threads_plus_three() {
+    // At --fps max, decode (2 threads at 5 ms: 400 fps) outruns the one output thread
+    // (20 ms: 50 fps), so decoded frames queue for it; a window of 16 would let 16 queue.
+    let mut sc = Scenario::new(200);
+    sc.config.pacing = Pacing::Max;
+    sc.config.prefetch = 16;
+    sc.output = Some(ScriptedWork::new(20 * MS));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!((s.presented, s.dropped.total()), (200, 0));
+    assert!(s.fps_achieved > 49.0 && s.fps_achieved <= 50.0, "{}", s.fps_achieved);
+    let pools = s.pool_buffers;
+    // Decode threads + output slots + 2 decoded frames; the v210 output shares the
+    // encoded pool, which stays within the window.
+    assert!(pools.decoded <= 2 + 1 + 2, "{pools:?}");
+    assert!(pools.encoded <= 16, "{pools:?}");
+    assert_eq!(pools.output, 0, "{pools:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_frame_starved_of_a_decoded_slot_by_a_slow_output_is_dropped_as_output() {
+    // The stream's 5 decoded slots (2 threads + 1 output slot + 2): frame 20 holds one in a
+    // 2.5 s output, frames 21 and 22 two in 2.5 s decodes, and frames 24 and 25, read while
+    // frame 23's read took 600 ms, the last two. Frame 23, read, waits for a slot past its
+    // deadline: it waits on the output stage, which frees decoded frames, not on decode.
+    let mut sc = Scenario::new(80).slow_reads([23], 600 * MS);
+    sc.config.prefetch = 10;
+    sc.config.preroll = 10;
+    sc.decode = ScriptedWork::new(5 * MS).slow([21, 22], 2500 * MS);
+    sc.output = Some(ScriptedWork::new(MS).slow([20], 2500 * MS));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    let frame = |idx: usize| &s.timeline[idx];
+    assert_eq!(frame(23).cause, Some(DropCauseName::Output), "{:?}", frame(23));
+    assert!(frame(23).read_done_ns.is_some() && frame(23).decode_done_ns.is_none(), "{:?}", frame(23));
+    assert_eq!(
+        (frame(20).cause, frame(21).cause),
+        (Some(DropCauseName::Output), Some(DropCauseName::Decode))
+    );
+    assert_eq!((s.dropped.storage, s.dropped.unreadable), (0, 0), "{:?}", s.dropped);
+    assert!(s.pool_buffers.decoded <= 5, "{:?}", s.pool_buffers);
+    assert_eq!(s.presented + s.dropped.total(), 80);
+}

@@ -8,7 +8,7 @@
 //!   the bit depth (to 10) and the chroma (to 4:2:2) adapted: 4:2:0 repeats each
 //!   chroma row, 4:4:4 averages each pair. `yuv422p10le` is a pure repack.
 
-use playsim_core::{Chroma, DecodedFrame, PixelFormat};
+use playsim_core::{Chroma, DecodedFrame, IoBuf, PixelFormat};
 
 /// Bytes per v210 row: 48 pixels per 128 bytes, rounded up.
 pub fn stride(width: u32) -> usize {
@@ -86,14 +86,18 @@ pub fn path(format: PixelFormat) -> String {
 /// Packs `frame` into `out` as v210, reusing `out`'s allocation: RGB (alpha ignored)
 /// through a BT.709 conversion, planar YUV directly. An empty frame, or one in a
 /// format with no v210 path, gives empty output.
-pub fn pack(frame: &DecodedFrame, out: &mut Vec<u8>) {
+///
+/// `out` is typically a recycled buffer (the engine packs into the frame's own encoded
+/// buffer once it is decoded) and holds old bytes: every byte of the output is written,
+/// the row padding zeroed, so the result does not depend on what was there.
+pub fn pack(frame: &DecodedFrame, out: &mut IoBuf) {
     if let Some(PixelFormat::Yuv { chroma, bits, .. }) = frame.format {
         return pack_yuv(frame, chroma, bits, out);
     }
     let width = frame.width as usize;
     let height = frame.height as usize;
     let bpp = frame.format.map_or(0, |f| f.bytes_per_pixel());
-    out.clear();
+    out.truncate(0);
     let packable = matches!(
         frame.format,
         Some(PixelFormat::Rgb48Le | PixelFormat::Rgba64Le | PixelFormat::RgbF32Le | PixelFormat::RgbaF32Le)
@@ -102,7 +106,7 @@ pub fn pack(frame: &DecodedFrame, out: &mut Vec<u8>) {
         return;
     }
     let stride = stride(frame.width);
-    out.resize(stride * height, 0);
+    out.prepare(stride * height);
     let src_stride = width * bpp;
     // Each output thread keeps one row of scratch, so steady state allocates nothing.
     ROW_SCRATCH.with_borrow_mut(|row| {
@@ -123,8 +127,8 @@ pub fn pack(frame: &DecodedFrame, out: &mut Vec<u8>) {
 
 /// Packs planar YUV of any depth and subsampling, row by row through the scratch planes,
 /// reading the planes where they are (the frame's own bytes or the decoder's buffers).
-fn pack_yuv(frame: &DecodedFrame, chroma: Chroma, bits: u8, out: &mut Vec<u8>) {
-    out.clear();
+fn pack_yuv(frame: &DecodedFrame, chroma: Chroma, bits: u8, out: &mut IoBuf) {
+    out.truncate(0);
     let Some(format) = frame.format else { return };
     let (width, height) = (frame.width as usize, frame.height as usize);
     let planes = frame.planes();
@@ -132,7 +136,7 @@ fn pack_yuv(frame: &DecodedFrame, chroma: Chroma, bits: u8, out: &mut Vec<u8>) {
         return;
     }
     let stride = stride(frame.width);
-    out.resize(stride * height, 0);
+    out.prepare(stride * height);
     let (_, log2_h) = chroma.log2();
     let wide = format.bytes_per_sample() == 2;
     // To 10 bits: a left shift for 8-bit samples, a right shift for deeper ones.
@@ -247,8 +251,11 @@ impl RowScratch {
         }
     }
 
-    /// Packs the planar row into v210 words, six pixels per four words.
+    /// Packs the planar row into v210 words, six pixels per four words, and zeroes the
+    /// rest of the row (the padding up to 128 bytes, which a recycled buffer holds junk in).
     fn pack(&self, dst: &mut [u8]) {
+        let written = (self.y.len() / 6 * 16).min(dst.len());
+        dst[written..].fill(0);
         let groups = self.y.chunks_exact(6).zip(self.cb.chunks_exact(3)).zip(self.cr.chunks_exact(3));
         for (((y, cb), cr), out) in groups.zip(dst.chunks_exact_mut(16)) {
             let words = [
@@ -306,13 +313,21 @@ mod tests {
         f
     }
 
+    /// A buffer of `len` bytes of junk, as a recycled one holds.
+    fn junk(len: usize) -> IoBuf {
+        let mut b = IoBuf::default();
+        b.prepare(len);
+        b.fill(0xA5);
+        b
+    }
+
     fn word(out: &[u8], i: usize) -> u32 {
         u32::from_le_bytes([out[i * 4], out[i * 4 + 1], out[i * 4 + 2], out[i * 4 + 3]])
     }
 
     #[test]
     fn black_white_and_red_give_bt709_codes() {
-        let mut out = Vec::new();
+        let mut out = IoBuf::default();
         pack(&solid(6, 1, [0, 0, 0]), &mut out);
         assert_eq!(out.len(), 128);
         assert_eq!(word(&out, 0), 512 | 64 << 10 | 512 << 20);
@@ -329,7 +344,7 @@ mod tests {
     fn odd_width_pads_the_last_group_and_rows_are_128_byte_aligned() {
         assert_eq!(stride(4096), 11008);
         assert_eq!(stride(1920), 5120);
-        let mut out = Vec::new();
+        let mut out = IoBuf::default();
         pack(&solid(7, 3, [30000, 20000, 10000]), &mut out);
         assert_eq!(out.len(), 128 * 3);
     }
@@ -341,7 +356,7 @@ mod tests {
         for (i, b) in f.data.iter_mut().enumerate() {
             *b = (i * 37 % 251) as u8;
         }
-        let mut out = Vec::new();
+        let mut out = IoBuf::default();
         pack(&f, &mut out);
         let px = |x: usize, y: usize| -> [u16; 3] {
             let x = x.min(52);
@@ -376,18 +391,44 @@ mod tests {
             }
             px32[12..16].copy_from_slice(&0.5f32.to_le_bytes());
         }
-        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let (mut a, mut b) = (IoBuf::default(), IoBuf::default());
         pack(&f16, &mut a);
         pack(&f32_frame, &mut b);
         assert!(!a.is_empty());
-        assert_eq!(a, b);
+        assert_eq!(a[..], b[..]);
+    }
+
+    #[test]
+    fn a_recycled_buffer_full_of_junk_gives_the_same_bytes_as_a_fresh_one() {
+        // 53 pixels: nine six-pixel groups fill 144 bytes of a 256-byte row, the rest is padding.
+        let mut rgb = DecodedFrame::default();
+        rgb.reset(53, 3, PixelFormat::Rgb48Le);
+        for (i, b) in rgb.data.iter_mut().enumerate() {
+            *b = (i * 31 % 253) as u8;
+        }
+        let yuv_format = PixelFormat::from_ffmpeg_name("yuv420p").unwrap();
+        let yuv = planar(53, 3, yuv_format, |p, x, y| ((p * 7 + x * 3 + y) % 256) as u32);
+        for frame in [&rgb, &yuv] {
+            let mut fresh = IoBuf::default();
+            pack(frame, &mut fresh);
+            assert_eq!(fresh.len(), stride(53) * 3);
+            // Larger than the output, so it is reused as is, junk and all.
+            let mut recycled = junk(fresh.len() + 4096);
+            let id = recycled.id();
+            pack(frame, &mut recycled);
+            assert_eq!(recycled.id(), id, "the recycled buffer was not reused");
+            assert_eq!(recycled[..], fresh[..]);
+            // The row padding is zeroes, not the junk.
+            let row = &recycled[..stride(53)];
+            assert!(row[9 * 16..].iter().all(|&b| b == 0), "{:?}", &row[9 * 16..]);
+        }
     }
 
     #[test]
     fn frames_without_rgb_give_empty_output() {
         let mut f = DecodedFrame::default();
         f.reset(8, 8, PixelFormat::Samples32Le { channels: 1 });
-        let mut out = vec![1];
+        let mut out = junk(1);
         pack(&f, &mut out);
         assert!(out.is_empty());
     }
@@ -396,7 +437,7 @@ mod tests {
     fn malformed_frames_give_empty_output() {
         let mut f = solid(8, 8, [1, 2, 3]);
         f.data.truncate(10);
-        let mut out = vec![1, 2, 3];
+        let mut out = junk(3);
         pack(&f, &mut out);
         assert!(out.is_empty());
     }
@@ -446,7 +487,7 @@ mod tests {
         let format = PixelFormat::from_ffmpeg_name("yuv422p10le").unwrap();
         let value = |p: usize, x: usize, y: usize| ((p * 331 + x * 17 + y * 101) % 1024) as u32;
         let f = planar(50, 3, format, value);
-        let mut out = Vec::new();
+        let mut out = IoBuf::default();
         pack(&f, &mut out);
         assert_eq!(out.len(), stride(50) * 3);
         for y in 0..3 {
@@ -464,7 +505,7 @@ mod tests {
         let value = |p: usize, x: usize, y: usize| ((p * 71 + x * 5 + y * 29) % 256) as u32;
         // Odd sizes: the last chroma column and row cover one pixel.
         let f = planar(13, 5, format, value);
-        let mut out = Vec::new();
+        let mut out = IoBuf::default();
         pack(&f, &mut out);
         for y in 0..5 {
             let (luma, cb, cr) = unpack_row(&out, 13, y);
@@ -479,7 +520,7 @@ mod tests {
         let format = PixelFormat::from_ffmpeg_name("yuva444p12le").unwrap();
         let value = |p: usize, x: usize, y: usize| ((p * 977 + x * 61 + y * 13) % 4096) as u32;
         let f = planar(7, 2, format, value);
-        let mut out = Vec::new();
+        let mut out = IoBuf::default();
         pack(&f, &mut out);
         for y in 0..2 {
             let (luma, cb, cr) = unpack_row(&out, 7, y);
@@ -499,7 +540,7 @@ mod tests {
         let format = PixelFormat::from_ffmpeg_name("yuv422p10le").unwrap();
         let mut f = planar(8, 8, format, |_, _, _| 512);
         f.data.truncate(f.data.len() - 1);
-        let mut out = vec![1];
+        let mut out = junk(1);
         pack(&f, &mut out);
         assert!(out.is_empty());
     }

@@ -292,14 +292,16 @@ pub struct StreamReport {
 /// How many buffers a stream's pools created, and their bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PoolBuffers {
-    /// Encoded-frame (read) buffers.
+    /// Encoded-frame (read) buffers, which then hold the frame's v210 output.
     pub encoded: u64,
     /// Decoded-frame buffers.
     pub decoded: u64,
-    /// Output (v210) buffers.
+    /// Output (v210) buffers of a pool of their own: 0 since the output is packed into the
+    /// frame's encoded buffer (kept for reports of earlier versions).
     pub output: u64,
-    /// Bytes of the encoded-frame buffers: `encoded` × the largest frame read, rounded up
-    /// to whole 4096-byte pages plus one (the alignment O_DIRECT needs).
+    /// Bytes of the encoded-frame buffers: `encoded` × the larger of the largest frame read
+    /// and a v210 frame, rounded up to whole 4096-byte pages plus one (the alignment O_DIRECT
+    /// needs).
     #[serde(default)]
     pub encoded_bytes: u64,
     /// Bytes of the decoded-frame buffers: `decoded` × one frame in the canonical pixel

@@ -348,14 +348,17 @@ fn memory(r: &Report, out: &mut Vec<String>) {
     let mut text = if peak > 0 { format!("peak RSS {}", megabytes(peak)) } else { "peak RSS -".to_owned() };
     if n_buffers > 0 {
         text.push_str(&format!(
-            "; buffers {} encoded {}, {} decoded {}, {} output {}",
+            "; buffers {} encoded {}, {} decoded {}",
             pools.encoded,
             megabytes(pools.encoded_bytes),
             pools.decoded,
             megabytes(pools.decoded_bytes),
-            pools.output,
-            megabytes(pools.output_bytes)
         ));
+        // Reports of older versions had a pool of their own for the v210 output; now it is
+        // packed into the frame's encoded buffer, and this part is left out.
+        if pools.output > 0 {
+            text.push_str(&format!(", {} output {}", pools.output, megabytes(pools.output_bytes)));
+        }
     }
     out.push(line("memory", &text));
 }
@@ -674,9 +677,11 @@ mod tests {
             s.pool_buffers = Default::default();
         }
         assert!(!summary(&r).contains("\nmemory"));
-        // Buffers but no peak (/proc unreadable): a dash.
+        // Buffers but no peak (/proc unreadable): a dash; no output pool (v210 is packed into
+        // the encoded buffers): no output part.
         r.streams[0].pool_buffers.encoded = 1;
-        assert!(summary(&r).contains("\nmemory              peak RSS -; buffers 1 encoded 0.0 MB,"));
+        assert!(summary(&r)
+            .contains("\nmemory              peak RSS -; buffers 1 encoded 0.0 MB, 0 decoded 0.0 MB\n"));
     }
 
     #[test]

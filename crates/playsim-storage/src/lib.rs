@@ -57,6 +57,8 @@ pub mod mountinfo;
 pub mod nfs;
 pub mod scripted;
 pub mod sim;
+#[cfg(test)]
+mod testutil;
 mod uring;
 
 pub use error::Error;

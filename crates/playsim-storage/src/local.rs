@@ -686,17 +686,7 @@ pub(crate) fn thread_cpu_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Bytes that differ at every offset of a long file (a period of 251, a prime).
-    fn pattern(len: usize) -> Vec<u8> {
-        (0..len).map(|i| (i % 251) as u8).collect()
-    }
-
-    fn write_file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
-        let path = dir.join(name);
-        std::fs::write(&path, data).expect("write test file");
-        path
-    }
+    use crate::testutil::{pattern, write_file};
 
     fn storage(block_size: usize) -> LocalStorage {
         LocalStorage::builder().block_size(block_size).build().expect("valid options")

@@ -9,18 +9,8 @@ use std::path::{Path, PathBuf};
 use playsim_core::{IoBuf, Storage};
 
 use super::*;
+use crate::testutil::{pattern, write_file};
 use crate::{IoEngine, LocalOptions, LocalStorage};
-
-/// Bytes that differ at every offset of a long file (a period of 251, a prime).
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i % 251) as u8).collect()
-}
-
-fn write_file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, data).expect("write test file");
-    path
-}
 
 fn options(block_size: usize, direct: bool, uring: UringOptions) -> LocalOptions {
     LocalOptions { block_size, direct, io_engine: IoEngine::IoUring, uring }
