@@ -18,6 +18,17 @@ pub enum PresentPriority {
     Normal,
 }
 
+impl PresentPriority {
+    /// Its name in the report: "real-time", "nice -10" or "normal".
+    pub fn name(self) -> &'static str {
+        match self {
+            PresentPriority::RealTime => "real-time",
+            PresentPriority::Nice => "nice -10",
+            PresentPriority::Normal => "normal",
+        }
+    }
+}
+
 /// Raises the calling thread's priority as far as the system allows, and says how far.
 ///
 /// The thread only sleeps, spins at most `PreciseClock`'s spin window (150 µs) before a

@@ -445,6 +445,7 @@ fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> Stre
         fps: cfg.pacing.to_string(),
         start_offset_s: spec.start_offset.as_secs_f64(),
         decode_pool_threads: spec.decode_pool.as_ref().map(OwnDecodePool::threads),
+        presenter_priority: st.present_priority.map(|p| p.name().to_owned()),
         t0_ns,
         span_ns,
         frames_due: st.frames_due,

@@ -208,6 +208,8 @@ pub(crate) struct StreamState {
     pub stall: Duration,
     pub unreadable: Vec<UnreadableFrame>,
     pub t0_ns: Option<u64>,
+    /// How the stream's presentation thread was scheduled, once it started.
+    pub present_priority: Option<crate::priority::PresentPriority>,
     pub end_ns: Option<u64>,
     pub frames_due: u64,
     /// Width, height and pixel format of the first frame decoded.
@@ -1245,7 +1247,8 @@ impl PresentThread {
         std::thread::Builder::new()
             .name("playsim-present".into())
             .spawn(move || {
-                crate::priority::raise_presentation_thread();
+                let priority = crate::priority::raise_presentation_thread();
+                ctx.lock().present_priority = Some(priority);
                 if let Ok(t0) = t0.recv() {
                     let _ = frames_due.send(ctx.present_paced_blocking(t0, rate, &runtime));
                 }

@@ -414,6 +414,8 @@ async fn on_the_wall_clock_frames_are_presented_from_the_present_thread() {
     let s = &report.streams[0];
     assert_eq!((s.frames_due, s.presented, s.dropped.total()), (12, 12, 0));
     assert!(s.stall_ms > 0.0, "frame 6 was read late, so the schedule waited: {}", s.stall_ms);
+    let priority = s.presenter_priority.as_deref();
+    assert!(matches!(priority, Some("real-time" | "nice -10" | "normal")), "{priority:?}");
     for f in &s.timeline {
         let (due, presented) = (f.due_ns, f.presented_ns.expect("every frame presented"));
         assert!(presented >= due, "frame {} presented before it was due", f.frame_idx);

@@ -253,6 +253,12 @@ pub struct StreamReport {
     /// source), or none when it used the run's shared pool.
     #[serde(default)]
     pub decode_pool_threads: Option<u32>,
+    /// How the stream's presentation thread was scheduled, when it was paced on the wall
+    /// clock: "real-time" (SCHED_FIFO), "nice -10", or "normal" when the system allowed
+    /// neither (no root, CAP_SYS_NICE or RLIMIT_RTPRIO); then the pacing error can include a
+    /// busy machine's scheduling delays. None at `--fps max` and on a test clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presenter_priority: Option<String>,
     /// When playback started (frame 0 due), in ns from the start of the run.
     pub t0_ns: u64,
     /// The playback span in ns: from t0 to the end of the last due frame's

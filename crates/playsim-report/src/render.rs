@@ -54,6 +54,7 @@ pub fn summary(report: &Report) -> String {
     out.push(String::new());
     cpu(report, &mut out);
     memory(report, &mut out);
+    presenter(report, &mut out);
     unreadable(report, &mut out);
     if let Some(error) = &report.error {
         out.push(line("error", error));
@@ -61,6 +62,18 @@ pub fn summary(report: &Report) -> String {
     let mut text = out.join("\n");
     text.push('\n');
     text
+}
+
+/// A warning when a paced stream's presentation thread could not be raised above normal
+/// priority: its pacing error then measures the machine's scheduling, not only playsim.
+fn presenter(r: &Report, out: &mut Vec<String>) {
+    if r.streams.iter().any(|s| s.presenter_priority.as_deref() == Some("normal")) {
+        out.push(line(
+            "presentation",
+            "at normal priority (real-time was refused): the pacing error includes this machine's \
+             scheduling delays; run as root or grant CAP_SYS_NICE for a real-time presentation thread",
+        ));
+    }
 }
 
 /// `playsim 0.1.0: complete in 10.50 s, fps 24, transport nfs, source /mnt/shot`.
@@ -657,6 +670,16 @@ mod tests {
         let text = summary(&r);
         assert!(text.contains("\ncpu process         user 41.25 s, sys 6.50 s\ncpu stages "));
         assert!(!text.contains("per GB"));
+    }
+
+    #[test]
+    fn a_presentation_thread_at_normal_priority_is_pointed_out() {
+        let mut r = sample_report();
+        assert!(!summary(&r).contains("\npresentation"), "nothing to say by default");
+        r.streams[0].presenter_priority = Some("real-time".into());
+        assert!(!summary(&r).contains("\npresentation"));
+        r.streams[0].presenter_priority = Some("normal".into());
+        assert!(summary(&r).contains("\npresentation        at normal priority (real-time was refused)"));
     }
 
     #[test]

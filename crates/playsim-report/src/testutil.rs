@@ -55,6 +55,7 @@ pub fn sample_report() -> Report {
         fps: "24".into(),
         start_offset_s: 0.0,
         decode_pool_threads: None,
+        presenter_priority: None,
         t0_ns: 250_000_000,
         span_ns: 10_000_000_000,
         frames_due: 240,
