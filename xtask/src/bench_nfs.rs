@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use playsim_testserver::NfsServer;
 
 use crate::bench::{median, Bench, BenchRow};
-use crate::process;
+use crate::process::{self, USER_HZ};
 
 /// Frames in the sequence: 96 4K DCI 10-bit DPX frames of 35.4 MB, 3.4 GB. A run lasts a couple
 /// of seconds at 2 GB/s, and the sequence is in memory once: the export's files are hard links to
@@ -436,9 +436,6 @@ struct SystemCpu {
     busy_s: f64,
 }
 
-/// Clock ticks a second in `/proc` (`USER_HZ`), 100 on every Linux playsim runs on.
-const USER_HZ: f64 = 100.0;
-
 impl SystemCpu {
     fn read() -> Result<SystemCpu> {
         let text = fs::read_to_string("/proc/stat").context("cannot read /proc/stat")?;
@@ -467,11 +464,7 @@ fn process_cpu_s(pid: u32) -> Result<f64> {
 }
 
 fn parse_process_cpu_s(text: &str) -> Option<f64> {
-    // The command name may hold spaces and parentheses: count fields from the last ')'.
-    let mut fields = text[text.rfind(')')? + 1..].split_whitespace().skip(11);
-    let user: u64 = fields.next()?.parse().ok()?;
-    let sys: u64 = fields.next()?.parse().ok()?;
-    Some((user + sys) as f64 / USER_HZ)
+    process::proc_stat_cpu_pair_s(text, 14).map(|(user, sys)| user + sys)
 }
 
 #[cfg(test)]

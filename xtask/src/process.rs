@@ -75,16 +75,25 @@ fn children_cpu_s() -> Result<(f64, f64)> {
     parse_children_cpu_s(&stat).context("cannot parse /proc/self/stat")
 }
 
-/// Fields 16 and 17 of `/proc/PID/stat`, counted after the command name's closing parenthesis
-/// (the name may hold spaces), in clock ticks of 1/100 s (USER_HZ, 100 on Linux).
-fn parse_children_cpu_s(stat: &str) -> Option<(f64, f64)> {
-    const USER_HZ: f64 = 100.0;
+/// Clock ticks a second in `/proc` (`USER_HZ`), 100 on every Linux playsim runs on.
+pub const USER_HZ: f64 = 100.0;
+
+/// Fields `n` and `n + 1` of a `/proc/PID/stat` line (numbered from 1 as in proc(5)), in
+/// seconds: pairs of CPU times in clock ticks (14/15 utime/stime, 16/17 cutime/cstime).
+/// Fields are counted after the command name's closing parenthesis, since the name may hold
+/// spaces and parentheses.
+pub fn proc_stat_cpu_pair_s(stat: &str, n: usize) -> Option<(f64, f64)> {
     let (_, rest) = stat.rsplit_once(')')?;
-    // `rest` starts with field 3 (state); cutime is field 16, cstime field 17.
-    let mut fields = rest.split_whitespace().skip(13);
-    let cutime: f64 = fields.next()?.parse().ok()?;
-    let cstime: f64 = fields.next()?.parse().ok()?;
-    Some((cutime / USER_HZ, cstime / USER_HZ))
+    // `rest` starts with field 3 (state).
+    let mut fields = rest.split_whitespace().skip(n.checked_sub(3)?);
+    let first: u64 = fields.next()?.parse().ok()?;
+    let second: u64 = fields.next()?.parse().ok()?;
+    Some((first as f64 / USER_HZ, second as f64 / USER_HZ))
+}
+
+/// cutime and cstime (fields 16 and 17), in seconds.
+fn parse_children_cpu_s(stat: &str) -> Option<(f64, f64)> {
+    proc_stat_cpu_pair_s(stat, 16)
 }
 
 /// Whether `program` is an executable file somewhere on `PATH`.
