@@ -20,6 +20,10 @@
 //! it is `skipped`, dropped as `decode` when it falls due, and the thread goes to a
 //! frame that can still make it, as a player drops late frames before decoding them.
 //! Without that, a pool slower than real time spends itself on frames that are all late.
+//! The read side does the same when an I/O slot is free for a frame, by the recent read,
+//! decode and output times: a frame that cannot be read in time is `read_skipped` and
+//! dropped as `storage` (as `decode`, skipped, when its decode and output alone are too
+//! slow), so a link a few percent short of the rate loses a few percent of the frames.
 //!
 //! A long-GOP stream (a decoder with an [`in_order`](playsim_core::Decoder::in_order)
 //! form) cannot skip a packet, since later frames reference it: every packet is read
@@ -64,6 +68,8 @@ pub(crate) enum Phase {
     /// output stage or queued for it (see `StreamCtx::decoded_slots`).
     DecodedSlotQueued,
     DecodeQueued,
+    /// Not read: it could not have been read (and decoded and output) in time.
+    ReadSkipped,
     /// Not decoded: it could not have been ready in time.
     Skipped,
     Decoding,
@@ -78,7 +84,9 @@ impl Phase {
     /// The stage to blame if the frame is not presentable at its deadline.
     fn blame(self) -> DropCause {
         match self {
-            Phase::NotAdmitted | Phase::ReadQueued | Phase::Reading => DropCause::Storage,
+            Phase::NotAdmitted | Phase::ReadQueued | Phase::ReadSkipped | Phase::Reading => {
+                DropCause::Storage
+            }
             Phase::DecodeQueued | Phase::Skipped | Phase::Decoding => DropCause::Decode,
             Phase::DecodedSlotQueued | Phase::OutputQueued | Phase::Outputting | Phase::Ready => {
                 DropCause::Output
@@ -195,6 +203,15 @@ impl Default for Histograms {
 }
 
 /// Everything the presenter and the frame tasks share, behind one lock.
+/// What a frame about to be read can still make (see [`StreamCtx::read_outlook`]).
+enum ReadOutlook {
+    InTime,
+    /// Its read, decode and output cannot all finish in time: skipped, blamed on storage.
+    TooLateToRead,
+    /// Its decode and output alone cannot finish in time: skipped, blamed on decode.
+    TooLateToDecode,
+}
+
 #[derive(Default)]
 pub(crate) struct StreamState {
     pub frames: Vec<FrameEntry>,
@@ -216,11 +233,14 @@ pub(crate) struct StreamState {
     pub decoded_geometry: Option<(u32, u32, &'static str)>,
     /// The pixel format of the first frame decoded.
     pub decoded_format: Option<playsim_core::PixelFormat>,
-    /// Recent decode and output times, to tell a frame that cannot be ready in time.
+    /// Recent read, decode and output times, to tell a frame that cannot be ready in time.
+    recent_read: RecentTimes,
     recent_decode: RecentTimes,
     recent_output: RecentTimes,
     /// Frames not decoded because they could not have been ready in time.
     pub skipped: u64,
+    /// Frames whose read was never started: it could not have finished in time.
+    pub read_skipped: u64,
     /// Long-GOP streams: the next packet to feed the decoder (packets go in in order).
     next_packet: u64,
     /// Long-GOP streams: the frame the next picture out of the decoder belongs to.
@@ -578,14 +598,49 @@ impl StreamCtx {
         now + decode + output > due
     }
 
-    /// Frame `idx` will not be decoded: free its slot; it is dropped as `decode` when it falls due.
-    fn skip(&self, idx: u64, slot: OwnedSemaphorePermit) {
+    /// Whether frame `idx`, about to start its read at `now`, can still be read, decoded and
+    /// output before it falls due, as fast as the fastest of the stream's recent reads,
+    /// decodes and outputs: the storage side of [`StreamCtx::cannot_make_it`]. A read that
+    /// cannot finish in time would only take bandwidth and an I/O slot from frames that
+    /// still can, and a link short of bandwidth by a few percent then dropped half the
+    /// frames (frametest's rule never issues such a read either). Same conditions as
+    /// `cannot_make_it`. A frame too late even without its read is the decode's to skip.
+    fn read_outlook(&self, idx: u64, now: Duration) -> ReadOutlook {
+        let Pacing::Rate(rate) = self.cfg.pacing else { return ReadOutlook::InTime };
+        if self.cfg.no_drop {
+            return ReadOutlook::InTime;
+        }
+        let st = self.lock();
+        let (Some(t0), Some(read)) = (st.t0_ns, st.recent_read.fastest()) else { return ReadOutlook::InTime };
+        let due = Duration::from_nanos(t0) + rate.due_offset(idx);
+        let mut after = Duration::ZERO;
+        if self.decoder.decodes() {
+            after += st.recent_decode.fastest().unwrap_or_default();
+            if self.output.is_some() {
+                after += st.recent_output.fastest().unwrap_or_default();
+            }
+        }
+        if now + after > due {
+            ReadOutlook::TooLateToDecode
+        } else if now + read + after > due {
+            ReadOutlook::TooLateToRead
+        } else {
+            ReadOutlook::InTime
+        }
+    }
+
+    /// Frame `idx` will not be read (`ReadSkipped`) or decoded (`Skipped`): free its slot; it
+    /// is dropped as `storage` or `decode` when it falls due.
+    fn skip(&self, idx: u64, slot: OwnedSemaphorePermit, skipped: Phase) {
         let mut st = self.lock();
         let e = st.entry(idx);
         e.holds_slot = false;
         if e.verdict == Verdict::Pending {
-            e.phase = Phase::Skipped;
-            st.skipped += 1;
+            e.phase = skipped;
+            match skipped {
+                Phase::ReadSkipped => st.read_skipped += 1,
+                _ => st.skipped += 1,
+            }
         } else {
             e.phase = Phase::Done;
         }
@@ -668,7 +723,13 @@ impl StreamCtx {
         let Some(io) = acquire_unless_dropped(&self.io_slots, &cancel).await else {
             return self.retire(idx, slot);
         };
-        let t = self.now_ns();
+        let read_start = self.now();
+        match self.read_outlook(idx, read_start) {
+            ReadOutlook::InTime => {}
+            ReadOutlook::TooLateToRead => return self.skip(idx, slot, Phase::ReadSkipped),
+            ReadOutlook::TooLateToDecode => return self.skip(idx, slot, Phase::Skipped),
+        }
+        let t = duration_ns(read_start);
         if !self.advance(idx, Phase::Reading, |e| e.read_start_ns = Some(t)) {
             return self.retire(idx, slot);
         }
@@ -680,7 +741,9 @@ impl StreamCtx {
             Err(detail) => return self.fail(idx, slot, unreadable(detail)),
         };
         self.live.bytes(bytes);
-        let t = self.now_ns();
+        let read_end = self.now();
+        self.lock().recent_read.push(read_end.saturating_sub(read_start));
+        let t = duration_ns(read_end);
         let next = if self.decoded_slots.is_some() { Phase::DecodedSlotQueued } else { Phase::DecodeQueued };
         let ok = self.advance(idx, next, |e| {
             e.read_done_ns = Some(t);
@@ -717,7 +780,7 @@ impl StreamCtx {
         };
         let start = self.now();
         if self.cannot_make_it(idx, start) {
-            return self.skip(idx, slot);
+            return self.skip(idx, slot, Phase::Skipped);
         }
         if !self.advance(idx, Phase::Decoding, |_| {}) {
             return self.retire(idx, slot);

@@ -752,6 +752,35 @@ async fn a_pool_slower_than_real_time_skips_frames_it_cannot_finish_in_time() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn storage_slower_than_real_time_skips_reads_that_cannot_finish_in_time() {
+    // One read in flight at 150 ms a frame for 10 fps: at most 2 frames in 3 can be read.
+    // A read that could not finish (and the frame be decoded and output) by the frame's
+    // deadline is not started, so the storage's time goes to frames that can still make
+    // it; without that, every read finishes a little late and almost nothing is presented.
+    let mut sc = Scenario::new(90);
+    sc.config.io_depth = 1;
+    sc.storage = ScriptedStorage::new(ScriptedObject::new(1000, 150 * MS));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!(s.dropped.total(), s.dropped.storage, "{:?}", s.dropped);
+    assert!(s.presented >= 55, "presented {} of 90: {:?}", s.presented, s.dropped);
+    assert!(s.read_skipped >= 25, "{} reads skipped", s.read_skipped);
+    assert_eq!(s.decode_skipped, 0);
+    // Once the estimate has settled, a frame whose read starts is ready in time.
+    assert!(s.late_frames <= 2, "{} late", s.late_frames);
+    // Every frame read was a frame presented, bar those late ones: no bandwidth was spent
+    // on frames that were bound to be dropped.
+    assert!(s.bytes_read <= (s.presented + s.late_frames) * 1000, "{} bytes", s.bytes_read);
+    // --no-drop waits for every frame instead: every frame is read.
+    let mut sc = Scenario::new(20);
+    sc.config.io_depth = 1;
+    sc.config.no_drop = true;
+    sc.storage = ScriptedStorage::new(ScriptedObject::new(1000, 150 * MS));
+    let report = sc.run().await;
+    assert_eq!((report.streams[0].presented, report.streams[0].read_skipped), (20, 0));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_slow_output_stage_holds_no_more_decoded_frames_than_threads_plus_three() {
     // At --fps max, decode (2 threads at 5 ms: 400 fps) outruns the one output thread
     // (20 ms: 50 fps), so decoded frames queue for it; a window of 16 would let 16 queue.

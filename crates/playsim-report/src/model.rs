@@ -276,6 +276,10 @@ pub struct StreamReport {
     /// stream's recent decode and output times said they could not be ready in time.
     #[serde(default)]
     pub decode_skipped: u64,
+    /// Storage drops whose read was never started: when an I/O slot was free for them, the
+    /// stream's recent read, decode and output times said they could not be ready in time.
+    #[serde(default)]
+    pub read_skipped: u64,
     /// Bytes read.
     pub bytes_read: u64,
     /// Frames presented per second of playback.

@@ -256,12 +256,18 @@ fn rates(r: &Report, out: &mut Vec<String>) {
         "frames presented",
         &format!("{} of {} due{}", t.presented, t.frames_due, percent(t.presented, t.frames_due)),
     ));
-    let skipped: u64 = r.streams.iter().map(|s| s.decode_skipped).sum();
-    let skipped = if skipped > 0 {
-        format!(", {skipped} not decoded as they could not be in time")
-    } else {
-        String::new()
-    };
+    let read_skipped: u64 = r.streams.iter().map(|s| s.read_skipped).sum();
+    let decode_skipped: u64 = r.streams.iter().map(|s| s.decode_skipped).sum();
+    let mut skipped = String::new();
+    if read_skipped > 0 {
+        skipped += &format!(", {read_skipped} not read");
+    }
+    if decode_skipped > 0 {
+        skipped += &format!(", {decode_skipped} not decoded");
+    }
+    if !skipped.is_empty() {
+        skipped += " as they could not be in time";
+    }
     out.push(line("frames dropped", &format!("{dropped}{}{skipped}", percent(dropped, t.frames_due))));
     if r.settings.no_drop {
         let late: u64 = r.streams.iter().map(|s| s.late_frames).sum();
