@@ -454,6 +454,7 @@ fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> Stre
         late_frames: st.late_frames,
         decode_skipped: st.skipped,
         read_skipped: st.read_skipped,
+        output_skipped: st.output_skipped,
         bytes_read: st.bytes_read,
         fps_achieved: rate(st.presented as f64),
         mb_per_s: rate(st.bytes_read as f64 / 1e6),

@@ -24,6 +24,8 @@
 //! decode and output times: a frame that cannot be read in time is `read_skipped` and
 //! dropped as `storage` (as `decode`, skipped, when its decode and output alone are too
 //! slow), so a link a few percent short of the rate loses a few percent of the frames.
+//! And the output stage: a frame whose output cannot finish in time when the output thread
+//! is free for it is `output_skipped`, dropped as `output`, and the thread takes the next.
 //!
 //! A long-GOP stream (a decoder with an [`in_order`](playsim_core::Decoder::in_order)
 //! form) cannot skip a packet, since later frames reference it: every packet is read
@@ -72,6 +74,8 @@ pub(crate) enum Phase {
     ReadSkipped,
     /// Not decoded: it could not have been ready in time.
     Skipped,
+    /// Decoded, but not output: its output could not have finished in time.
+    OutputSkipped,
     Decoding,
     OutputQueued,
     Outputting,
@@ -88,9 +92,11 @@ impl Phase {
                 DropCause::Storage
             }
             Phase::DecodeQueued | Phase::Skipped | Phase::Decoding => DropCause::Decode,
-            Phase::DecodedSlotQueued | Phase::OutputQueued | Phase::Outputting | Phase::Ready => {
-                DropCause::Output
-            }
+            Phase::DecodedSlotQueued
+            | Phase::OutputQueued
+            | Phase::OutputSkipped
+            | Phase::Outputting
+            | Phase::Ready => DropCause::Output,
             Phase::Failed | Phase::Done => DropCause::Unreadable,
         }
     }
@@ -203,6 +209,16 @@ impl Default for Histograms {
 }
 
 /// Everything the presenter and the frame tasks share, behind one lock.
+/// Why a frame left the output stage without its output.
+enum OutputEnd {
+    /// It was dropped at its deadline meanwhile.
+    Dropped,
+    /// It could not have been output in time (see [`StreamCtx::cannot_output_in_time`]).
+    Skipped,
+    /// The output work failed.
+    Failed(String),
+}
+
 /// What a frame about to be read can still make (see [`StreamCtx::read_outlook`]).
 enum ReadOutlook {
     InTime,
@@ -241,6 +257,8 @@ pub(crate) struct StreamState {
     pub skipped: u64,
     /// Frames whose read was never started: it could not have finished in time.
     pub read_skipped: u64,
+    /// Frames decoded but never output: the output could not have finished in time.
+    pub output_skipped: u64,
     /// Long-GOP streams: the next packet to feed the decoder (packets go in in order).
     next_packet: u64,
     /// Long-GOP streams: the frame the next picture out of the decoder belongs to.
@@ -578,24 +596,46 @@ impl StreamCtx {
         true
     }
 
-    /// True when frame `idx`, about to start decoding at `now`, cannot be decoded and output
-    /// before it falls due even as fast as the fastest of the stream's recent decodes and
-    /// outputs: a frame that might still make it is always tried. Only for paced playback
-    /// once it has started, without `--no-drop` (which waits for every frame instead).
-    fn cannot_make_it(&self, idx: u64, now: Duration) -> bool {
-        let Pacing::Rate(rate) = self.cfg.pacing else { return false };
+    /// Frame `idx`'s deadline, when a frame that cannot make it may be skipped: paced
+    /// playback once it has started, without `--no-drop` (which waits for every frame).
+    fn skippable_due(&self, st: &StreamState, idx: u64) -> Option<Duration> {
+        let Pacing::Rate(rate) = self.cfg.pacing else { return None };
         if self.cfg.no_drop {
-            return false;
+            return None;
         }
-        let st = self.lock();
-        let (Some(t0), Some(decode)) = (st.t0_ns, st.recent_decode.fastest()) else { return false };
-        let due = Duration::from_nanos(t0) + rate.due_offset(idx);
-        let output = if self.output.is_some() {
+        Some(Duration::from_nanos(st.t0_ns?) + rate.due_offset(idx))
+    }
+
+    /// The fastest of the stream's recent outputs (zero without an output stage).
+    fn fastest_output(&self, st: &StreamState) -> Duration {
+        if self.output.is_some() {
             st.recent_output.fastest().unwrap_or_default()
         } else {
             Duration::ZERO
+        }
+    }
+
+    /// True when frame `idx`, about to start decoding at `now`, cannot be decoded and output
+    /// before it falls due even as fast as the fastest of the stream's recent decodes and
+    /// outputs: a frame that might still make it is always tried.
+    fn cannot_make_it(&self, idx: u64, now: Duration) -> bool {
+        let st = self.lock();
+        let (Some(due), Some(decode)) = (self.skippable_due(&st, idx), st.recent_decode.fastest()) else {
+            return false;
         };
-        now + decode + output > due
+        now + decode + self.fastest_output(&st) > due
+    }
+
+    /// True when frame `idx`, about to start its output at `now`, cannot finish it before it
+    /// falls due even as fast as the fastest of the stream's recent outputs. Without this, an
+    /// output stage at its limit that falls one frame behind stays behind: each output
+    /// finishes just after its frame's deadline, and nearly every frame drops.
+    fn cannot_output_in_time(&self, idx: u64, now: Duration) -> bool {
+        let st = self.lock();
+        let (Some(due), Some(output)) = (self.skippable_due(&st, idx), st.recent_output.fastest()) else {
+            return false;
+        };
+        now + output > due
     }
 
     /// Whether frame `idx`, about to start its read at `now`, can still be read, decoded and
@@ -603,22 +643,16 @@ impl StreamCtx {
     /// decodes and outputs: the storage side of [`StreamCtx::cannot_make_it`]. A read that
     /// cannot finish in time would only take bandwidth and an I/O slot from frames that
     /// still can, and a link short of bandwidth by a few percent then dropped half the
-    /// frames (frametest's rule never issues such a read either). Same conditions as
-    /// `cannot_make_it`. A frame too late even without its read is the decode's to skip.
+    /// frames (frametest's rule never issues such a read either). A frame too late even
+    /// without its read is the decode's to skip.
     fn read_outlook(&self, idx: u64, now: Duration) -> ReadOutlook {
-        let Pacing::Rate(rate) = self.cfg.pacing else { return ReadOutlook::InTime };
-        if self.cfg.no_drop {
-            return ReadOutlook::InTime;
-        }
         let st = self.lock();
-        let (Some(t0), Some(read)) = (st.t0_ns, st.recent_read.fastest()) else { return ReadOutlook::InTime };
-        let due = Duration::from_nanos(t0) + rate.due_offset(idx);
+        let (Some(due), Some(read)) = (self.skippable_due(&st, idx), st.recent_read.fastest()) else {
+            return ReadOutlook::InTime;
+        };
         let mut after = Duration::ZERO;
         if self.decoder.decodes() {
-            after += st.recent_decode.fastest().unwrap_or_default();
-            if self.output.is_some() {
-                after += st.recent_output.fastest().unwrap_or_default();
-            }
+            after += st.recent_decode.fastest().unwrap_or_default() + self.fastest_output(&st);
         }
         if now + after > due {
             ReadOutlook::TooLateToDecode
@@ -629,8 +663,9 @@ impl StreamCtx {
         }
     }
 
-    /// Frame `idx` will not be read (`ReadSkipped`) or decoded (`Skipped`): free its slot; it
-    /// is dropped as `storage` or `decode` when it falls due.
+    /// Frame `idx` will not be read (`ReadSkipped`), decoded (`Skipped`) or output
+    /// (`OutputSkipped`): free its slot; it is dropped as `storage`, `decode` or `output` when
+    /// it falls due.
     fn skip(&self, idx: u64, slot: OwnedSemaphorePermit, skipped: Phase) {
         let mut st = self.lock();
         let e = st.entry(idx);
@@ -639,6 +674,7 @@ impl StreamCtx {
             e.phase = skipped;
             match skipped {
                 Phase::ReadSkipped => st.read_skipped += 1,
+                Phase::OutputSkipped => st.output_skipped += 1,
                 _ => st.skipped += 1,
             }
         } else {
@@ -823,8 +859,9 @@ impl StreamCtx {
         let t = u64::try_from(end.as_nanos()).unwrap_or(u64::MAX);
         match self.output_stage(idx, &cancel, (decoded, decoded_slot), t).await {
             Ok(held) => self.ready(idx, slot, duration_ns(self.now()), held),
-            Err(None) => self.retire(idx, slot),
-            Err(Some(detail)) => self.fail(idx, slot, unreadable(detail)),
+            Err(OutputEnd::Dropped) => self.retire(idx, slot),
+            Err(OutputEnd::Skipped) => self.skip(idx, slot, Phase::OutputSkipped),
+            Err(OutputEnd::Failed(detail)) => self.fail(idx, slot, unreadable(detail)),
         }
     }
 
@@ -904,8 +941,9 @@ impl StreamCtx {
         // Long-GOP pictures stay within the picture budget (the prefetch), not the decoded slots.
         match self.output_stage(idx, &cancel, (decoded, None), t).await {
             Ok(held) => self.ready_holding(idx, slot, duration_ns(self.now()), held, Some(token)),
-            Err(None) => self.retire(idx, slot),
-            Err(Some(detail)) => self.fail(idx, slot, unreadable(detail)),
+            Err(OutputEnd::Dropped) => self.retire(idx, slot),
+            Err(OutputEnd::Skipped) => self.skip(idx, slot, Phase::OutputSkipped),
+            Err(OutputEnd::Failed(detail)) => self.fail(idx, slot, unreadable(detail)),
         }
     }
 
@@ -996,29 +1034,31 @@ impl StreamCtx {
     }
 
     /// The output stage for a decoded frame (with its decoded-frame slot, if the stream caps
-    /// them): what the frame holds until it is presented, `Err(None)` if it was dropped
-    /// meanwhile, or `Err(Some(detail))` if the stage failed. The decoded frame and its slot
-    /// go back as soon as it is packed.
+    /// them): what the frame holds until it is presented, or why it has no output (see
+    /// [`OutputEnd`]). The decoded frame and its slot go back as soon as it is packed.
     async fn output_stage(
         &self,
         idx: u64,
         cancel: &Notify,
         (decoded, decoded_slot): (PooledBuf<DecodedFrame>, Option<OwnedSemaphorePermit>),
         decode_done_ns: u64,
-    ) -> Result<Held, Option<String>> {
+    ) -> Result<Held, OutputEnd> {
         let Some(output) = self.output.clone() else {
             let _ = self.advance(idx, Phase::Ready, |e| e.decode_done_ns = Some(decode_done_ns));
             return Ok(Held::Decoded(decoded));
         };
         if !self.advance(idx, Phase::OutputQueued, |e| e.decode_done_ns = Some(decode_done_ns)) {
-            return Err(None);
+            return Err(OutputEnd::Dropped);
         }
         let Some(permit) = acquire_unless_dropped(&self.output_slots, cancel).await else {
-            return Err(None);
+            return Err(OutputEnd::Dropped);
         };
         let start = self.now();
+        if self.cannot_output_in_time(idx, start) {
+            return Err(OutputEnd::Skipped);
+        }
         if !self.advance(idx, Phase::Outputting, |_| {}) {
-            return Err(None);
+            return Err(OutputEnd::Dropped);
         }
         let job = OutputJob { frame_idx: idx, decoded, packed: self.encoded_pool.get() };
         let job = output.output(job).await;
@@ -1033,7 +1073,7 @@ impl StreamCtx {
         }
         match job {
             Some(packed) => Ok(Held::Packed(packed)),
-            None => Err(Some("the output stage failed without a result".into())),
+            None => Err(OutputEnd::Failed("the output stage failed without a result".into())),
         }
     }
 

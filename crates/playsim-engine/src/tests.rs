@@ -781,6 +781,23 @@ async fn storage_slower_than_real_time_skips_reads_that_cannot_finish_in_time() 
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_output_stage_slower_than_real_time_skips_outputs_that_cannot_finish_in_time() {
+    // One output thread at 110 ms a frame for 10 fps: at most 10 frames in 11 can be output.
+    // An output that could not finish by its frame's deadline is not started, so the thread
+    // goes to the next frame; without that, once it falls one frame behind every output
+    // finishes just after its deadline and nearly every frame drops.
+    let mut sc = Scenario::new(100);
+    sc.output = Some(ScriptedWork::new(110 * MS));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!(s.dropped.total(), s.dropped.output, "{:?}", s.dropped);
+    assert!(s.presented >= 80, "presented {} of 100: {:?}", s.presented, s.dropped);
+    assert!(s.output_skipped >= 5, "{} outputs skipped", s.output_skipped);
+    assert_eq!((s.read_skipped, s.decode_skipped), (0, 0));
+    assert!(s.late_frames <= 2, "{} late", s.late_frames);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_slow_output_stage_holds_no_more_decoded_frames_than_threads_plus_three() {
     // At --fps max, decode (2 threads at 5 ms: 400 fps) outruns the one output thread
     // (20 ms: 50 fps), so decoded frames queue for it; a window of 16 would let 16 queue.

@@ -280,6 +280,10 @@ pub struct StreamReport {
     /// stream's recent read, decode and output times said they could not be ready in time.
     #[serde(default)]
     pub read_skipped: u64,
+    /// Output drops that were never output: when the output stage was free for them, the
+    /// stream's recent output times said they could not be ready in time.
+    #[serde(default)]
+    pub output_skipped: u64,
     /// Bytes read.
     pub bytes_read: u64,
     /// Frames presented per second of playback.

@@ -265,6 +265,10 @@ fn rates(r: &Report, out: &mut Vec<String>) {
     if decode_skipped > 0 {
         skipped += &format!(", {decode_skipped} not decoded");
     }
+    let output_skipped: u64 = r.streams.iter().map(|s| s.output_skipped).sum();
+    if output_skipped > 0 {
+        skipped += &format!(", {output_skipped} not output");
+    }
     if !skipped.is_empty() {
         skipped += " as they could not be in time";
     }

@@ -64,6 +64,7 @@ pub fn sample_report() -> Report {
         late_frames: 4,
         decode_skipped: 0,
         read_skipped: 0,
+        output_skipped: 0,
         bytes_read,
         fps_achieved: 23.4,
         mb_per_s: bytes_read as f64 / 1e6 / 10.0,
