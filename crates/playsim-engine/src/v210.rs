@@ -4,6 +4,8 @@
 //! - RGB (DPX, EXR): to BT.709 narrow range YCbCr in fixed point: each coefficient
 //!   is scaled so that a 16-bit component times it sums to 10-bit code values in
 //!   the upper 16 bits of an `i32`, with no overflow. Chroma is the mean of each pixel pair.
+//!   16-bit RGB(A) (DPX) runs through an SSE4.1 kernel, 48 pixels at a time, checked
+//!   byte for byte against the per-pixel path ([`pack_reference`]) in the tests.
 //! - planar YUV (video): no RGB detour. Samples are repacked as they are, with only
 //!   the bit depth (to 10) and the chroma (to 4:2:2) adapted: 4:2:0 repeats each
 //!   chroma row, 4:4:4 averages each pair. `yuv422p10le` is a pure repack.
@@ -90,7 +92,21 @@ pub fn path(format: PixelFormat) -> String {
 /// `out` is typically a recycled buffer (the engine packs into the frame's own encoded
 /// buffer once it is decoded) and holds old bytes: every byte of the output is written,
 /// the row padding zeroed, so the result does not depend on what was there.
+///
+/// 16-bit RGB(A), what the DPX decoder gives, goes through an SSE4.1 kernel where the
+/// build enables it; its output is bit for bit [`pack_reference`]'s.
 pub fn pack(frame: &DecodedFrame, out: &mut IoBuf) {
+    pack_with(frame, out, true);
+}
+
+/// [`pack`] with every RGB pixel through the plain per-pixel path: the oracle the
+/// SIMD kernel is tested against, and the bench's baseline.
+pub fn pack_reference(frame: &DecodedFrame, out: &mut IoBuf) {
+    pack_with(frame, out, false);
+}
+
+/// [`pack`], with the SIMD kernel for 16-bit RGB(A) rows when `simd` is set.
+fn pack_with(frame: &DecodedFrame, out: &mut IoBuf, simd: bool) {
     if let Some(PixelFormat::Yuv { chroma, bits, .. }) = frame.format {
         return pack_yuv(frame, chroma, bits, out);
     }
@@ -108,10 +124,21 @@ pub fn pack(frame: &DecodedFrame, out: &mut IoBuf) {
     let stride = stride(frame.width);
     out.prepare(stride * height);
     let src_stride = width * bpp;
+    let rows = frame.data.chunks_exact(src_stride).zip(out.chunks_exact_mut(stride));
+    if simd && matches!(bpp, 6 | 8) && sse41::AVAILABLE {
+        for (src_row, dst_row) in rows {
+            if bpp == 6 {
+                sse41::pack_row::<6>(src_row, dst_row);
+            } else {
+                sse41::pack_row::<8>(src_row, dst_row);
+            }
+        }
+        return;
+    }
     // Each output thread keeps one row of scratch, so steady state allocates nothing.
     ROW_SCRATCH.with_borrow_mut(|row| {
         row.resize(width);
-        for (src_row, dst_row) in frame.data.chunks_exact(src_stride).zip(out.chunks_exact_mut(stride)) {
+        for (src_row, dst_row) in rows {
             // A constant pixel size lets the compiler drop bounds checks in the conversion loop.
             match bpp {
                 6 => row.load_u16::<6>(src_row),
@@ -271,6 +298,279 @@ impl RowScratch {
     }
 }
 
+/// The SSE4.1 kernel for 16-bit RGB(A) rows: 48 pixels at a time (128 bytes of v210, eight
+/// six-pixel groups) straight from the decoded bytes to the output words, in 16-bit lanes
+/// with the same fixed-point terms as [`luma`] and [`chroma`], so bit for bit the reference.
+///
+/// Sixteen pixels at a time: their R, G and B gathered into even and odd pixels' planes,
+/// luma of each, chroma of the pair means (`pavgw` is `mean`), then interleaved to v210's
+/// sample order (Cb Y Cr Y per pair); each four words gather their twelve samples from
+/// two such vectors, the first two of each word side by side for a multiply-add
+/// (`s0 + s1 << 10`), the third alone for a shift (`s2 << 20`).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse4.1"))]
+mod sse41 {
+    use super::{C_OFFSET, KCB_G, KCB_R, KCR_B, KCR_G, KC_HALF, KY_B, KY_G, KY_R};
+    use safe_arch::{
+        add_i16_m128i, average_u16_m128i, bitor_m128i, blend_imm_i16_m128i, load_unaligned_m128i, m128i,
+        mul_i16_horizontal_add_m128i, mul_u16_keep_high_m128i, set_splat_i16_m128i, set_splat_i32_m128i,
+        shl_imm_u32_m128i, shr_imm_u16_m128i, shuffle_av_i8z_all_m128i, store_unaligned_m128i, sub_i16_m128i,
+        unpack_high_i16_m128i, unpack_high_i32_m128i, unpack_high_i64_m128i, unpack_low_i16_m128i,
+        unpack_low_i32_m128i, unpack_low_i64_m128i, zeroed_m128i,
+    };
+
+    pub(super) const AVAILABLE: bool = true;
+
+    /// Pixels per block: the least common multiple of the kernel's 16 and v210's 6.
+    const BLOCK: usize = 48;
+    /// Bytes of v210 a block fills.
+    const BLOCK_BYTES: usize = 128;
+
+    /// The `pshufb` controls. They reach the kernel through `black_box`, once a row: with
+    /// them in sight LLVM folds the shuffles with the unpacks and ORs around them into
+    /// longer chains of fixed shuffles (about twice the instructions a block).
+    struct Shuffles {
+        /// Orders the blended R, G and B of eight rgb48 pixels: even pixels, then odd ones.
+        rgb48: [m128i; 3],
+        /// Gather a group's twelve samples from lane 0 of a vector on, and from lane 4 on.
+        groups: [[m128i; 4]; 2],
+    }
+
+    impl Shuffles {
+        fn new() -> Self {
+            Self {
+                rgb48: const { rgb48_orders() }.map(m128i::from),
+                groups: const { [group_shuffles(0), group_shuffles(4)] }.map(|g| g.map(m128i::from)),
+            }
+        }
+    }
+
+    /// Packs one row of 16-bit RGB(A) `src` (`BPP` bytes a pixel, 6 or 8) into `dst`, the
+    /// row's v210 stride: whole blocks in place, the last partial one through a copy padded
+    /// with the last pixel (as the reference pads), then the rest of the row zeroed.
+    pub(super) fn pack_row<const BPP: usize>(src: &[u8], dst: &mut [u8]) {
+        let shuffles = std::hint::black_box(Shuffles::new());
+        let blocks = (src.len() / (BLOCK * BPP)).min(dst.len() / BLOCK_BYTES);
+        let (body, tail) = src.split_at(blocks * BLOCK * BPP);
+        let (dst_body, dst_tail) = dst.split_at_mut(blocks * BLOCK_BYTES);
+        for (px, words) in body.chunks_exact(BLOCK * BPP).zip(dst_body.chunks_exact_mut(BLOCK_BYTES)) {
+            block::<BPP>(px, words, &shuffles);
+        }
+        let mut written = 0;
+        if let Some(last) = tail.chunks_exact(BPP).next_back() {
+            let mut px = [0; BLOCK * 8];
+            let px = &mut px[..BLOCK * BPP];
+            let (head, pad) = px.split_at_mut(tail.len().min(BLOCK * BPP));
+            head.copy_from_slice(&tail[..head.len()]);
+            for p in pad.chunks_exact_mut(BPP) {
+                p.copy_from_slice(last);
+            }
+            let mut words = [0; BLOCK_BYTES];
+            block::<BPP>(px, &mut words, &shuffles);
+            written = ((tail.len() / BPP).div_ceil(6) * 16).min(dst_tail.len());
+            dst_tail[..written].copy_from_slice(&words[..written]);
+        }
+        dst_tail[written..].fill(0);
+    }
+
+    /// Packs `BLOCK` pixels into `BLOCK_BYTES` bytes of v210.
+    #[inline(always)]
+    fn block<const BPP: usize>(px: &[u8], out: &mut [u8], shuffles: &Shuffles) {
+        let mut px = px.chunks_exact(16 * BPP);
+        let (Some(p0), Some(p1), Some(p2), Some(out)) =
+            (px.next(), px.next(), px.next(), out.first_chunk_mut::<BLOCK_BYTES>())
+        else {
+            return;
+        };
+        let [first, second] = &shuffles.groups;
+        // Groups of four words start at lane 0 or 4 of a vector, and span two.
+        let [s0, s1, s2, s3] = sixteen::<BPP>(p0, shuffles);
+        store(out, 0, pack_words(s0, s1, first));
+        store(out, 1, pack_words(s1, s2, second));
+        let [s4, s5, s6, s7] = sixteen::<BPP>(p1, shuffles);
+        store(out, 2, pack_words(s3, s4, first));
+        store(out, 3, pack_words(s4, s5, second));
+        let [s8, s9, s10, s11] = sixteen::<BPP>(p2, shuffles);
+        store(out, 4, pack_words(s6, s7, first));
+        store(out, 5, pack_words(s7, s8, second));
+        store(out, 6, pack_words(s9, s10, first));
+        store(out, 7, pack_words(s10, s11, second));
+    }
+
+    /// Vector `i` of `px`.
+    #[inline(always)]
+    fn load(px: &[u8], i: usize) -> m128i {
+        let bytes = px.get(16 * i..16 * i + 16).and_then(|b| <&[u8; 16]>::try_from(b).ok());
+        bytes.map_or(zeroed_m128i(), load_unaligned_m128i)
+    }
+
+    /// Stores `v` as vector `i` of `out`.
+    #[inline(always)]
+    fn store(out: &mut [u8], i: usize, v: m128i) {
+        if let Some(bytes) = out.get_mut(16 * i..16 * i + 16).and_then(|b| <&mut [u8; 16]>::try_from(b).ok())
+        {
+            store_unaligned_m128i(bytes, v);
+        }
+    }
+
+    /// Sixteen pixels as 32 samples in v210's order: Cb Y Cr Y for each pixel pair.
+    #[inline(always)]
+    fn sixteen<const BPP: usize>(px: &[u8], shuffles: &Shuffles) -> [m128i; 4] {
+        let k = |v: u16| set_splat_i16_m128i(v as i16);
+        // Luma folds its rounding and its offset 64 << 6 into one constant, chroma its rounding
+        // into its offset. Neither sum can wrap (see `luma` and `chroma`): the largest luma
+        // sum is 56_061 + 4_128, the largest chroma one 32_800 + 28_671.
+        let luma_bias = k(32 + (64 << 6));
+        let chroma_bias = k(C_OFFSET + 32);
+        let mulhi = mul_u16_keep_high_m128i;
+        let luma = |r: m128i, g: m128i, b: m128i| {
+            let sum = add_i16_m128i(add_i16_m128i(mulhi(r, k(KY_R)), mulhi(g, k(KY_G))), mulhi(b, k(KY_B)));
+            shr_imm_u16_m128i::<6>(add_i16_m128i(sum, luma_bias))
+        };
+        let [r_even, r_odd, g_even, g_odd, b_even, b_odd] =
+            if BPP == 6 { rgb48(px, &shuffles.rgb48) } else { rgba64(px) };
+        let y_even = luma(r_even, g_even, b_even);
+        let y_odd = luma(r_odd, g_odd, b_odd);
+        let r = average_u16_m128i(r_even, r_odd);
+        let g = average_u16_m128i(g_even, g_odd);
+        let b = average_u16_m128i(b_even, b_odd);
+        let cb = sub_i16_m128i(
+            sub_i16_m128i(add_i16_m128i(chroma_bias, mulhi(b, k(KC_HALF))), mulhi(r, k(KCB_R))),
+            mulhi(g, k(KCB_G)),
+        );
+        let cr = sub_i16_m128i(
+            sub_i16_m128i(add_i16_m128i(chroma_bias, mulhi(r, k(KC_HALF))), mulhi(g, k(KCR_G))),
+            mulhi(b, k(KCR_B)),
+        );
+        let (cb, cr) = (shr_imm_u16_m128i::<6>(cb), shr_imm_u16_m128i::<6>(cr));
+        let (cb_y_lo, cb_y_hi) = (unpack_low_i16_m128i(cb, y_even), unpack_high_i16_m128i(cb, y_even));
+        let (cr_y_lo, cr_y_hi) = (unpack_low_i16_m128i(cr, y_odd), unpack_high_i16_m128i(cr, y_odd));
+        [
+            unpack_low_i32_m128i(cb_y_lo, cr_y_lo),
+            unpack_high_i32_m128i(cb_y_lo, cr_y_lo),
+            unpack_low_i32_m128i(cb_y_hi, cr_y_hi),
+            unpack_high_i32_m128i(cb_y_hi, cr_y_hi),
+        ]
+    }
+
+    /// Four v210 words from the twelve samples that `shuffles` gathers from `a` and `b`.
+    #[inline(always)]
+    fn pack_words(a: m128i, b: m128i, shuffles: &[m128i; 4]) -> m128i {
+        let gather = |sa: m128i, sb: m128i| {
+            bitor_m128i(shuffle_av_i8z_all_m128i(a, sa), shuffle_av_i8z_all_m128i(b, sb))
+        };
+        let pairs = gather(shuffles[0], shuffles[1]);
+        let thirds = gather(shuffles[2], shuffles[3]);
+        let low = mul_i16_horizontal_add_m128i(pairs, set_splat_i32_m128i(1 | 1024 << 16));
+        bitor_m128i(low, shl_imm_u32_m128i::<20>(thirds))
+    }
+
+    /// The controls for [`pack_words`], for a group of twelve samples from lane `first` of
+    /// `a` on (into `b`): each word's first two samples from `a`, from `b`, then its third
+    /// (in the low half of the word's lane) from `a`, from `b`.
+    const fn group_shuffles(first: usize) -> [[i8; 16]; 4] {
+        const PAIRS: [usize; 8] = [0, 1, 3, 4, 6, 7, 9, 10];
+        const THIRDS: [usize; 4] = [2, 5, 8, 11];
+        let mut out = [[-128i8; 16]; 4];
+        let mut i = 0;
+        while i < 12 {
+            let (sample, to, which) =
+                if i < 8 { (PAIRS[i], 2 * i, 0) } else { (THIRDS[i - 8], 4 * (i - 8), 2) };
+            let lane = first + sample;
+            let src = which + lane / 8;
+            out[src][to] = (2 * (lane % 8)) as i8;
+            out[src][to + 1] = (2 * (lane % 8) + 1) as i8;
+            i += 1;
+        }
+        out
+    }
+
+    /// Sixteen rgb48 pixels as even and odd pixels' R, G and B. Each eight pixels are three
+    /// vectors in which each lane holds one component of each channel, so two blends collect
+    /// a channel and one shuffle orders it: the even pixels, then the odd ones.
+    #[inline(always)]
+    fn rgb48(px: &[u8], order: &[m128i; 3]) -> [m128i; 6] {
+        let Some(px) = px.first_chunk::<96>() else { return [zeroed_m128i(); 6] };
+        let v = [0, 1, 2, 3, 4, 5].map(|i| load(px, i));
+        let planes = |v0: m128i, v1: m128i, v2: m128i| {
+            let r = blend_imm_i16_m128i::<0x24>(blend_imm_i16_m128i::<0x92>(v0, v1), v2);
+            let g = blend_imm_i16_m128i::<0x49>(blend_imm_i16_m128i::<0x24>(v0, v1), v2);
+            let b = blend_imm_i16_m128i::<0x92>(blend_imm_i16_m128i::<0x49>(v0, v1), v2);
+            [
+                shuffle_av_i8z_all_m128i(r, order[0]),
+                shuffle_av_i8z_all_m128i(g, order[1]),
+                shuffle_av_i8z_all_m128i(b, order[2]),
+            ]
+        };
+        let [ra, ga, ba] = planes(v[0], v[1], v[2]);
+        let [rb, gb, bb] = planes(v[3], v[4], v[5]);
+        [
+            unpack_low_i64_m128i(ra, rb),
+            unpack_high_i64_m128i(ra, rb),
+            unpack_low_i64_m128i(ga, gb),
+            unpack_high_i64_m128i(ga, gb),
+            unpack_low_i64_m128i(ba, bb),
+            unpack_high_i64_m128i(ba, bb),
+        ]
+    }
+
+    /// The controls that order the blended R, G and B of eight rgb48 pixels: component `c`
+    /// of pixel `p` is sample `3p + c` of 24, in lane `(3p + c) % 8`.
+    const fn rgb48_orders() -> [[i8; 16]; 3] {
+        const ORDER: [usize; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
+        let mut out = [[0i8; 16]; 3];
+        let mut c = 0;
+        while c < 3 {
+            let mut q = 0;
+            while q < 8 {
+                let lane = (3 * ORDER[q] + c) % 8;
+                out[c][2 * q] = (2 * lane) as i8;
+                out[c][2 * q + 1] = (2 * lane + 1) as i8;
+                q += 1;
+            }
+            c += 1;
+        }
+        out
+    }
+
+    /// Sixteen rgba64 pixels as even and odd pixels' R, G and B: a transpose by unpacking,
+    /// in an order that leaves each eight pixels' even ones in the low half.
+    #[inline(always)]
+    fn rgba64(px: &[u8]) -> [m128i; 6] {
+        let Some(px) = px.first_chunk::<128>() else { return [zeroed_m128i(); 6] };
+        let v = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| load(px, i));
+        let planes = |v0: m128i, v1: m128i, v2: m128i, v3: m128i| {
+            // r0 r2 g0 g2 b0 b2 a0 a2, r1 r3 .., r4 r6 .., r5 r7 ..
+            let (t0, t1) = (unpack_low_i16_m128i(v0, v1), unpack_high_i16_m128i(v0, v1));
+            let (t2, t3) = (unpack_low_i16_m128i(v2, v3), unpack_high_i16_m128i(v2, v3));
+            // r0 r2 r4 r6 g0 g2 g4 g6, r1 r3 r5 r7 g1 .., b0 b2 b4 b6 a0 .., b1 b3 b5 b7 a1 ..
+            [
+                unpack_low_i32_m128i(t0, t2),
+                unpack_low_i32_m128i(t1, t3),
+                unpack_high_i32_m128i(t0, t2),
+                unpack_high_i32_m128i(t1, t3),
+            ]
+        };
+        let [rg_even_a, rg_odd_a, b_even_a, b_odd_a] = planes(v[0], v[1], v[2], v[3]);
+        let [rg_even_b, rg_odd_b, b_even_b, b_odd_b] = planes(v[4], v[5], v[6], v[7]);
+        [
+            unpack_low_i64_m128i(rg_even_a, rg_even_b),
+            unpack_low_i64_m128i(rg_odd_a, rg_odd_b),
+            unpack_high_i64_m128i(rg_even_a, rg_even_b),
+            unpack_high_i64_m128i(rg_odd_a, rg_odd_b),
+            unpack_low_i64_m128i(b_even_a, b_even_b),
+            unpack_low_i64_m128i(b_odd_a, b_odd_b),
+        ]
+    }
+}
+
+/// Without SSE4.1 every row goes through the planes.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse4.1")))]
+mod sse41 {
+    pub(super) const AVAILABLE: bool = false;
+
+    pub(super) fn pack_row<const BPP: usize>(_: &[u8], _: &mut [u8]) {}
+}
+
 /// Reads samples of `BPS` bytes (little-endian) into `dst`, converted by `to10`.
 #[inline(always)]
 fn fill_samples<const BPS: usize>(dst: &mut [u32], src: &[u8], to10: impl Fn(u32) -> u32) {
@@ -372,6 +672,131 @@ mod tests {
                 let at = [(0, 10), (1, 0), (1, 20), (2, 10), (3, 0), (3, 20)][x % 6];
                 assert_eq!((words[at.0] >> at.1) & 1023, luma(r, g, b), "pixel {x},{y}");
             }
+        }
+    }
+
+    #[test]
+    fn noise_at_odd_widths_matches_the_per_pixel_reference_in_luma_and_chroma() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+        for format in [PixelFormat::Rgb48Le, PixelFormat::Rgba64Le] {
+            let bpp = format.bytes_per_pixel();
+            for width in (1..=41).chain([47, 53, 95, 97, 4097]) {
+                let mut f = DecodedFrame::default();
+                f.reset(width, 2, format);
+                for b in f.data.iter_mut() {
+                    seed =
+                        seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                    *b = (seed >> 56) as u8;
+                }
+                let mut out = junk(stride(width) * 2 + 100);
+                pack(&f, &mut out);
+                assert_eq!(out.len(), stride(width) * 2);
+                let w = width as usize;
+                for y in 0..2 {
+                    let px = |x: usize| -> [u16; 3] {
+                        let i = (y * w + x.min(w - 1)) * bpp;
+                        [0, 1, 2].map(|c| u16::from_le_bytes([f.data[i + c * 2], f.data[i + c * 2 + 1]]))
+                    };
+                    let (got_y, got_cb, got_cr) = unpack_row(&out, width, y);
+                    let want_y: Vec<u32> = (0..w).map(&px).map(|[r, g, b]| luma(r, g, b)).collect();
+                    let (want_cb, want_cr): (Vec<u32>, Vec<u32>) = (0..w.div_ceil(2))
+                        .map(|i| {
+                            let ([r0, g0, b0], [r1, g1, b1]) = (px(2 * i), px(2 * i + 1));
+                            chroma(mean(r0, r1), mean(g0, g1), mean(b0, b1))
+                        })
+                        .unzip();
+                    assert_eq!(got_y, want_y, "{} width {width} row {y}", format.name());
+                    assert_eq!(got_cb, want_cb, "{} width {width} row {y}", format.name());
+                    assert_eq!(got_cr, want_cr, "{} width {width} row {y}", format.name());
+                }
+            }
+        }
+    }
+
+    /// A 16-bit RGB(A) frame whose samples are `sample(i)`, `i` counting samples.
+    fn rgb16(
+        width: u32,
+        height: u32,
+        format: PixelFormat,
+        mut sample: impl FnMut(usize) -> u16,
+    ) -> DecodedFrame {
+        let mut f = DecodedFrame::default();
+        f.reset(width, height, format);
+        for (i, s) in f.data.chunks_exact_mut(2).enumerate() {
+            s.copy_from_slice(&sample(i).to_le_bytes());
+        }
+        f
+    }
+
+    /// Packs `frame` with the SIMD path into a recycled buffer and with the reference, and
+    /// checks that every byte agrees.
+    fn assert_matches_reference(frame: &DecodedFrame, what: &str) {
+        let mut want = IoBuf::default();
+        pack_reference(frame, &mut want);
+        assert_eq!(want.len(), stride(frame.width) * frame.height as usize, "{what}");
+        let mut got = junk(want.len() + 300);
+        pack(frame, &mut got);
+        if got[..] != want[..] {
+            let at = got.iter().zip(want.iter()).position(|(a, b)| a != b).unwrap_or(0);
+            panic!(
+                "{what}: first difference at byte {at} (row {}, word {})",
+                at / stride(frame.width),
+                at % stride(frame.width) / 4
+            );
+        }
+    }
+
+    /// Widths around every block size the kernels use (6, 8, 16, 48), plus 4K DCI.
+    fn widths() -> impl Iterator<Item = u32> {
+        (1..=100).chain([143, 144, 145, 191, 192, 193, 1919, 1920, 4095, 4096, 4097])
+    }
+
+    #[test]
+    fn simd_matches_the_reference_on_noise_at_many_widths() {
+        let mut seed = 0x2545_F491_4F6C_DD1D_u64;
+        let mut noise = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 48) as u16
+        };
+        for format in [PixelFormat::Rgb48Le, PixelFormat::Rgba64Le] {
+            for width in widths() {
+                let f = rgb16(width, 3, format, |_| noise());
+                assert_matches_reference(&f, &format!("{} noise, width {width}", format.name()));
+            }
+        }
+    }
+
+    #[test]
+    fn simd_matches_the_reference_on_extreme_values() {
+        let mut seed = 0x853C_49E6_748F_EA9B_u64;
+        for format in [PixelFormat::Rgb48Le, PixelFormat::Rgba64Le] {
+            for width in widths() {
+                for (name, value) in [("black", 0), ("white", 0xFFFF)] {
+                    let f = rgb16(width, 2, format, |_| value);
+                    assert_matches_reference(&f, &format!("{} {name}, width {width}", format.name()));
+                }
+                // Each sample 0 or 0xFFFF at random: every component at either end of its
+                // range, which reaches the largest and smallest sums of the fixed-point terms.
+                let f = rgb16(width, 2, format, |_| {
+                    seed =
+                        seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                    if seed >> 63 == 0 {
+                        0
+                    } else {
+                        0xFFFF
+                    }
+                });
+                assert_matches_reference(&f, &format!("{} extremes, width {width}", format.name()));
+            }
+        }
+    }
+
+    #[test]
+    fn simd_matches_the_reference_on_every_16_bit_value() {
+        // Every value in every component, and next to every other in a pair, over a few rows.
+        for format in [PixelFormat::Rgb48Le, PixelFormat::Rgba64Le] {
+            let f = rgb16(4096, 17, format, |i| (i as u32).wrapping_mul(40_503) as u16);
+            assert_matches_reference(&f, &format!("{} ramp", format.name()));
         }
     }
 
