@@ -20,8 +20,10 @@
 //! Cold: playsim's `--cold` and fio's `invalidate=1` both drop the files' pages with
 //! `posix_fadvise(DONTNEED)` before reading. Warm: the files are read once (buffered) before the
 //! case, fio has `invalidate=0`, and `fincore` says how much of them was resident before and after.
-//! A warm buffered run reads the sequence several times over (playsim `--loop`, fio `loops=`) so
-//! that it lasts long enough for 10 ms CPU ticks.
+//! A warm run reads the sequence several times over (playsim `--loop`, fio `loops=`) so that it
+//! lasts long enough for 10 ms CPU ticks, and long against the one-time first touch of playsim's
+//! frame buffers, which falls inside its span while fio sets its buffers up before its clock
+//! starts (see [`Case::passes`]).
 //!
 //! fio reads whole blocks only: at `bs=1M` it leaves out the last 0.75 MiB of each 33.75 MiB frame,
 //! 2.2% of the bytes, which playsim reads. Every figure is per byte (MB/s, CPU s/GB), so this does
@@ -30,7 +32,13 @@
 //! The physical limits: cold, the disk (here a virtio disk), whose rate through each path fio's
 //! figure is; warm and buffered, the kernel's copy from the page cache into the reader's buffer,
 //! bounded by memory bandwidth (the DPX rows measure memcpy); O_DIRECT reads the disk whatever the
-//! page cache holds, so its warm rows measure what its cold rows do.
+//! page cache holds, so its warm rows measure what its cold rows do. Warm and buffered, fio has the
+//! edge of a destination that stays in cache: each job reads every block into one 1 MiB buffer,
+//! while playsim fills a 35 MB frame buffer, as a player must, whose stores go out to memory
+//! (4 threads of 1 MiB `pread`s here: ~10 GB/s into one 1 MiB buffer, ~7 GB/s through a frame-sized
+//! one). No fio job gives the same 1 MiB reads a frame-sized destination: psync keeps one buffer
+//! per job, and a whole-frame `bs` or a buffered io_uring job is slower than playsim for reasons of
+//! its own (8-9 GB/s against playsim's 12), so the anchor stays psync with `bs=1M`.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -108,9 +116,7 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
     );
     let mut rows = Vec::new();
     for case in CASES {
-        let passes =
-            if case == (Case { cache: Cache::Warm, mode: Mode::Buffered }) { bench.pick(6, 4) } else { 1 };
-        let work = Workload { passes, ..base.clone() };
+        let work = Workload { passes: case.passes(bench.short), ..base.clone() };
         let setup = CaseSetup { fio_version: &fio_version, fixedbufs, uring: uring.as_ref().err(), n_runs };
         rows.extend(measure_case(bench, case, &work, &work_dir, &setup)?);
     }
@@ -184,6 +190,24 @@ impl Case {
 
     fn direct(self) -> bool {
         self.mode != Mode::Buffered
+    }
+
+    /// How many times a run reads the sequence (of 64 frames, 16 in the short mode). A warm run
+    /// must be long against what playsim does once, inside its span, and fio before its clock
+    /// starts: the first touch of playsim's frame buffers (`--io-depth` of them, 35 MB each,
+    /// ~8,600 page faults each: ~0.1 s for the four here, their registration with io_uring as
+    /// much), while fio's buffers are 1 MiB per job, or registered in its set-up. So a warm
+    /// buffered run reads at least 256 frames (about 1 s at 10 GB/s) and a warm O_DIRECT one 64
+    /// (about 2 s at 1 GB/s); a cold run reads the sequence once, as a second pass would find
+    /// it in the page cache.
+    fn passes(self, short: bool) -> u32 {
+        match (self.cache, self.mode, short) {
+            (Cache::Cold, _, _) => 1,
+            (Cache::Warm, Mode::Buffered, false) => 6,
+            (Cache::Warm, Mode::Buffered, true) => 16,
+            (Cache::Warm, _, false) => 1,
+            (Cache::Warm, _, true) => 4,
+        }
     }
 }
 
@@ -606,13 +630,19 @@ fn limit_note(case: Case) -> &'static str {
     match (case.cache, case.mode) {
         (Cache::Warm, Mode::Buffered) => {
             "the kernel's copy from the page cache into the reader's buffer (memory bandwidth; the DPX \
-             rows measure memcpy)"
+             rows measure memcpy), into a 35 MB frame buffer for playsim and a 1 MiB one that stays in \
+             cache for fio"
         }
         (Cache::Cold, Mode::Buffered) => {
             "the disk through the kernel's read-ahead, and the copy out of the page cache (fio's figure \
              is what this path gives)"
         }
         (Cache::Cold, _) => "the disk at this many reads in flight, which is what fio's figure measures",
+        (Cache::Warm, Mode::Direct) => {
+            "the disk: O_DIRECT reads it whatever the page cache holds, as in the cold case; for CPU, each \
+             O_DIRECT pread pins its block's pages (get_user_pages), which costs more across a 35 MB frame \
+             buffer than in fio's one 1 MiB buffer (io_uring's registered buffers are pinned once)"
+        }
         (Cache::Warm, _) => "the disk: O_DIRECT reads it whatever the page cache holds, as in the cold case",
     }
 }
@@ -986,6 +1016,25 @@ mod tests {
         );
         assert!(!job.contains("fadvise_hint"), "{job}");
         assert!(job.contains("--direct --io-engine io_uring --quiet"), "{job}");
+    }
+
+    #[test]
+    fn warm_runs_are_long_against_the_buffers_first_touch_and_cold_runs_read_once() {
+        let passes = |cache, mode, short| Case { cache, mode }.passes(short);
+        for mode in [Mode::Buffered, Mode::Direct, Mode::IoUring] {
+            assert_eq!((passes(Cache::Cold, mode, false), passes(Cache::Cold, mode, true)), (1, 1));
+        }
+        // Frames a run: 64 in the full suite, 16 in the short mode, times the passes.
+        assert_eq!(
+            (64 * passes(Cache::Warm, Mode::Buffered, false), 16 * passes(Cache::Warm, Mode::Buffered, true)),
+            (384, 256)
+        );
+        for mode in [Mode::Direct, Mode::IoUring] {
+            assert_eq!(
+                (64 * passes(Cache::Warm, mode, false), 16 * passes(Cache::Warm, mode, true)),
+                (64, 64)
+            );
+        }
     }
 
     #[test]
