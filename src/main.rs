@@ -135,6 +135,9 @@ struct PlayArgs {
     /// Work done per frame before its deadline.
     #[arg(long, value_enum, default_value_t = OutputArg::V210)]
     output_stage: OutputArg,
+    /// Output threads a stream: frames it packs at once.
+    #[arg(long, default_value_t = 1, value_parser = parse_count, allow_hyphen_values = true)]
+    output_threads: u32,
     /// Bytes per read request from local files, e.g. 1M, 512K, 4096 (nfs:// sources use --rsize).
     #[arg(long, default_value = "1M", value_parser = units::parse_bytes, allow_hyphen_values = true)]
     block_size: usize,
@@ -449,6 +452,7 @@ fn request_of(args: &PlayArgs) -> PlayRequest {
             OutputArg::V210 => OutputStage::V210,
             OutputArg::None => OutputStage::None,
         },
+        output_threads: args.output_threads,
         frames: args.frames,
         duration: args.duration,
         loop_playback: args.loop_playback,

@@ -31,6 +31,7 @@ fn bad_values_are_refused_with_an_example() -> Result<()> {
         (&["play", seq, "--rsize", "512"], 2),
         (&["play", seq, "--rsize", "1G"], 2),
         (&["play", seq, "--nfs-timeout", "soon"], 2),
+        (&["play", seq, "--output-threads", "0"], 2),
         (&["decode", "--md5", seq, "--nconnect", "x"], 2),
         (&["generate", "--preset", "5k", out], 2),
         (&["generate", "--bit-depth", "12", out], 2),

@@ -56,6 +56,7 @@ macro_rules! with_run_keys {
             prefetch: Option<Count>,
             io_depth: Option<Count>,
             output_stage: Option<OutputKey>,
+            output_threads: Option<Count>,
             no_drop: Option<bool>,
             decode: Option<bool>,
             verify: Option<bool>,
@@ -95,6 +96,7 @@ macro_rules! with_run_keys {
                     prefetch: self.prefetch.map(|c| c.0),
                     io_depth: self.io_depth.map(|c| c.0),
                     output_stage: self.output_stage.map(OutputStage::from),
+                    output_threads: self.output_threads.map(|c| c.0),
                     no_drop: self.no_drop,
                     decode: self.decode,
                     verify: self.verify,
@@ -394,6 +396,7 @@ struct Settings {
     prefetch: Option<u32>,
     io_depth: Option<u32>,
     output_stage: Option<OutputStage>,
+    output_threads: Option<u32>,
     no_drop: Option<bool>,
     decode: Option<bool>,
     verify: Option<bool>,
@@ -422,6 +425,7 @@ impl Settings {
             prefetch: self.prefetch.or(base.prefetch),
             io_depth: self.io_depth.or(base.io_depth),
             output_stage: self.output_stage.or(base.output_stage),
+            output_threads: self.output_threads.or(base.output_threads),
             no_drop: self.no_drop.or(base.no_drop),
             decode: self.decode.or(base.decode),
             verify: self.verify.or(base.verify),
@@ -449,6 +453,7 @@ impl Settings {
             io_depth: self.io_depth.unwrap_or(4),
             decode_threads: self.decode_threads.unwrap_or_else(default_decode_threads),
             output: self.output_stage.unwrap_or(OutputStage::V210),
+            output_threads: self.output_threads.unwrap_or(1),
             frames: match self.length {
                 Some(Limit::Frames(n)) => Some(n),
                 _ => None,
@@ -877,6 +882,7 @@ fn scenario_spelling(message: &str) -> String {
         ("--io-depth", "io_depth"),
         ("--decode-threads", "decode_threads"),
         ("--codec-threads", "codec_threads"),
+        ("--output-threads", "output_threads"),
     ] {
         out = out.replace(&format!("{flag} "), &format!("{key} = "));
     }

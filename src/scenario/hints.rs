@@ -21,6 +21,7 @@ pub(super) const KEY_EXAMPLES: &[(&str, &str)] = &[
     ("prefetch", "prefetch = 8"),
     ("io_depth", "io_depth = 4"),
     ("output_stage", "output_stage = \"v210\"  (or \"none\")"),
+    ("output_threads", "output_threads = 2"),
     ("no_drop", "no_drop = true"),
     ("decode", "decode = false  (read the bytes only, as frametest and fio do)"),
     ("verify", "verify = true"),

@@ -30,9 +30,6 @@ const SLACK_BYTES: u64 = 64_000_000;
 /// Decoded frames a stream may hold besides those on a decode thread or in the output stage
 /// (the issue's "+ 2": the frame just decoded and the next one to output).
 const SPARE_DECODED_PER_STREAM: u64 = 2;
-/// The engine's output slots per stream with an output stage: one output thread each
-/// (`output_slots` in crates/playsim-engine/src/stream.rs); none without one.
-const OUTPUT_SLOTS_PER_STREAM: u64 = 1;
 /// The issue's target for the pipeline against decode alone.
 const PIPELINE_TARGET: f64 = 0.9;
 /// How many times the bisection halves its low end looking for a rate that plays with no drop.
@@ -64,7 +61,12 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
     // The whole pipeline as fast as it goes: its throughput and where the CPU goes (the run
     // with the highest fps, the least disturbed by the rest of the machine), and its memory
     // (the highest peak of the runs).
-    let max_args = ["--fps", "max", "--output-stage", "v210", "--frames", &frames];
+    // As many output threads as cores, as a player that converts on the CPU would use: with the
+    // default one, the stream's single output thread, slowed by sharing its core with the
+    // decode and read threads, was the pipeline's limit, with cores idle.
+    let output_threads = n_cpus.to_string();
+    let max_args =
+        ["--fps", "max", "--output-stage", "v210", "--output-threads", &output_threads, "--frames", &frames];
     let max_runs = repeat(bench.pick(3, 1), |i| runner.play(&format!("max-{i}"), &max_args))?;
     let at_max = best(&max_runs, |f| f.fps)?;
     let max_memory = best(&max_runs, |f| f.peak_rss_bytes as f64)?;
@@ -83,8 +85,17 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
                 let fps = format!("{rate}/100");
                 let window = format!("{window_s}s");
                 let name = format!("paced-{rate}-{trial}");
-                let figures =
-                    runner.play(&name, &["--fps", &fps, "--duration", &window, "--output-stage", "v210"])?;
+                let args = [
+                    "--fps",
+                    &fps,
+                    "--duration",
+                    &window,
+                    "--output-stage",
+                    "v210",
+                    "--output-threads",
+                    &output_threads,
+                ];
+                let figures = runner.play(&name, &args)?;
                 let passed = figures.played_clean();
                 println!(
                     "pipeline at {:.2} fps: {} of {} presented, {} dropped",
@@ -174,7 +185,7 @@ fn pipeline_row(
 ) -> BenchRow {
     let anchor = decode_only_fps(decode_only, n_cpus);
     let cost = at_max.cpu_per_frame();
-    let limit = cost.limit(n_cpus, at_max.settings.streams);
+    let limit = cost.limit(n_cpus, at_max.settings.output_slots);
     println!(
         "pipeline: {zero_drop_fps:.2} fps with no drop; decode alone on {n_cpus} cores {anchor:.1} fps; \
          per frame read {:.1} + decode {:.1} + output {:.1} ms CPU, limit {:.1} fps",
@@ -206,7 +217,8 @@ fn pipeline_row(
     .extra("output ms CPU/frame", cost.output_s * 1e3)
     .extra("other ms CPU/frame (engine, page faults)", cost.other_s * 1e3)
     .extra("limit by all cores at read + decode + output CPU fps", cost.limit_by_cores(n_cpus))
-    .extra("limit by the one output thread fps", cost.limit_by_output(at_max.settings.streams))
+    .extra("limit by the output threads fps", cost.limit_by_output(at_max.settings.output_slots))
+    .extra("output threads", at_max.settings.output_slots as f64)
     .extra("physical limit fps", limit)
     .extra(
         "highest ratio possible (physical limit / anchor)",
@@ -225,7 +237,7 @@ fn pipeline_row(
 /// nothing.
 fn limit_row(at_max: &Figures, zero_drop_fps: f64, n_cpus: u32, window_s: u32) -> BenchRow {
     let cost = at_max.cpu_per_frame();
-    let limit = cost.limit(n_cpus, at_max.settings.streams);
+    let limit = cost.limit(n_cpus, at_max.settings.output_slots);
     BenchRow::rate(
         &format!(
             "pipeline: 4K DCI DPX from page cache, read + decode + v210, fps with no drop \
@@ -429,14 +441,14 @@ impl CpuPerFrame {
         finite_or_zero(f64::from(n_cpus) / (self.read_s + self.decode_s + self.output_s))
     }
 
-    /// The frames per second the streams' output threads allow, one thread a stream.
-    fn limit_by_output(&self, streams: u64) -> f64 {
-        finite_or_zero(streams as f64 / self.output_s)
+    /// The frames per second `output_threads` output threads allow, in all.
+    fn limit_by_output(&self, output_threads: u64) -> f64 {
+        finite_or_zero(output_threads as f64 / self.output_s)
     }
 
     /// The physical limit: the lower of the two (0 when neither binds, with no CPU measured).
-    fn limit(&self, n_cpus: u32, streams: u64) -> f64 {
-        let (by_cores, by_output) = (self.limit_by_cores(n_cpus), self.limit_by_output(streams));
+    fn limit(&self, n_cpus: u32, output_threads: u64) -> f64 {
+        let (by_cores, by_output) = (self.limit_by_cores(n_cpus), self.limit_by_output(output_threads));
         if by_cores == 0.0 {
             by_output
         } else if by_output == 0.0 {
@@ -496,9 +508,11 @@ impl Figures {
         };
         let n_streams = streams.len() as u64;
         let output_stage = text_at(&report, &["settings", "output_stage"])?;
+        // Output threads a stream (`--output-threads`); reports from before it had one.
+        let output_threads = at(&report, &["settings", "output_threads"]).as_u64().unwrap_or(1);
         let output_slots = match output_stage.as_str() {
             "none" => 0,
-            "v210" => OUTPUT_SLOTS_PER_STREAM * n_streams,
+            "v210" => output_threads * n_streams,
             other => bail!("unknown output stage {other:?} in the report's settings"),
         };
         Ok(Figures {
@@ -620,6 +634,10 @@ mod tests {
         let ms = [cost.read_s, cost.decode_s, cost.output_s, cost.other_s].map(|s| (s * 1e6).round() / 1e3);
         assert_eq!(ms, [6.0, 5.0, 23.0, 6.0], "ms per frame: 0.75, 0.625, 2.875 and 0.75 s over 125 frames");
 
+        let two =
+            REPORT.replace("\"output_stage\": \"v210\"", "\"output_stage\": \"v210\", \"output_threads\": 2");
+        assert_eq!(Figures::parse(&two).unwrap().settings.output_slots, 2);
+
         let none = REPORT.replace("\"v210\"", "\"none\"").replace("\"output\": 1", "\"output\": 0");
         let f = Figures::parse(&none).unwrap();
         assert_eq!(f.settings.output_slots, 0);
@@ -650,7 +668,7 @@ mod tests {
     }
 
     #[test]
-    fn the_limit_is_the_cores_or_the_one_output_thread() {
+    fn the_limit_is_the_cores_or_the_output_threads() {
         let cost = CpuPerFrame { read_s: 0.006, decode_s: 0.007, output_s: 0.029, other_s: 0.001 };
         // 2 cores / 42 ms = 47.6 fps, but one output thread at 29 ms a frame gives 34.5.
         assert!((cost.limit(2, 1) - 1.0 / 0.029).abs() < 1e-9);
@@ -658,7 +676,7 @@ mod tests {
         let no_output = CpuPerFrame { output_s: 0.0, ..cost };
         assert!((no_output.limit(2, 1) - 2.0 / 0.013).abs() < 1e-9);
         assert_eq!(CpuPerFrame { read_s: 0.0, decode_s: 0.0, output_s: 0.0, other_s: 0.0 }.limit(2, 1), 0.0);
-        // Two streams have two output threads; then the cores bind.
+        // Two output threads (two streams, or --output-threads 2); then the cores bind.
         assert!((cost.limit_by_output(2) - 2.0 / 0.029).abs() < 1e-9);
         assert!((cost.limit(2, 2) - cost.limit_by_cores(2)).abs() < 1e-9);
         assert_eq!(no_output.limit_by_output(1), 0.0, "no output stage, no output limit");

@@ -39,6 +39,8 @@ pub struct EngineConfig {
     pub decode_threads: u32,
     /// The output stage's work.
     pub output: OutputStage,
+    /// Frames each stream's output stage works on at once: its output threads.
+    pub output_threads: u32,
     /// Frames to play per stream; `None` plays the source once (or forever with `loop_playback`).
     pub frames: Option<u64>,
     /// Playback time per stream; the frames due within it are played.
@@ -63,6 +65,7 @@ impl Default for EngineConfig {
             io_depth: 4,
             decode_threads: default_decode_threads(),
             output: OutputStage::V210,
+            output_threads: 1,
             frames: None,
             duration: None,
             loop_playback: false,
@@ -89,6 +92,9 @@ impl EngineConfig {
         }
         if self.decode_threads == 0 {
             return Err("--decode-threads must be at least 1 (for example --decode-threads 4)".into());
+        }
+        if self.output_threads == 0 {
+            return Err("--output-threads must be at least 1 (for example --output-threads 2)".into());
         }
         if self.codec_threads == 0 {
             return Err("--codec-threads must be at least 1 (for example --codec-threads 2)".into());

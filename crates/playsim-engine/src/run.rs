@@ -155,7 +155,8 @@ impl SimulationBuilder {
             (Some(o), _) => o,
             (None, OutputStage::None) => None,
             (None, OutputStage::V210) => {
-                let n = u32::try_from(self.streams.len()).unwrap_or(u32::MAX);
+                let streams = u32::try_from(self.streams.len()).unwrap_or(u32::MAX);
+                let n = streams.saturating_mul(self.config.output_threads);
                 let pool = V210Output::new(n).map_err(|e| format!("cannot start the output threads: {e}"))?;
                 Some(Arc::new(pool) as Arc<dyn OutputExecutor>)
             }
@@ -355,6 +356,7 @@ pub fn report_settings(cfg: &EngineConfig) -> Settings {
         io_depth: cfg.io_depth,
         decode_threads: cfg.decode_threads,
         output_stage: cfg.output.name().to_owned(),
+        output_threads: cfg.output_threads,
         no_drop: cfg.no_drop,
         loop_playback: cfg.loop_playback,
         frames: cfg.frames,

@@ -57,9 +57,6 @@ use crate::EngineConfig;
 /// The largest frame playsim reads into memory; a larger file is refused as unreadable.
 pub const MAX_FRAME_BYTES: u64 = 4 << 30;
 
-/// Frames a stream's output stage works on at once (its one output thread).
-const OUTPUT_SLOTS: usize = 1;
-
 /// Where a frame is in the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Phase {
@@ -451,9 +448,10 @@ impl StreamCtx {
         let window = shared.cfg.prefetch as usize + in_order.as_ref().map_or(0, |d| d.max_delay() as usize);
         // A stream that does not decode has nothing to output.
         let output = shared.output.clone().filter(|_| decodes);
+        let output_threads = shared.cfg.output_threads.max(1) as usize;
         let decoded_slots = output
             .as_ref()
-            .map(|_| Arc::new(Semaphore::new(shared.decode_threads as usize + OUTPUT_SLOTS + 2)));
+            .map(|_| Arc::new(Semaphore::new(shared.decode_threads as usize + output_threads + 2)));
         StreamCtx {
             name,
             decoder,
@@ -465,7 +463,7 @@ impl StreamCtx {
             decode: Arc::clone(&shared.decode),
             decode_slots: Arc::clone(&shared.decode_slots),
             output,
-            output_slots: Arc::new(Semaphore::new(OUTPUT_SLOTS)),
+            output_slots: Arc::new(Semaphore::new(output_threads)),
             decoded_slots,
             io_slots: Arc::new(Semaphore::new(shared.cfg.io_depth as usize)),
             window: Arc::new(Semaphore::new(window)),

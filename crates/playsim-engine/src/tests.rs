@@ -503,6 +503,8 @@ fn settings_are_checked_with_examples() {
     assert!(bad.validate().unwrap_err().contains("for example"));
     let bad = EngineConfig { io_depth: 0, ..EngineConfig::default() };
     assert!(bad.validate().unwrap_err().contains("--io-depth 4"));
+    let bad = EngineConfig { output_threads: 0, ..EngineConfig::default() };
+    assert!(bad.validate().unwrap_err().contains("--output-threads 2"));
 }
 
 /// Stream `i`: 60 scripted frames, each read in 2 ms.
@@ -795,6 +797,14 @@ async fn an_output_stage_slower_than_real_time_skips_outputs_that_cannot_finish_
     assert!(s.output_skipped >= 5, "{} outputs skipped", s.output_skipped);
     assert_eq!((s.read_skipped, s.decode_skipped), (0, 0));
     assert!(s.late_frames <= 2, "{} late", s.late_frames);
+    // Two output threads a stream pack two frames at once: 110 ms each keeps up with 10 fps.
+    let mut sc = Scenario::new(100);
+    sc.config.output_threads = 2;
+    sc.output = Some(ScriptedWork::new(110 * MS));
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!((s.presented, s.dropped.total()), (100, 0), "{:?}", s.dropped);
+    assert_eq!(report.settings.output_threads, 2);
 }
 
 #[tokio::test(start_paused = true)]

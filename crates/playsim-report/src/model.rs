@@ -82,6 +82,9 @@ pub struct Settings {
     pub decode_threads: u32,
     /// The output stage: "v210" or "none".
     pub output_stage: String,
+    /// Output threads a stream (frames in its output stage at once).
+    #[serde(default = "one")]
+    pub output_threads: u32,
     /// Bytes per read request.
     pub block_size: u64,
     /// O_DIRECT reads.
@@ -540,6 +543,11 @@ impl From<playsim_core::DropCause> for DropCauseName {
     }
 }
 
+/// serde's default for counts that were 1 before the report had them.
+fn one() -> u32 {
+    1
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -558,14 +566,17 @@ mod tests {
             "the process's pool bytes are the streams' sum"
         );
 
-        // A report written before these figures: no `memory`, pools counted but not sized.
+        // A report written before these figures: no `memory`, pools counted but not sized,
+        // and one output thread a stream.
         value.as_object_mut().unwrap().remove("memory");
+        value["settings"].as_object_mut().unwrap().remove("output_threads");
         let pools = value["streams"][0]["pool_buffers"].as_object_mut().unwrap();
         for key in ["encoded_bytes", "decoded_bytes", "output_bytes"] {
             pools.remove(key);
         }
         let back = crate::json::from_str(&value.to_string()).unwrap();
         assert_eq!(back.memory, super::MemoryReport::default());
+        assert_eq!(back.settings.output_threads, 1);
         let p = back.streams[0].pool_buffers;
         assert_eq!((p.encoded, p.decoded, p.output, p.bytes()), (8, 2, 3, 0));
     }

@@ -194,7 +194,11 @@ fn settings(r: &Report) -> String {
         format!("prefetch {}", s.prefetch),
         format!("io depth {}", s.io_depth),
         format!("decode threads {}", s.decode_threads),
-        format!("output {}", s.output_stage),
+        if s.output_threads > 1 && s.output_stage != "none" {
+            format!("output {} on {} threads", s.output_stage, s.output_threads)
+        } else {
+            format!("output {}", s.output_stage)
+        },
     ];
     for (on, name) in [(s.no_drop, "no-drop"), (s.loop_playback, "loop"), (s.verify, "verify")] {
         if on {

@@ -140,6 +140,7 @@ pub fn sample_report() -> Report {
             io_depth: 4,
             decode_threads: 8,
             output_stage: "v210".into(),
+            output_threads: 1,
             block_size: 1 << 20,
             direct: true,
             cold: true,
