@@ -205,7 +205,6 @@ impl Default for Histograms {
     }
 }
 
-/// Everything the presenter and the frame tasks share, behind one lock.
 /// Why a frame left the output stage without its output.
 enum OutputEnd {
     /// It was dropped at its deadline meanwhile.
@@ -225,6 +224,7 @@ enum ReadOutlook {
     TooLateToDecode,
 }
 
+/// Everything the presenter and the frame tasks share, behind one lock.
 #[derive(Default)]
 pub(crate) struct StreamState {
     pub frames: Vec<FrameEntry>,
