@@ -260,22 +260,21 @@ fn rates(r: &Report, out: &mut Vec<String>) {
         "frames presented",
         &format!("{} of {} due{}", t.presented, t.frames_due, percent(t.presented, t.frames_due)),
     ));
-    let read_skipped: u64 = r.streams.iter().map(|s| s.read_skipped).sum();
-    let decode_skipped: u64 = r.streams.iter().map(|s| s.decode_skipped).sum();
-    let mut skipped = String::new();
-    if read_skipped > 0 {
-        skipped += &format!(", {read_skipped} not read");
-    }
-    if decode_skipped > 0 {
-        skipped += &format!(", {decode_skipped} not decoded");
-    }
-    let output_skipped: u64 = r.streams.iter().map(|s| s.output_skipped).sum();
-    if output_skipped > 0 {
-        skipped += &format!(", {output_skipped} not output");
-    }
-    if !skipped.is_empty() {
-        skipped += " as they could not be in time";
-    }
+    let sum = |count: fn(&crate::StreamReport) -> u64| r.streams.iter().map(count).sum::<u64>();
+    let skips: Vec<String> = [
+        (sum(|s| s.read_skipped), "read"),
+        (sum(|s| s.decode_skipped), "decoded"),
+        (sum(|s| s.output_skipped), "output"),
+    ]
+    .into_iter()
+    .filter(|&(n, _)| n > 0)
+    .map(|(n, stage)| format!(", {n} not {stage}"))
+    .collect();
+    let skipped = if skips.is_empty() {
+        String::new()
+    } else {
+        format!("{} as they could not be in time", skips.concat())
+    };
     out.push(line("frames dropped", &format!("{dropped}{}{skipped}", percent(dropped, t.frames_due))));
     if r.settings.no_drop {
         let late: u64 = r.streams.iter().map(|s| s.late_frames).sum();
@@ -574,6 +573,16 @@ mod tests {
         assert!(text.contains("\nlatency ms, B         p50"));
         assert!(text.contains("\nmedia               [B] shot.%07d.dpx, dpx 4096x2160"));
         assert!(text.contains("\n  [A] #99: frame 1100"));
+
+        // Frames skipped before a stage, summed over the streams, stage by stage.
+        (r.streams[0].read_skipped, r.streams[1].read_skipped, r.streams[1].output_skipped) = (3, 5, 1);
+        let text = summary(&r);
+        assert!(
+            text.contains(
+                "frames dropped      18 (3.8%), 8 not read, 1 not output as they could not be in time\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
