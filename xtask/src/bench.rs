@@ -671,12 +671,15 @@ fn parse_criterion_mean_ns(text: &str) -> Option<f64> {
 /// is timed on decode and not on the disk.
 fn warm_page_cache(dir: &Path) -> Result<()> {
     for entry in fs::read_dir(dir)? {
-        let path = entry?.path();
-        let mut file = fs::File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
-        std::io::copy(&mut file, &mut std::io::sink())
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        read_through_page_cache(&entry?.path())?;
     }
     Ok(())
+}
+
+/// Reads `path` once, buffered, leaving it in the page cache; returns its length.
+pub(crate) fn read_through_page_cache(path: &Path) -> Result<u64> {
+    let mut file = fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    std::io::copy(&mut file, &mut std::io::sink()).with_context(|| format!("cannot read {}", path.display()))
 }
 
 #[derive(Debug, PartialEq)]

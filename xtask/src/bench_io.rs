@@ -936,9 +936,7 @@ fn sync_files(work: &Workload) -> Result<()> {
 /// Reads every file once, buffered, so that the warm runs find it in the page cache.
 fn read_all(work: &Workload) -> Result<()> {
     for name in &work.files {
-        let path = work.dir.join(name);
-        let mut file = fs::File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
-        io::copy(&mut file, &mut io::sink()).with_context(|| format!("cannot read {}", path.display()))?;
+        crate::bench::read_through_page_cache(&work.dir.join(name))?;
     }
     Ok(())
 }

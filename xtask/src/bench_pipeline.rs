@@ -12,7 +12,6 @@
 //! `<target>/bench/pipeline-*.json`.
 
 use std::fs;
-use std::io;
 use std::num::NonZeroUsize;
 use std::path::Path;
 use std::process::Command;
@@ -300,10 +299,7 @@ fn best(runs: &[Figures], key: impl Fn(&Figures) -> f64) -> Result<&Figures> {
 fn warm_page_cache(dir: &Path) -> Result<u64> {
     let mut size = None;
     for frame_idx in 0..N_FRAMES {
-        let path = dir.join(crate::frame_name(frame_idx));
-        let mut file = fs::File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
-        let n = io::copy(&mut file, &mut io::sink())
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let n = crate::bench::read_through_page_cache(&dir.join(crate::frame_name(frame_idx)))?;
         size.get_or_insert(n);
     }
     size.context("no frames")
