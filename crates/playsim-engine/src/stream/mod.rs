@@ -54,6 +54,14 @@ use crate::exec::{DecodeExecutor, DecodeJob, InOrderJob, OutputExecutor, OutputJ
 use crate::live::LiveCounters;
 use crate::EngineConfig;
 
+mod admit;
+mod in_order;
+mod present;
+
+use admit::{ReadOutlook, RecentTimes};
+use in_order::{Picture, PictureBudget, PictureToken};
+pub(crate) use present::StartGate;
+
 /// The largest frame playsim reads into memory; a larger file is refused as unreadable.
 pub const MAX_FRAME_BYTES: u64 = 4 << 30;
 
@@ -215,15 +223,6 @@ enum OutputEnd {
     Failed(String),
 }
 
-/// What a frame about to be read can still make (see [`StreamCtx::read_outlook`]).
-enum ReadOutlook {
-    InTime,
-    /// Its read, decode and output cannot all finish in time: skipped, blamed on storage.
-    TooLateToRead,
-    /// Its decode and output alone cannot finish in time: skipped, blamed on decode.
-    TooLateToDecode,
-}
-
 /// Everything the presenter and the frame tasks share, behind one lock.
 #[derive(Default)]
 pub(crate) struct StreamState {
@@ -264,35 +263,6 @@ pub(crate) struct StreamState {
     pictures: BTreeMap<u64, (Picture, PictureToken)>,
 }
 
-/// A picture out of a long-GOP decoder, or why its frame has none.
-type Picture = Result<PooledBuf<DecodedFrame>, String>;
-
-/// Long-GOP streams: pictures out of the decoder whose frame is not yet presented or
-/// dropped. The decoder is fed only while they are fewer than the prefetch, so a long-GOP
-/// stream holds no more decoded frames than an intra one.
-#[derive(Default)]
-struct PictureBudget {
-    held: AtomicUsize,
-    freed: Notify,
-}
-
-/// One picture's place in the [`PictureBudget`], given back when dropped.
-struct PictureToken(Arc<PictureBudget>);
-
-impl PictureToken {
-    fn new(budget: &Arc<PictureBudget>) -> PictureToken {
-        budget.held.fetch_add(1, Ordering::AcqRel);
-        PictureToken(Arc::clone(budget))
-    }
-}
-
-impl Drop for PictureToken {
-    fn drop(&mut self) {
-        self.0.held.fetch_sub(1, Ordering::AcqRel);
-        self.0.freed.notify_waiters();
-    }
-}
-
 impl StreamState {
     fn entry(&mut self, idx: u64) -> &mut FrameEntry {
         let i = usize::try_from(idx).unwrap_or(usize::MAX);
@@ -319,56 +289,6 @@ impl StreamState {
             self.oldest_holder += 1;
         }
         None
-    }
-}
-
-/// Holds every stream's presenter until all of them have their preroll, so that all
-/// streams start together: one clock, one t0, as multicam playback needs.
-///
-/// Streams with a start offset do not hold the gate: they wait for it to open, then for
-/// their offset, and start from there (a client pressing play later).
-pub(crate) struct StartGate {
-    waiting: Mutex<(usize, Option<Duration>)>,
-    opened: Notify,
-}
-
-impl StartGate {
-    /// A gate for `n_streams` streams; with none to wait for, it is open at the run's start.
-    pub fn new(n_streams: usize) -> StartGate {
-        let opened_at = (n_streams == 0).then_some(Duration::ZERO);
-        StartGate { waiting: Mutex::new((n_streams, opened_at)), opened: Notify::new() }
-    }
-
-    /// Waits for the gate to open without holding it; the common t0, or `None` if the run
-    /// is cancelled first.
-    async fn opened(&self, cancel: &CancelToken) -> Option<Duration> {
-        loop {
-            let opened = self.opened.notified();
-            tokio::pin!(opened);
-            opened.as_mut().enable();
-            if let Some(t0) = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).1 {
-                return Some(t0);
-            }
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return None,
-                _ = &mut opened => {}
-            }
-        }
-    }
-
-    /// Called by a stream whose preroll is ready at `now`; returns the common t0 once
-    /// every stream has arrived, or `None` if the run is cancelled first.
-    async fn arrive(&self, now: Duration, cancel: &CancelToken) -> Option<Duration> {
-        {
-            let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            w.0 = w.0.saturating_sub(1);
-            if w.0 == 0 {
-                w.1 = Some(now);
-                self.opened.notify_waiters();
-            }
-        }
-        self.opened(cancel).await
     }
 }
 
@@ -594,73 +514,6 @@ impl StreamCtx {
         true
     }
 
-    /// Frame `idx`'s deadline, when a frame that cannot make it may be skipped: paced
-    /// playback once it has started, without `--no-drop` (which waits for every frame).
-    fn skippable_due(&self, st: &StreamState, idx: u64) -> Option<Duration> {
-        let Pacing::Rate(rate) = self.cfg.pacing else { return None };
-        if self.cfg.no_drop {
-            return None;
-        }
-        Some(Duration::from_nanos(st.t0_ns?) + rate.due_offset(idx))
-    }
-
-    /// The fastest of the stream's recent outputs (zero without an output stage).
-    fn fastest_output(&self, st: &StreamState) -> Duration {
-        if self.output.is_some() {
-            st.recent_output.fastest().unwrap_or_default()
-        } else {
-            Duration::ZERO
-        }
-    }
-
-    /// True when frame `idx`, about to start decoding at `now`, cannot be decoded and output
-    /// before it falls due even as fast as the fastest of the stream's recent decodes and
-    /// outputs: a frame that might still make it is always tried.
-    fn cannot_make_it(&self, idx: u64, now: Duration) -> bool {
-        let st = self.lock();
-        let (Some(due), Some(decode)) = (self.skippable_due(&st, idx), st.recent_decode.fastest()) else {
-            return false;
-        };
-        now + decode + self.fastest_output(&st) > due
-    }
-
-    /// True when frame `idx`, about to start its output at `now`, cannot finish it before it
-    /// falls due even as fast as the fastest of the stream's recent outputs. Without this, an
-    /// output stage at its limit that falls one frame behind stays behind: each output
-    /// finishes just after its frame's deadline, and nearly every frame drops.
-    fn cannot_output_in_time(&self, idx: u64, now: Duration) -> bool {
-        let st = self.lock();
-        let (Some(due), Some(output)) = (self.skippable_due(&st, idx), st.recent_output.fastest()) else {
-            return false;
-        };
-        now + output > due
-    }
-
-    /// Whether frame `idx`, about to start its read at `now`, can still be read, decoded and
-    /// output before it falls due, as fast as the fastest of the stream's recent reads,
-    /// decodes and outputs: the storage side of [`StreamCtx::cannot_make_it`]. A read that
-    /// cannot finish in time would only take bandwidth and an I/O slot from frames that
-    /// still can, and a link short of bandwidth by a few percent then dropped half the
-    /// frames (frametest's rule never issues such a read either). A frame too late even
-    /// without its read is the decode's to skip.
-    fn read_outlook(&self, idx: u64, now: Duration) -> ReadOutlook {
-        let st = self.lock();
-        let (Some(due), Some(read)) = (self.skippable_due(&st, idx), st.recent_read.fastest()) else {
-            return ReadOutlook::InTime;
-        };
-        let mut after = Duration::ZERO;
-        if self.decoder.decodes() {
-            after += st.recent_decode.fastest().unwrap_or_default() + self.fastest_output(&st);
-        }
-        if now + after > due {
-            ReadOutlook::TooLateToDecode
-        } else if now + read + after > due {
-            ReadOutlook::TooLateToRead
-        } else {
-            ReadOutlook::InTime
-        }
-    }
-
     /// Frame `idx` will not be read (`ReadSkipped`), decoded (`Skipped`) or output
     /// (`OutputSkipped`): free its slot; it is dropped as `storage`, `decode` or `output` when
     /// it falls due.
@@ -863,165 +716,6 @@ impl StreamCtx {
         }
     }
 
-    /// The task of frame `idx` of a long-GOP stream: read packet `idx`, feed it to the
-    /// stream's decoder in turn, then wait for the `idx`-th picture and output it.
-    ///
-    /// The read and the feeding happen even if the frame is dropped meanwhile (later
-    /// frames need the packet); only the wait for its own picture stops.
-    async fn frame_task_in_order(self: Arc<Self>, idx: u64, slot: OwnedSemaphorePermit) {
-        let Some(decoder) = self.in_order.clone() else { return self.retire(idx, slot) };
-        let cancel = Arc::clone(&self.lock().entry(idx).cancel);
-        let at = self.locate(idx);
-        let unreadable = |detail: String| at.unreadable(&detail);
-        let end_of_stream = at.src_idx + 1 == self.source_len || self.n_frames.is_some_and(|n| idx + 1 == n);
-
-        // Read: always, even for a dropped frame.
-        let Ok(io) = Arc::clone(&self.io_slots).acquire_owned().await else { return self.retire(idx, slot) };
-        let t = self.now_ns();
-        self.mark(idx, Phase::Reading, |e| e.read_start_ns = Some(t));
-        let mut encoded = self.encoded_pool.get();
-        let read = self.read_frame(&at.extent, &mut encoded).await;
-        drop(io);
-        let encoded = match read {
-            Ok(bytes) => {
-                self.live.bytes(bytes);
-                let t = self.now_ns();
-                self.mark(idx, Phase::DecodeQueued, |e| {
-                    e.read_done_ns = Some(t);
-                    e.bytes = bytes;
-                });
-                self.lock().bytes_read += bytes;
-                Ok(encoded)
-            }
-            Err(detail) => {
-                self.mark(idx, Phase::DecodeQueued, |_| {});
-                Err(detail)
-            }
-        };
-
-        // Feed the decoder, in decode order, while the pictures out stay within the prefetch.
-        if !self.wait_for_turn(idx).await {
-            return self.retire(idx, slot);
-        }
-        let Ok(permit) = Arc::clone(&self.decode_slots).acquire_owned().await else {
-            return self.retire(idx, slot);
-        };
-        let start = self.now();
-        self.mark(idx, Phase::Decoding, |_| {});
-        let job = InOrderJob {
-            frame_idx: idx,
-            decoder,
-            encoded,
-            end_of_stream,
-            pool: self.decoded_pool.clone(),
-            pictures: Vec::new(),
-        };
-        let job = self.decode.decode_in_order(job).await;
-        drop(permit);
-        let end = self.now();
-        self.lock().hist.decode.record(end.saturating_sub(start));
-        let pictures = match job {
-            Some(job) => job.pictures,
-            None => vec![Err("the decoder failed without a result (it panicked)".to_owned())],
-        };
-        self.take_pictures(idx, pictures, end_of_stream);
-
-        // Wait, still in the decode stage, for this frame's own picture.
-        let Some((picture, token)) = self.wait_for_picture(idx, &cancel).await else {
-            return self.retire(idx, slot);
-        };
-        let decoded = match picture {
-            Ok(decoded) => decoded,
-            Err(detail) => return self.fail(idx, slot, unreadable(detail)),
-        };
-        self.note_geometry(&decoded);
-        let t = duration_ns(self.now());
-        // Long-GOP pictures stay within the picture budget (the prefetch), not the decoded slots.
-        match self.output_stage(idx, &cancel, (decoded, None), t).await {
-            Ok(held) => self.ready_holding(idx, slot, duration_ns(self.now()), held, Some(token)),
-            Err(OutputEnd::Dropped) => self.retire(idx, slot),
-            Err(OutputEnd::Skipped) => self.skip(idx, slot, Phase::OutputSkipped),
-            Err(OutputEnd::Failed(detail)) => self.fail(idx, slot, unreadable(detail)),
-        }
-    }
-
-    /// Sets frame `idx`'s phase whatever its verdict (a long-GOP frame's work goes on after a
-    /// drop, and its phase still tells the oldest-slot blame where the backlog is).
-    fn mark(&self, idx: u64, phase: Phase, update: impl FnOnce(&mut FrameEntry)) {
-        let mut st = self.lock();
-        let e = st.entry(idx);
-        update(e);
-        e.phase = phase;
-    }
-
-    /// Files the pictures packet `idx` gave, in order, under the frames they belong to;
-    /// a dropped frame's picture is discarded. At the end of the stream, every frame up
-    /// to `idx` that got no picture gets an error instead.
-    fn take_pictures(&self, idx: u64, pictures: Vec<Picture>, end: bool) {
-        {
-            let mut st = self.lock();
-            let missing =
-                if end { (idx + 1).saturating_sub(st.next_picture + pictures.len() as u64) } else { 0 };
-            let no_picture = || Err("the decoder gave no picture for this frame".to_owned());
-            for picture in
-                pictures.into_iter().chain(std::iter::repeat_with(no_picture).take(missing as usize))
-            {
-                let k = st.next_picture;
-                st.next_picture += 1;
-                if st.entry(k).verdict == Verdict::Pending {
-                    st.pictures.insert(k, (picture, PictureToken::new(&self.pictures)));
-                }
-            }
-            st.next_packet = idx + 1;
-        }
-        self.changed.notify_waiters();
-    }
-
-    /// Waits until packet `idx` is the decoder's next and the pictures held are fewer
-    /// than the prefetch; false if the run is cancelled first.
-    async fn wait_for_turn(&self, idx: u64) -> bool {
-        let prefetch = self.cfg.prefetch as usize;
-        loop {
-            let (changed, freed) = (self.changed.notified(), self.pictures.freed.notified());
-            tokio::pin!(changed, freed);
-            changed.as_mut().enable();
-            freed.as_mut().enable();
-            if self.lock().next_packet == idx && self.pictures.held.load(Ordering::Acquire) < prefetch {
-                return true;
-            }
-            tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => return false,
-                _ = &mut changed => {}
-                _ = &mut freed => {}
-            }
-        }
-    }
-
-    /// Waits for frame `idx`'s picture; `None` if the frame is dropped or the run cancelled first.
-    async fn wait_for_picture(&self, idx: u64, dropped: &Notify) -> Option<(Picture, PictureToken)> {
-        loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            {
-                let mut st = self.lock();
-                if let Some(picture) = st.pictures.remove(&idx) {
-                    return (st.entry(idx).verdict == Verdict::Pending).then_some(picture);
-                }
-                if st.entry(idx).verdict != Verdict::Pending {
-                    return None;
-                }
-            }
-            tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => return None,
-                _ = dropped.notified() => {}
-                _ = &mut notified => {}
-            }
-        }
-    }
-
     fn note_geometry(&self, decoded: &DecodedFrame) {
         let mut st = self.lock();
         if st.decoded_geometry.is_none() {
@@ -1136,235 +830,6 @@ impl StreamCtx {
             }
         }
     }
-
-    async fn present(self: Arc<Self>) {
-        let settled = |st: &StreamState, idx: u64| matches!(st.phase(idx), Phase::Ready | Phase::Failed);
-        // Preroll buffers against the clock; with no pacing there is no clock to
-        // buffer against, and waiting would overstate the throughput measured from t0.
-        let preroll = match self.cfg.pacing {
-            Pacing::Rate(_) => u64::from(self.cfg.preroll).min(self.n_frames.unwrap_or(u64::MAX)),
-            Pacing::Max => 0,
-        };
-        if !self.wait_for(|st| (0..preroll).all(|i| settled(st, i))).await {
-            return self.finish_presenting(0);
-        }
-        // Started before t0, so that it is up and at its priority when frame 0 falls due.
-        let present_thread = match self.cfg.pacing {
-            Pacing::Rate(rate) if self.clock.can_block() => PresentThread::start(&self, rate),
-            _ => None,
-        };
-        let t0 = if self.start_offset.is_zero() {
-            self.start.arrive(self.now(), &self.cancel).await
-        } else {
-            // A late starter begins when its own preroll is ready.
-            Some(self.now())
-        };
-        let Some(mut t0) = t0 else {
-            return self.finish_presenting(0);
-        };
-        if present_thread.is_some() {
-            t0 += PRESENT_LEAD;
-        }
-        self.lock().t0_ns = Some(duration_ns(t0));
-        if let Some(thread) = present_thread {
-            if let Some(frames_due) = thread.play_from(t0).await {
-                return self.finish_presenting(frames_due);
-            }
-        }
-        let mut stall = Duration::ZERO;
-        let mut k = 0u64;
-        while self.n_frames.is_none_or(|n| k < n) && !self.cancel.is_cancelled() {
-            match self.cfg.pacing {
-                Pacing::Rate(rate) => {
-                    let due = t0 + stall + rate.due_offset(k);
-                    tokio::select! {
-                        biased;
-                        _ = self.cancel.cancelled() => break,
-                        _ = self.clock.sleep_until(self.origin + due) => {}
-                    }
-                    if !self.decide(k, due, self.now(), self.cfg.no_drop) {
-                        // No-drop: wait for the frame, and shift the schedule by the stall.
-                        if !self.wait_for(|st| settled(st, k)).await {
-                            break;
-                        }
-                        self.present_after_stall(k, due, &mut stall);
-                    }
-                }
-                Pacing::Max => {
-                    if self.cfg.duration.is_some_and(|d| self.now().saturating_sub(t0) >= d) {
-                        break;
-                    }
-                    if !self.wait_for(|st| settled(st, k)).await {
-                        break;
-                    }
-                    let now = self.now();
-                    self.decide(k, now, now, false);
-                }
-            }
-            k += 1;
-        }
-        self.finish_presenting(k);
-    }
-
-    /// No-drop: frame `k`, due at `due`, is ready late; present it now and shift the rest of
-    /// the schedule by the wait.
-    fn present_after_stall(&self, k: u64, due: Duration, stall: &mut Duration) {
-        let now = self.now();
-        let waited = now.saturating_sub(due);
-        *stall += waited;
-        self.lock().stall += waited;
-        self.decide(k, now, now, false);
-    }
-
-    /// The paced loop of [`PresentThread`], on that thread: each deadline waited for on the
-    /// blocking clock and decided the moment it passes; a no-drop wait for a late frame goes
-    /// through `runtime`. Returns the frames that fell due.
-    fn present_paced_blocking(&self, t0: Duration, rate: FrameRate, runtime: &tokio::runtime::Handle) -> u64 {
-        let settled = |st: &StreamState, idx: u64| matches!(st.phase(idx), Phase::Ready | Phase::Failed);
-        let mut stall = Duration::ZERO;
-        let mut k = 0u64;
-        while self.n_frames.is_none_or(|n| k < n) && !self.cancel.is_cancelled() {
-            let due = t0 + stall + rate.due_offset(k);
-            self.clock.block_until(self.origin + due);
-            if self.cancel.is_cancelled() {
-                break;
-            }
-            if !self.decide(k, due, self.now(), self.cfg.no_drop) {
-                if !runtime.block_on(self.wait_for(|st| settled(st, k))) {
-                    break;
-                }
-                self.present_after_stall(k, due, &mut stall);
-            }
-            k += 1;
-        }
-        k
-    }
-
-    fn finish_presenting(&self, frames_due: u64) {
-        let end = self.now_ns();
-        let mut st = self.lock();
-        st.frames_due = frames_due;
-        st.end_ns = Some(end);
-        drop(st);
-        // Frames admitted beyond the last one due are no longer wanted.
-        self.window.close();
-    }
-
-    /// Applies the drop rule to frame `k` at its deadline. Returns false only
-    /// when `wait` is set and the frame is not presentable yet.
-    fn decide(&self, k: u64, due: Duration, now: Duration, wait: bool) -> bool {
-        let due_ns = duration_ns(due);
-        let now_ns = duration_ns(now);
-        let mut st = self.lock();
-        let phase = st.phase(k);
-        let entry = st.entry(k);
-        entry.due_ns = Some(due_ns);
-        match phase {
-            Phase::Ready => {
-                entry.verdict = Verdict::Presented;
-                entry.presented_ns = Some(now_ns);
-                entry.phase = Phase::Done;
-                entry.holds_slot = false;
-                let output_done = entry.output_done_ns.unwrap_or(now_ns);
-                drop(entry.slot.take());
-                drop(entry.held.take());
-                drop(entry.token.take());
-                st.hist.pacing_error.record(signed_ns(now_ns, due_ns));
-                st.hist.slack.record(signed_ns(due_ns, output_done));
-                st.presented += 1;
-                self.live.presented();
-            }
-            Phase::Failed => {
-                entry.verdict = Verdict::Dropped(DropCause::Unreadable);
-                entry.phase = Phase::Done;
-                let message = entry.failure.clone().unwrap_or_default();
-                let (frame_number, path) = self.describe_frame(k);
-                st.unreadable.push(UnreadableFrame { frame_idx: k, frame_number, path, message });
-                st.drops.add(DropCause::Unreadable);
-                self.live.dropped(DropCause::Unreadable);
-            }
-            _ if wait => return false,
-            _ => {
-                let cause = if phase == Phase::NotAdmitted {
-                    st.oldest_slot_stage().unwrap_or(DropCause::Storage)
-                } else if self.in_order.is_some() && matches!(phase, Phase::DecodeQueued | Phase::Decoding) {
-                    // A long-GOP frame waiting on the decoder waits, in the end, for the
-                    // packet the decoder needs next: blame that packet's stage.
-                    match st.phase(st.next_packet) {
-                        Phase::NotAdmitted | Phase::ReadQueued | Phase::Reading => DropCause::Storage,
-                        _ => DropCause::Decode,
-                    }
-                } else {
-                    phase.blame()
-                };
-                let entry = st.entry(k);
-                entry.verdict = Verdict::Dropped(cause);
-                entry.cancel.notify_one();
-                if phase == Phase::NotAdmitted {
-                    entry.phase = Phase::Done;
-                }
-                if phase.in_progress() {
-                    st.late_frames += 1;
-                }
-                st.drops.add(cause);
-                self.live.dropped(cause);
-            }
-        }
-        true
-    }
-}
-
-/// How long after the start gate opens a stream with a [`PresentThread`] presents its first
-/// frame: the first tick of its output clock. The gate's news reaches the thread through the
-/// runtime, which on a busy machine took up to 5 ms; without the lead, frame 0 alone was late
-/// by that much. Every such stream gets the same lead, so streams keep one t0.
-const PRESENT_LEAD: Duration = Duration::from_millis(10);
-
-/// The thread a paced stream presents on when its clock can block (the wall clock).
-///
-/// It runs the whole paced loop: it sleeps until each frame's deadline, spins the last
-/// stretch (see `PreciseClock`), and applies the drop rule the moment it wakes, at a
-/// real-time scheduling priority where the system allows it (see `priority.rs`). That is the
-/// role of a video card's output clock, which does not slow down when the CPU is busy. The
-/// async presenter it replaces woke on the runtime, whose scheduling delay was added to every
-/// presentation exactly when the pipeline was busiest: p99 4.2 ms beside a busy decode pool
-/// on 2 cores. A cancelled run stops within one frame period, since a wait in progress is
-/// not interrupted.
-struct PresentThread {
-    /// Takes t0; dropping it unstarted ends the thread.
-    start: std::sync::mpsc::Sender<Duration>,
-    /// The frames that fell due, when the loop ends.
-    done: tokio::sync::oneshot::Receiver<u64>,
-}
-
-impl PresentThread {
-    /// Starts the stream's presentation thread, waiting for t0; `None` when no thread can
-    /// be started (the stream then presents on the runtime, less precisely).
-    fn start(ctx: &Arc<StreamCtx>, rate: FrameRate) -> Option<PresentThread> {
-        let (start, t0) = std::sync::mpsc::channel();
-        let (frames_due, done) = tokio::sync::oneshot::channel();
-        let ctx = Arc::clone(ctx);
-        let runtime = tokio::runtime::Handle::current();
-        std::thread::Builder::new()
-            .name("playsim-present".into())
-            .spawn(move || {
-                let priority = crate::priority::raise_presentation_thread();
-                ctx.lock().present_priority = Some(priority);
-                if let Ok(t0) = t0.recv() {
-                    let _ = frames_due.send(ctx.present_paced_blocking(t0, rate, &runtime));
-                }
-            })
-            .ok()?;
-        Some(PresentThread { start, done })
-    }
-
-    /// Presents the stream from `t0`; the frames that fell due, or `None` when the thread is
-    /// gone before it started (the caller then presents on the runtime).
-    async fn play_from(self, t0: Duration) -> Option<u64> {
-        self.start.send(t0).ok()?;
-        // The thread always answers, unless it panicked: then no frame is due any more.
-        Some(self.done.await.unwrap_or(0))
-    }
 }
 
 /// Where one frame of a stream is: its position in the source, number, extent and path.
@@ -1389,25 +854,6 @@ async fn acquire_unless_dropped(stage: &Arc<Semaphore>, dropped: &Notify) -> Opt
         biased;
         _ = dropped.notified() => None,
         permit = Arc::clone(stage).acquire_owned() => permit.ok(),
-    }
-}
-
-/// The last few times of a stage.
-#[derive(Default)]
-pub(crate) struct RecentTimes(std::collections::VecDeque<Duration>);
-
-impl RecentTimes {
-    const KEPT: usize = 16;
-
-    fn push(&mut self, time: Duration) {
-        if self.0.len() == Self::KEPT {
-            self.0.pop_front();
-        }
-        self.0.push_back(time);
-    }
-
-    fn fastest(&self) -> Option<Duration> {
-        self.0.iter().min().copied()
     }
 }
 
