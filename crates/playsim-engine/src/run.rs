@@ -7,15 +7,15 @@ use std::time::Duration;
 use playsim_core::{Clock, Pacing, PixelFormat, Source, Storage, DIRECT_IO_ALIGN};
 use playsim_report::{
     ColdCache, CpuReport, Drops, FrameRecord, MemoryReport, MountReport, PoolBuffers, Report, RunStatus,
-    Settings, SourceReport, StageCpu, StageLatency, StorageReport, StreamReport, Totals, SCHEMA_VERSION,
+    Settings, SourceReport, StageCpu, StageLatency, StageUtilisation, StorageReport, StreamReport, Totals,
+    SCHEMA_VERSION,
 };
-use tokio::sync::Semaphore;
 
 use crate::cancel::CancelToken;
 use crate::exec::{DecodeExecutor, DecodePool, OutputExecutor, V210Output};
 use crate::live::LiveCounters;
 use crate::probe::{self, ProcessCpu, ProcessMemory, SystemCpuSnapshot};
-use crate::stream::{duration_ns, Shared, StartGate, StreamCtx, StreamState, Verdict};
+use crate::stream::{duration_ns, DeadlineSlots, Shared, StartGate, StreamCtx, StreamState, Verdict};
 use crate::{EngineConfig, OutputStage};
 
 /// One stream to play: what, from where.
@@ -60,7 +60,7 @@ impl StreamSpec {
 #[derive(Clone)]
 pub struct OwnDecodePool {
     executor: Arc<dyn DecodeExecutor>,
-    slots: Arc<Semaphore>,
+    slots: Arc<DeadlineSlots>,
     threads: u32,
 }
 
@@ -77,7 +77,7 @@ impl OwnDecodePool {
     /// A pool over `executor`, running at most `threads` frames at once (tests inject a
     /// scripted executor).
     pub fn with_executor(executor: Arc<dyn DecodeExecutor>, threads: u32) -> OwnDecodePool {
-        OwnDecodePool { executor, slots: Arc::new(Semaphore::new(threads as usize)), threads }
+        OwnDecodePool { executor, slots: Arc::new(DeadlineSlots::new(threads as usize)), threads }
     }
 
     /// Its size.
@@ -216,7 +216,7 @@ impl Simulation {
             clock: Arc::clone(&self.clock),
             origin,
             decode: Arc::clone(&self.decode),
-            decode_slots: Arc::new(Semaphore::new(self.config.decode_threads as usize)),
+            decode_slots: Arc::new(DeadlineSlots::new(self.config.decode_threads as usize)),
             decode_threads: self.config.decode_threads,
             output: self.output.clone(),
             live: Arc::clone(&self.live),
@@ -263,7 +263,8 @@ impl Simulation {
                     pacing: spec.pacing.unwrap_or(self.config.pacing),
                     ..(*self.config).clone()
                 };
-                stream_report(ctx, spec, &cfg)
+                let utilisation = utilisation(ctx, &ctxs, &cfg, duration);
+                stream_report(ctx, spec, &cfg, utilisation)
             })
             .collect();
         let totals = totals(&streams);
@@ -370,7 +371,40 @@ pub fn report_settings(cfg: &EngineConfig) -> Settings {
     }
 }
 
-fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> StreamReport {
+/// How busy `ctx`'s stages were over the run's `wall` time: its reads over `--io-depth`, its
+/// outputs over its output threads, and its decode pool's decodes (every stream's on that
+/// pool) over the pool's threads.
+fn utilisation(
+    ctx: &StreamCtx,
+    all: &[Arc<StreamCtx>],
+    cfg: &EngineConfig,
+    wall: Duration,
+) -> StageUtilisation {
+    let wall = wall.as_secs_f64();
+    let share = |busy: Duration, servers: usize| {
+        if wall > 0.0 && servers > 0 {
+            (busy.as_secs_f64() / (servers as f64 * wall)).min(1.0)
+        } else {
+            0.0
+        }
+    };
+    let pool = ctx.decode_pool();
+    let pool_busy: Duration =
+        all.iter().filter(|c| Arc::ptr_eq(c.decode_pool(), pool)).map(|c| c.lock().busy.decode).sum();
+    let busy = ctx.lock().busy;
+    StageUtilisation {
+        storage: share(busy.read, cfg.io_depth as usize),
+        decode: share(pool_busy, pool.capacity()),
+        output: share(busy.output, cfg.output_threads as usize),
+    }
+}
+
+fn stream_report(
+    ctx: &StreamCtx,
+    spec: &StreamSpec,
+    cfg: &EngineConfig,
+    utilisation: StageUtilisation,
+) -> StreamReport {
     let st = ctx.lock();
     let info = ctx.source.info();
     let storage_info = ctx.storage.info();
@@ -457,6 +491,9 @@ fn stream_report(ctx: &StreamCtx, spec: &StreamSpec, cfg: &EngineConfig) -> Stre
         decode_skipped: st.skipped,
         read_skipped: st.read_skipped,
         output_skipped: st.output_skipped,
+        early_drops: Drops::from(st.early_drops),
+        bottleneck: utilisation.busiest().to_owned(),
+        utilisation,
         bytes_read: st.bytes_read,
         fps_achieved: rate(st.presented as f64),
         mb_per_s: rate(st.bytes_read as f64 / 1e6),
@@ -523,15 +560,35 @@ fn totals(streams: &[StreamReport]) -> Totals {
         t.dropped.decode += s.dropped.decode;
         t.dropped.output += s.dropped.output;
         t.dropped.unreadable += s.dropped.unreadable;
+        t.early_drops.storage += s.early_drops.storage;
+        t.early_drops.decode += s.early_drops.decode;
+        t.early_drops.output += s.early_drops.output;
+        t.early_drops.unreadable += s.early_drops.unreadable;
         t.bytes_read += s.bytes_read;
         t.stall_ms += s.stall_ms;
         span_s = span_s.max(s.span_ns as f64 / 1e9);
     }
+    t.bottleneck = run_bottleneck(&t.dropped, streams).to_owned();
     if span_s > 0.0 {
         t.fps = t.presented as f64 / span_s;
         t.mb_per_s = t.bytes_read as f64 / 1e6 / span_s;
     }
     t
+}
+
+/// The stage that limits a run: the cause of most drops (unreadable frames aside), or with
+/// none, the busiest stage of any stream.
+fn run_bottleneck(dropped: &Drops, streams: &[StreamReport]) -> &'static str {
+    let causes = [("storage", dropped.storage), ("decode", dropped.decode), ("output", dropped.output)];
+    if let Some((cause, _)) = causes.into_iter().filter(|(_, n)| *n > 0).max_by_key(|(_, n)| *n) {
+        return cause;
+    }
+    let busiest = streams.iter().map(|s| s.utilisation).reduce(|a, b| StageUtilisation {
+        storage: a.storage.max(b.storage),
+        decode: a.decode.max(b.decode),
+        output: a.output.max(b.output),
+    });
+    busiest.map_or("", |u| u.busiest())
 }
 
 #[cfg(test)]

@@ -143,6 +143,33 @@ impl From<playsim_core::DropCounters> for Drops {
     }
 }
 
+/// How busy each stage was over a stream's run: the time its frames spent in the stage's
+/// work over the time the stage's capacity (reads in flight, decode threads, output threads)
+/// was there, from 0 to 1. The decode figure is the whole pool's, shared with the other
+/// streams on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StageUtilisation {
+    /// Reads in flight over `--io-depth`.
+    pub storage: f64,
+    /// Decode threads at work over the pool's threads.
+    pub decode: f64,
+    /// Output threads at work over the stream's `--output-threads`.
+    pub output: f64,
+}
+
+impl StageUtilisation {
+    /// The busiest stage, named as a drop cause ("storage", "decode", "output"): what would
+    /// break first if the rate went up, or what did. Empty when no stage did any work.
+    pub fn busiest(&self) -> &'static str {
+        let stages = [("storage", self.storage), ("decode", self.decode), ("output", self.output)];
+        stages
+            .into_iter()
+            .filter(|(_, u)| *u > 0.0)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map_or("", |(name, _)| name)
+    }
+}
+
 /// Sums over all streams.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Totals {
@@ -160,6 +187,14 @@ pub struct Totals {
     pub mb_per_s: f64,
     /// Time spent waiting for late frames with no-drop, in milliseconds.
     pub stall_ms: f64,
+    /// Of the drops, those decided before the frame's work was done, by cause (see
+    /// `StreamReport::early_drops`).
+    #[serde(default)]
+    pub early_drops: Drops,
+    /// The stage that limits the run: the cause of most drops, or with none, the busiest
+    /// stage of any stream ("storage", "decode", "output"; empty when nothing ran).
+    #[serde(default)]
+    pub bottleneck: String,
 }
 
 /// CPU use during the run.
@@ -279,14 +314,28 @@ pub struct StreamReport {
     /// stream's recent decode and output times said they could not be ready in time.
     #[serde(default)]
     pub decode_skipped: u64,
-    /// Storage drops whose read was never started: when an I/O slot was free for them, the
-    /// stream's recent read, decode and output times said they could not be ready in time.
+    /// Drops whose read was never started: when an I/O slot was free for them, the queues
+    /// ahead and the stages' recent times said they could not be ready in time. Each is
+    /// charged to the stage it would have spent the most time in (`early_drops`).
     #[serde(default)]
     pub read_skipped: u64,
     /// Output drops that were never output: when the output stage was free for them, the
     /// stream's recent output times said they could not be ready in time.
     #[serde(default)]
     pub output_skipped: u64,
+    /// Of the drops, those decided before the frame's work was done, by the cause charged:
+    /// rejected before the read (`read_skipped`), or skipped when a decode or output thread
+    /// was free for it (`decode_skipped`, `output_skipped`). Always within `dropped`, cause
+    /// by cause; the rest of the drops were frames still in a stage at their deadline.
+    #[serde(default)]
+    pub early_drops: Drops,
+    /// How busy each stage was.
+    #[serde(default)]
+    pub utilisation: StageUtilisation,
+    /// The stage that limits this stream: its busiest ("storage", "decode", "output"), named
+    /// even when nothing dropped, as what would break first.
+    #[serde(default)]
+    pub bottleneck: String,
     /// Bytes read.
     pub bytes_read: u64,
     /// Frames presented per second of playback.

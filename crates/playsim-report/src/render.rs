@@ -296,6 +296,40 @@ fn rates(r: &Report, out: &mut Vec<String>) {
     }
     out.push(line("data rate", &format!("{:.1} MB/s", t.mb_per_s)));
     out.push(line("frame rate", &format!("{:.2} fps", t.fps)));
+    if let Some(line_text) = bottleneck_line(r) {
+        out.push(line("bottleneck", &line_text));
+    }
+}
+
+/// The run's bottleneck with each stage's utilisation (its busiest stream's), and the drops
+/// decided before the frame's work was done: "decode; busy storage 12%, decode 98%, output
+/// 40%; dropped early 31: decode 30, output 1".
+fn bottleneck_line(r: &Report) -> Option<String> {
+    let t = &r.totals;
+    if t.bottleneck.is_empty() {
+        return None;
+    }
+    let busiest = |stage: fn(&crate::StageUtilisation) -> f64| {
+        r.streams.iter().map(|s| stage(&s.utilisation)).fold(0.0, f64::max)
+    };
+    let mut text = format!(
+        "{}; busy storage {:.0}%, decode {:.0}%, output {:.0}%",
+        t.bottleneck,
+        100.0 * busiest(|u| u.storage),
+        100.0 * busiest(|u| u.decode),
+        100.0 * busiest(|u| u.output),
+    );
+    let early = t.early_drops;
+    if early.total() > 0 {
+        let by_cause: Vec<String> =
+            [("storage", early.storage), ("decode", early.decode), ("output", early.output)]
+                .into_iter()
+                .filter(|&(_, n)| n > 0)
+                .map(|(cause, n)| format!("{cause} {n}"))
+                .collect();
+        text.push_str(&format!("; dropped early {}: {}", early.total(), by_cause.join(", ")));
+    }
+    Some(text)
 }
 
 fn latency_table(s: &StreamReport, named: bool, out: &mut Vec<String>) {
@@ -492,7 +526,9 @@ mod tests {
              fastest frame       12.345 ms (2867.4 MB/s)\n\
              slowest frame       88.100 ms (401.8 MB/s)\n\
              data rate           842.5 MB/s\n\
-             frame rate          23.40 fps\n",
+             frame rate          23.40 fps\n\
+             bottleneck          storage; busy storage 42%, decode 91%, output 12%; dropped early 2: storage 1, \
+             decode 1\n",
             "latency ms            p50      p90      p99    p99.9      max\n\
              \x20 open              0.120    0.250    0.900    1.200    1.500\n\
              \x20 read              20.10    30.00    55.00    80.00    88.10\n\
@@ -526,7 +562,7 @@ mod tests {
         ));
         assert!(lines
             .contains(&"output              v210 from rgb48le: BT.709 RGB to YCbCr 4:2:2 in fixed point"));
-        assert!(lines.len() <= 37, "{} lines", lines.len());
+        assert!(lines.len() <= 38, "{} lines", lines.len());
         assert!(lines.iter().all(|l| l.len() <= 110 && l.trim_end() == *l), "{text}");
         assert!(!text.contains('\x1b'));
     }
@@ -661,7 +697,7 @@ mod tests {
              storage mount       /mnt/isilon: nfs over rdma (vers=4.2, proto=rdma, rsize=1048576, nconnect=8, hard)\n"
         ));
         assert!(text.lines().all(|l| l.len() <= 110), "{text}");
-        assert!(text.lines().count() <= 38, "{text}");
+        assert!(text.lines().count() <= 39, "{text}");
 
         // Kerberos is worth a mention; a local disk has nothing more to say.
         let mut b = r.streams[0].clone();

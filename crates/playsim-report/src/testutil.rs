@@ -65,6 +65,9 @@ pub fn sample_report() -> Report {
         decode_skipped: 0,
         read_skipped: 0,
         output_skipped: 0,
+        early_drops: Drops { storage: 1, decode: 1, output: 0, unreadable: 0 },
+        utilisation: StageUtilisation { storage: 0.42, decode: 0.91, output: 0.12 },
+        bottleneck: "decode".into(),
         bytes_read,
         fps_achieved: 23.4,
         mb_per_s: bytes_read as f64 / 1e6 / 10.0,
@@ -163,6 +166,8 @@ pub fn sample_report() -> Report {
             fps: 23.4,
             mb_per_s: bytes_read as f64 / 1e6 / 10.0,
             stall_ms: 0.0,
+            early_drops: Drops { storage: 1, decode: 1, output: 0, unreadable: 0 },
+            bottleneck: "storage".into(),
         },
         cpu: CpuReport {
             process_user_s: 41.25,

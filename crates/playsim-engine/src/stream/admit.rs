@@ -3,13 +3,13 @@
 
 use super::*;
 
-/// What a frame about to be read can still make (see [`StreamCtx::read_outlook`]).
-pub(super) enum ReadOutlook {
-    InTime,
-    /// Its read, decode and output cannot all finish in time: skipped, blamed on storage.
-    TooLateToRead,
-    /// Its decode and output alone cannot finish in time: skipped, blamed on decode.
-    TooLateToDecode,
+/// Whether a frame about to be read is worth reading (see [`StreamCtx::admission`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Admission {
+    Admit,
+    /// It could not be ready in time: it is not read, and is dropped for `cause`, the stage
+    /// it would have spent the most time in, when it falls due.
+    Reject(DropCause),
 }
 
 impl StreamCtx {
@@ -55,28 +55,80 @@ impl StreamCtx {
         now + output > due
     }
 
-    /// Whether frame `idx`, about to start its read at `now`, can still be read, decoded and
-    /// output before it falls due, as fast as the fastest of the stream's recent reads,
-    /// decodes and outputs: the storage side of [`StreamCtx::cannot_make_it`]. A read that
-    /// cannot finish in time would only take bandwidth and an I/O slot from frames that
-    /// still can, and a link short of bandwidth by a few percent then dropped half the
-    /// frames (frametest's rule never issues such a read either). A frame too late even
-    /// without its read is the decode's to skip.
-    pub(super) fn read_outlook(&self, idx: u64, now: Duration) -> ReadOutlook {
+    /// Whether frame `idx`, about to start its read at `now`, could still be read, decoded and
+    /// output before it falls due, judged by the queues ahead of it and not only by the
+    /// stages' own times: the frame would wait at the decode pool behind every frame queued
+    /// there with an earlier deadline, the frames decoding, and this stream's frames still
+    /// being read ahead of it; then at the stream's output stage behind this stream's
+    /// earlier frames. Each wait is the frames ahead × the stage's typical (median) recent
+    /// time ÷ its threads.
+    ///
+    /// Reading a frame that will be dropped anyway takes bandwidth and, when reads cost CPU
+    /// (page-cache copies, TCP receive), the CPU the frames that can still make it need to
+    /// decode: a pipeline a little over its CPU then presented a fraction of what it
+    /// sustains. A rejected frame is charged to the stage it would have spent the most time
+    /// in, queue included: the decode pool when it is saturated, even though the drop is
+    /// decided before the read; storage when reads are the limit; the output when it is.
+    ///
+    /// A frame is read only when it would be ready one pipeline period (the slowest stage's
+    /// time ÷ its threads) before it falls due. Under overload the frame admitted is always
+    /// the first that clears the bar, so without that margin half of them were late by a
+    /// hair and their work wasted; the margin costs no throughput, since the pipeline stays
+    /// full, and nothing at a sustainable rate, where frames are read a whole window ahead.
+    pub(super) fn admission(&self, idx: u64, now: Duration) -> Admission {
         let st = self.lock();
-        let (Some(due), Some(read)) = (self.skippable_due(&st, idx), st.recent_read.fastest()) else {
-            return ReadOutlook::InTime;
+        let (Some(due), Some(read)) = (self.skippable_due(&st, idx), st.recent_read.typical()) else {
+            return Admission::Admit;
         };
-        let mut after = Duration::ZERO;
+        let io_depth = self.cfg.io_depth.max(1);
+        let mut period = read / io_depth;
+        let mut time_in = vec![(DropCause::Storage, read)];
+        let mut ready = now + read;
         if self.decoder.decodes() {
-            after += st.recent_decode.fastest().unwrap_or_default() + self.fastest_output(&st);
+            let decode = st.recent_decode.typical().unwrap_or_default();
+            let threads = u32::try_from(self.decode_slots.capacity()).unwrap_or(u32::MAX).max(1);
+            let own_ahead = self.count_ahead(&st, idx, |p| {
+                matches!(p, Phase::ReadQueued | Phase::Reading | Phase::DecodedSlotQueued)
+            });
+            let ahead = own_ahead + self.decode_slots.ahead_of(self.deadline_key(&st, idx));
+            let start = ready.max(now + decode * u32::try_from(ahead).unwrap_or(u32::MAX) / threads);
+            time_in.push((DropCause::Decode, start - ready + decode));
+            ready = start + decode;
+            period = period.max(decode / threads);
+            if self.output.is_some() {
+                let output = st.recent_output.typical().unwrap_or_default();
+                let threads = self.cfg.output_threads.max(1);
+                let ahead = self.count_ahead(&st, idx, Phase::in_pipeline);
+                let start = ready.max(now + output * u32::try_from(ahead).unwrap_or(u32::MAX) / threads);
+                time_in.push((DropCause::Output, start - ready + output));
+                ready = start + output;
+                period = period.max(output / threads);
+            }
         }
-        if now + after > due {
-            ReadOutlook::TooLateToDecode
-        } else if now + read + after > due {
-            ReadOutlook::TooLateToRead
-        } else {
-            ReadOutlook::InTime
+        if ready + period <= due {
+            return Admission::Admit;
+        }
+        // The stage the frame would spend the most time in; on a tie, the later one.
+        let cause = time_in.iter().rev().max_by_key(|(_, t)| *t).map_or(DropCause::Storage, |(c, _)| *c);
+        Admission::Reject(cause)
+    }
+
+    /// This stream's frames before `idx` in a phase for which `pred` holds. Frames in flight
+    /// are all within one window of the newest.
+    fn count_ahead(&self, st: &StreamState, idx: u64, pred: impl Fn(Phase) -> bool) -> usize {
+        (idx.saturating_sub(self.window_len as u64)..idx).filter(|&i| pred(st.phase(i))).count()
+    }
+
+    /// Frame `idx`'s place in the decode pool's earliest-deadline order: its deadline on the
+    /// run's clock. Before the stream's t0 is known (the preroll), as if t0 were its start;
+    /// at `--fps max`, none (first come, first served among such frames).
+    pub(super) fn deadline_key(&self, st: &StreamState, idx: u64) -> DeadlineKey {
+        match self.cfg.pacing {
+            Pacing::Rate(rate) => {
+                let t0 = st.t0_ns.unwrap_or_else(|| duration_ns(self.start_offset));
+                t0.saturating_add(rate.due_offset_ns(idx))
+            }
+            Pacing::Max => DeadlineKey::MAX,
         }
     }
 }
@@ -97,5 +149,12 @@ impl RecentTimes {
 
     pub(super) fn fastest(&self) -> Option<Duration> {
         self.0.iter().min().copied()
+    }
+
+    /// The median: what the stage takes now, neither its luckiest nor its worst moment.
+    pub(super) fn typical(&self) -> Option<Duration> {
+        let mut times: Vec<Duration> = self.0.iter().copied().collect();
+        times.sort_unstable();
+        times.get(times.len() / 2).copied()
     }
 }

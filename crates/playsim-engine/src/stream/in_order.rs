@@ -73,9 +73,8 @@ impl StreamCtx {
         if !self.wait_for_turn(idx).await {
             return self.retire(idx, slot);
         }
-        let Ok(permit) = Arc::clone(&self.decode_slots).acquire_owned().await else {
-            return self.retire(idx, slot);
-        };
+        let key = self.deadline_key(&self.lock(), idx);
+        let permit = self.decode_slots.acquire(key).await;
         let start = self.now();
         self.mark(idx, Phase::Decoding, |_| {});
         let job = InOrderJob {
@@ -89,7 +88,11 @@ impl StreamCtx {
         let job = self.decode.decode_in_order(job).await;
         drop(permit);
         let end = self.now();
-        self.lock().hist.decode.record(end.saturating_sub(start));
+        {
+            let mut st = self.lock();
+            st.hist.decode.record(end.saturating_sub(start));
+            st.busy.decode += end.saturating_sub(start);
+        }
         let pictures = match job {
             Some(job) => job.pictures,
             None => vec![Err("the decoder failed without a result (it panicked)".to_owned())],

@@ -57,13 +57,24 @@ use crate::EngineConfig;
 mod admit;
 mod in_order;
 mod present;
+mod schedule;
 
-use admit::{ReadOutlook, RecentTimes};
+use admit::{Admission, RecentTimes};
 use in_order::{Picture, PictureBudget, PictureToken};
 pub(crate) use present::StartGate;
+pub(crate) use schedule::DeadlineSlots;
+use schedule::{DeadlineKey, DeadlineSlot};
 
 /// The largest frame playsim reads into memory; a larger file is refused as unreadable.
 pub const MAX_FRAME_BYTES: u64 = 4 << 30;
+
+/// Time spent working in each stage, summed over frames.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StageBusy {
+    pub read: Duration,
+    pub decode: Duration,
+    pub output: Duration,
+}
 
 /// Where a frame is in the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,8 +86,9 @@ pub(crate) enum Phase {
     /// output stage or queued for it (see `StreamCtx::decoded_slots`).
     DecodedSlotQueued,
     DecodeQueued,
-    /// Not read: it could not have been read (and decoded and output) in time.
-    ReadSkipped,
+    /// Not read: it could not have been read, decoded and output in time (see
+    /// [`StreamCtx::admission`]); dropped for the stage it would have spent the most time in.
+    Rejected(DropCause),
     /// Not decoded: it could not have been ready in time.
     Skipped,
     /// Decoded, but not output: its output could not have finished in time.
@@ -93,9 +105,8 @@ impl Phase {
     /// The stage to blame if the frame is not presentable at its deadline.
     fn blame(self) -> DropCause {
         match self {
-            Phase::NotAdmitted | Phase::ReadQueued | Phase::ReadSkipped | Phase::Reading => {
-                DropCause::Storage
-            }
+            Phase::Rejected(cause) => cause,
+            Phase::NotAdmitted | Phase::ReadQueued | Phase::Reading => DropCause::Storage,
             Phase::DecodeQueued | Phase::Skipped | Phase::Decoding => DropCause::Decode,
             Phase::DecodedSlotQueued
             | Phase::OutputQueued
@@ -104,6 +115,26 @@ impl Phase {
             | Phase::Ready => DropCause::Output,
             Phase::Failed | Phase::Done => DropCause::Unreadable,
         }
+    }
+
+    /// True when the frame was dropped before its work was done: not read, not decoded or
+    /// not output because it could not have been ready in time.
+    fn dropped_early(self) -> bool {
+        matches!(self, Phase::Rejected(_) | Phase::Skipped | Phase::OutputSkipped)
+    }
+
+    /// True while the frame is on its way through the read, decode and output stages.
+    fn in_pipeline(self) -> bool {
+        matches!(
+            self,
+            Phase::ReadQueued
+                | Phase::Reading
+                | Phase::DecodedSlotQueued
+                | Phase::DecodeQueued
+                | Phase::Decoding
+                | Phase::OutputQueued
+                | Phase::Outputting
+        )
     }
 
     fn in_progress(self) -> bool {
@@ -251,8 +282,14 @@ pub(crate) struct StreamState {
     recent_output: RecentTimes,
     /// Frames not decoded because they could not have been ready in time.
     pub skipped: u64,
-    /// Frames whose read was never started: it could not have finished in time.
+    /// Frames whose read was never started: they could not have been ready in time.
     pub read_skipped: u64,
+    /// Frames dropped before their work was done (rejected at admission, or skipped at the
+    /// decode or the output stage), by the cause charged: a subset of `drops`.
+    pub early_drops: DropCounters,
+    /// Time the stream's frames spent in each stage's work (reads, decodes, outputs), for
+    /// the stages' utilisation.
+    pub busy: StageBusy,
     /// Frames decoded but never output: the output could not have finished in time.
     pub output_skipped: u64,
     /// Long-GOP streams: the next packet to feed the decoder (packets go in in order).
@@ -302,7 +339,7 @@ pub(crate) struct StreamCtx {
     clock: Arc<dyn Clock>,
     origin: Duration,
     decode: Arc<dyn DecodeExecutor>,
-    decode_slots: Arc<Semaphore>,
+    decode_slots: Arc<DeadlineSlots>,
     output: Option<Arc<dyn OutputExecutor>>,
     output_slots: Arc<Semaphore>,
     /// With an output stage, the decoded frames the stream may hold at once: its decode
@@ -313,6 +350,8 @@ pub(crate) struct StreamCtx {
     decoded_slots: Option<Arc<Semaphore>>,
     io_slots: Arc<Semaphore>,
     window: Arc<Semaphore>,
+    /// The window's size: frames in flight are all within this many of the newest.
+    window_len: usize,
     /// Encoded bytes, then the same frame's v210 output (see [`OutputJob::packed`]).
     encoded_pool: BufPool<IoBuf>,
     decoded_pool: BufPool<DecodedFrame>,
@@ -340,7 +379,7 @@ pub(crate) struct Shared {
     pub clock: Arc<dyn Clock>,
     pub origin: Duration,
     pub decode: Arc<dyn DecodeExecutor>,
-    pub decode_slots: Arc<Semaphore>,
+    pub decode_slots: Arc<DeadlineSlots>,
     /// The threads of the decode pool behind `decode_slots`.
     pub decode_threads: u32,
     pub output: Option<Arc<dyn OutputExecutor>>,
@@ -387,6 +426,7 @@ impl StreamCtx {
             decoded_slots,
             io_slots: Arc::new(Semaphore::new(shared.cfg.io_depth as usize)),
             window: Arc::new(Semaphore::new(window)),
+            window_len: window,
             encoded_pool: BufPool::new(),
             decoded_pool: BufPool::new(),
             state: Mutex::new(StreamState::default()),
@@ -431,6 +471,11 @@ impl StreamCtx {
     /// and decoded: the steady-state memory bound.
     pub fn buffers_created(&self) -> (usize, usize) {
         (self.encoded_pool.created(), self.decoded_pool.created())
+    }
+
+    /// The decode pool's slots the stream's frames take (shared, or a pool of its own).
+    pub fn decode_pool(&self) -> &Arc<DeadlineSlots> {
+        &self.decode_slots
     }
 
     /// True when the stream packs its frames to v210 (into its encoded pool).
@@ -514,7 +559,7 @@ impl StreamCtx {
         true
     }
 
-    /// Frame `idx` will not be read (`ReadSkipped`), decoded (`Skipped`) or output
+    /// Frame `idx` will not be read (`Rejected`), decoded (`Skipped`) or output
     /// (`OutputSkipped`): free its slot; it is dropped as `storage`, `decode` or `output` when
     /// it falls due.
     fn skip(&self, idx: u64, slot: OwnedSemaphorePermit, skipped: Phase) {
@@ -524,7 +569,7 @@ impl StreamCtx {
         if e.verdict == Verdict::Pending {
             e.phase = skipped;
             match skipped {
-                Phase::ReadSkipped => st.read_skipped += 1,
+                Phase::Rejected(_) => st.read_skipped += 1,
                 Phase::OutputSkipped => st.output_skipped += 1,
                 _ => st.skipped += 1,
             }
@@ -611,10 +656,8 @@ impl StreamCtx {
             return self.retire(idx, slot);
         };
         let read_start = self.now();
-        match self.read_outlook(idx, read_start) {
-            ReadOutlook::InTime => {}
-            ReadOutlook::TooLateToRead => return self.skip(idx, slot, Phase::ReadSkipped),
-            ReadOutlook::TooLateToDecode => return self.skip(idx, slot, Phase::Skipped),
+        if let Admission::Reject(cause) = self.admission(idx, read_start) {
+            return self.skip(idx, slot, Phase::Rejected(cause));
         }
         let t = duration_ns(read_start);
         if !self.advance(idx, Phase::Reading, |e| e.read_start_ns = Some(t)) {
@@ -629,7 +672,11 @@ impl StreamCtx {
         };
         self.live.bytes(bytes);
         let read_end = self.now();
-        self.lock().recent_read.push(read_end.saturating_sub(read_start));
+        {
+            let mut st = self.lock();
+            st.recent_read.push(read_end.saturating_sub(read_start));
+            st.busy.read += read_end.saturating_sub(read_start);
+        }
         let t = duration_ns(read_end);
         let next = if self.decoded_slots.is_some() { Phase::DecodedSlotQueued } else { Phase::DecodeQueued };
         let ok = self.advance(idx, next, |e| {
@@ -662,7 +709,8 @@ impl StreamCtx {
         };
 
         // Decode.
-        let Some(permit) = acquire_unless_dropped(&self.decode_slots, &cancel).await else {
+        let key = self.deadline_key(&self.lock(), idx);
+        let Some(permit) = acquire_slot_unless_dropped(&self.decode_slots, key, &cancel).await else {
             return self.retire(idx, slot);
         };
         let start = self.now();
@@ -686,6 +734,7 @@ impl StreamCtx {
             let mut st = self.lock();
             st.hist.decode.record(end.saturating_sub(start));
             st.recent_decode.push(end.saturating_sub(start));
+            st.busy.decode += end.saturating_sub(start);
         }
         let Some(job) = job else {
             return self.fail(
@@ -762,6 +811,7 @@ impl StreamCtx {
             let mut st = self.lock();
             st.hist.output.record(end.saturating_sub(start));
             st.recent_output.push(end.saturating_sub(start));
+            st.busy.output += end.saturating_sub(start);
         }
         match job {
             Some(packed) => Ok(Held::Packed(packed)),
@@ -845,6 +895,20 @@ impl FrameAt {
     /// The unreadable-frame message: the frame number, index and file, then `detail`.
     fn unreadable(&self, detail: &str) -> String {
         format!("frame {} (index {}) in {}: {detail}", self.frame_number, self.idx, self.path)
+    }
+}
+
+/// A slot of the decode pool, in deadline order (`key`), or `None` if the frame is dropped
+/// while it waits.
+async fn acquire_slot_unless_dropped(
+    slots: &Arc<DeadlineSlots>,
+    key: DeadlineKey,
+    dropped: &Notify,
+) -> Option<DeadlineSlot> {
+    tokio::select! {
+        biased;
+        _ = dropped.notified() => None,
+        slot = slots.acquire(key) => Some(slot),
     }
 }
 

@@ -229,6 +229,9 @@ impl StreamCtx {
                     st.late_frames += 1;
                 }
                 st.drops.add(cause);
+                if phase.dropped_early() {
+                    st.early_drops.add(cause);
+                }
                 self.live.dropped(cause);
             }
         }

@@ -21,6 +21,9 @@ use crate::{
     OwnDecodePool, PreciseClock, Simulation, StreamSpec, TokioClock,
 };
 
+mod overload;
+mod sim_cpu;
+
 const MS: Duration = Duration::from_millis(1);
 
 /// A sequence of `n` frames at `/scripted/frame.%07d.raw`, with optional gaps.
@@ -550,8 +553,8 @@ async fn streams_share_the_decode_pool_and_the_clock() {
     assert!(t.dropped.decode > 0, "{:?}", t.dropped);
     assert_eq!(t.dropped.total(), t.dropped.decode, "{:?}", t.dropped);
     assert!(t.presented >= 100, "presented {} of 120", t.presented);
-    let skipped: u64 = report.streams.iter().map(|s| s.decode_skipped).sum();
-    assert!(skipped > 0 && skipped <= t.dropped.decode, "{skipped} skipped");
+    let skipped = t.early_drops.decode;
+    assert!(skipped > 0 && skipped <= t.dropped.decode, "{skipped} dropped early");
     assert_eq!(
         report.totals.dropped.decode,
         report.streams[0].dropped.decode + report.streams[1].dropped.decode
@@ -741,7 +744,10 @@ async fn a_pool_slower_than_real_time_skips_frames_it_cannot_finish_in_time() {
     let s = &report.streams[0];
     assert_eq!(s.dropped.total(), s.dropped.decode, "{:?}", s.dropped);
     assert!(s.presented >= 55, "presented {} of 90: {:?}", s.presented, s.dropped);
-    assert!(s.decode_skipped >= 25, "{} skipped", s.decode_skipped);
+    // Frames the thread could not finish in time are dropped before their work, now before
+    // they are even read, and charged to decode, the stage that could not keep up.
+    assert!(s.early_drops.decode >= 25, "{:?} dropped early", s.early_drops);
+    assert_eq!(s.early_drops.decode, s.read_skipped + s.decode_skipped, "{s:?}");
     // Once the estimate has settled, a frame whose decode starts is ready in time.
     assert!(s.late_frames <= 2, "{} late", s.late_frames);
     // --no-drop waits for every frame instead: nothing is skipped.
@@ -794,8 +800,11 @@ async fn an_output_stage_slower_than_real_time_skips_outputs_that_cannot_finish_
     let s = &report.streams[0];
     assert_eq!(s.dropped.total(), s.dropped.output, "{:?}", s.dropped);
     assert!(s.presented >= 80, "presented {} of 100: {:?}", s.presented, s.dropped);
-    assert!(s.output_skipped >= 5, "{} outputs skipped", s.output_skipped);
-    assert_eq!((s.read_skipped, s.decode_skipped), (0, 0));
+    // Frames the output thread could not finish in time are dropped before their work (before
+    // their read, now) and charged to the output.
+    assert!(s.early_drops.output >= 5, "{:?} dropped early", s.early_drops);
+    assert_eq!(s.early_drops.output, s.read_skipped + s.output_skipped, "{s:?}");
+    assert_eq!((s.early_drops.storage, s.early_drops.decode, s.decode_skipped), (0, 0, 0));
     assert!(s.late_frames <= 2, "{} late", s.late_frames);
     // Two output threads a stream pack two frames at once: 110 ms each keeps up with 10 fps.
     let mut sc = Scenario::new(100);
