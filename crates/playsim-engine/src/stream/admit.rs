@@ -70,13 +70,14 @@ impl StreamCtx {
     /// in, queue included: the decode pool when it is saturated, even though the drop is
     /// decided before the read; storage when reads are the limit; the output when it is.
     ///
-    /// A frame is read only when it would be ready one pipeline period (the slowest stage's
-    /// time ÷ its threads) before it falls due. Under overload the frame admitted is always
-    /// the first that clears the bar, so without that margin half of them were late by a
+    /// A frame is read only when it would be ready a margin before it falls due: one pipeline
+    /// period (the slowest stage's time ÷ its threads), plus how late recent predictions
+    /// typically were (see [`PredictionErrors`]). Under overload the frame admitted is
+    /// always the first that clears the bar, so without a margin half of them were late by a
     /// hair and their work wasted; the margin costs no throughput, since the pipeline stays
     /// full, and nothing at a sustainable rate, where frames are read a whole window ahead.
     pub(super) fn admission(&self, idx: u64, now: Duration) -> Admission {
-        let st = self.lock();
+        let mut st = self.lock();
         let (Some(due), Some(read)) = (self.skippable_due(&st, idx), st.recent_read.typical()) else {
             return Admission::Admit;
         };
@@ -105,12 +106,116 @@ impl StreamCtx {
                 period = period.max(output / threads);
             }
         }
-        if ready + period <= due {
+        if ready + period + st.prediction_errors.bias() <= due {
+            st.entry(idx).predicted_ready_ns = Some(duration_ns(ready));
             return Admission::Admit;
         }
         // The stage the frame would spend the most time in; on a tie, the later one.
         let cause = time_in.iter().rev().max_by_key(|(_, t)| *t).map_or(DropCause::Storage, |(c, _)| *c);
         Admission::Reject(cause)
+    }
+
+    /// Waits until frame `idx` may start its read: while fewer of this stream's frames are
+    /// read (or being read) and not yet decoding than its decode pool has threads. Judges the
+    /// frame by [`StreamCtx::admission`] each time it looks, so a frame that can no longer make
+    /// it leaves the window at once. `None` if the frame is dropped or the run cancelled first.
+    ///
+    /// Reading further ahead than the decode pool can take adds nothing to throughput, and
+    /// when reads cost CPU (page-cache copies, TCP receive) it takes cores from the decodes
+    /// of frames due sooner: every read in flight slowed every decode, the stages' times
+    /// swung with the load, and frames admitted on their strength came in late. Read-ahead
+    /// is still what the window is for: frames wait for room here without holding an I/O slot
+    /// or a buffer, and a decode pool that keeps up leaves the bound slack. A frame dropped
+    /// while it waits here is charged to decode, which it waits for. Streams that do not
+    /// decode, or decode in order (long-GOP), are not bound.
+    pub(super) async fn room_to_read_ahead(&self, idx: u64, dropped: &Notify) -> Option<Admission> {
+        if !self.decoder.decodes() || self.in_order.is_some() {
+            return Some(Admission::Admit);
+        }
+        let threads = self.decode_slots.capacity().max(1);
+        self.lock().entry(idx).phase = Phase::ReadAheadQueued;
+        loop {
+            let room = self.left_read_side.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let st = self.lock();
+                if st.entry_verdict(idx) != Verdict::Pending {
+                    return None;
+                }
+                let read_side = self.count_ahead(&st, idx, |p| {
+                    matches!(
+                        p,
+                        Phase::ReadQueued | Phase::Reading | Phase::DecodedSlotQueued | Phase::DecodeQueued
+                    )
+                });
+                drop(st);
+                let admission = self.admission(idx, self.now());
+                if read_side < threads || admission != Admission::Admit {
+                    if admission == Admission::Admit {
+                        let _ = self.advance(idx, Phase::ReadQueued, |_| {});
+                    }
+                    return Some(admission);
+                }
+            }
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return None,
+                _ = dropped.notified() => return None,
+                _ = &mut room => {}
+            }
+        }
+    }
+
+    /// The stage frame `idx`, found at `now` unable to make its deadline when a decode or
+    /// output thread was free for it, spent the most time in since its read started: its read,
+    /// its wait for and work in decode, or its wait for the output stage. A frame that reached
+    /// a free decode thread too late because its read ran long is a storage drop, not a decode
+    /// one: the same rule as admission's.
+    pub(super) fn late_stage(&self, idx: u64, now: Duration) -> DropCause {
+        let mut st = self.lock();
+        let e = st.entry(idx);
+        let now = duration_ns(now);
+        let (Some(read_start), Some(read_done)) = (e.read_start_ns, e.read_done_ns) else {
+            return DropCause::Decode;
+        };
+        let read = read_done.saturating_sub(read_start);
+        let stages = match e.decode_done_ns {
+            None => [
+                (DropCause::Storage, read),
+                (DropCause::Decode, now.saturating_sub(read_done)),
+                (DropCause::Output, 0),
+            ],
+            Some(decode_done) => [
+                (DropCause::Storage, read),
+                (DropCause::Decode, decode_done.saturating_sub(read_done)),
+                (DropCause::Output, now.saturating_sub(decode_done)),
+            ],
+        };
+        // On a tie, the later stage: the one the frame is in.
+        stages.iter().rev().max_by_key(|(_, t)| *t).map_or(DropCause::Decode, |(c, _)| *c)
+    }
+
+    /// The typical time a frame that has just left `phase` (its work there done, or its wait
+    /// there ended) would still have taken to be ready: the stages after it, and for a wait,
+    /// the stage waited for.
+    pub(super) fn typical_time_left(&self, st: &StreamState, phase: Phase) -> Duration {
+        let decode = if self.decoder.decodes() {
+            st.recent_decode.typical().unwrap_or_default()
+        } else {
+            Duration::ZERO
+        };
+        let output = if self.output.is_some() {
+            st.recent_output.typical().unwrap_or_default()
+        } else {
+            Duration::ZERO
+        };
+        match phase {
+            Phase::ReadQueued => st.recent_read.typical().unwrap_or_default() + decode + output,
+            Phase::Reading | Phase::DecodedSlotQueued | Phase::DecodeQueued => decode + output,
+            Phase::Decoding | Phase::OutputQueued => output,
+            _ => Duration::ZERO,
+        }
     }
 
     /// This stream's frames before `idx` in a phase for which `pred` holds. Frames in flight
@@ -119,16 +224,19 @@ impl StreamCtx {
         (idx.saturating_sub(self.window_len as u64)..idx).filter(|&i| pred(st.phase(i))).count()
     }
 
-    /// Frame `idx`'s place in the decode pool's earliest-deadline order: its deadline on the
-    /// run's clock. Before the stream's t0 is known (the preroll), as if t0 were its start;
-    /// at `--fps max`, none (first come, first served among such frames).
+    /// Frame `idx`'s place in the decode pool's order (see [`DeadlineKey`]): its stream's
+    /// virtual deadline and its own, on the run's clock (before the stream's t0 is known, in
+    /// the preroll, as if t0 were its start); at `--fps max`, none.
     pub(super) fn deadline_key(&self, st: &StreamState, idx: u64) -> DeadlineKey {
         match self.cfg.pacing {
             Pacing::Rate(rate) => {
                 let t0 = st.t0_ns.unwrap_or_else(|| duration_ns(self.start_offset));
-                t0.saturating_add(rate.due_offset_ns(idx))
+                DeadlineKey {
+                    virtual_ns: t0.saturating_add(rate.due_offset_ns(st.decodes_started)),
+                    due_ns: t0.saturating_add(rate.due_offset_ns(idx)),
+                }
             }
-            Pacing::Max => DeadlineKey::MAX,
+            Pacing::Max => DeadlineKey::NONE,
         }
     }
 }
@@ -156,5 +264,35 @@ impl RecentTimes {
         let mut times: Vec<Duration> = self.0.iter().copied().collect();
         times.sort_unstable();
         times.get(times.len() / 2).copied()
+    }
+}
+
+/// How much later than predicted recent admitted frames were ready, in signed nanoseconds (a
+/// frame dropped on its way counts as ready when its work stopped plus the stages it had left).
+///
+/// The stages' times are medians of the recent past, and on a real machine they move with the
+/// load. When predictions are late as a rule, admission adds their typical lateness, the
+/// median error, to its margin. The median and not the worst: one read stalled for half a
+/// second is nothing admission could have foreseen, and a margin learned from it rejected
+/// frames that would have played (a one-off stall cost the next 40 frames at 10 fps).
+#[derive(Default)]
+pub(super) struct PredictionErrors(std::collections::VecDeque<i64>);
+
+impl PredictionErrors {
+    const KEPT: usize = 64;
+
+    pub(super) fn push(&mut self, error_ns: i64) {
+        if self.0.len() == Self::KEPT {
+            self.0.pop_front();
+        }
+        self.0.push_back(error_ns);
+    }
+
+    /// The median recent error when predictions were late, else zero.
+    pub(super) fn bias(&self) -> Duration {
+        let mut errors: Vec<i64> = self.0.iter().copied().collect();
+        errors.sort_unstable();
+        let median = errors.get(errors.len() / 2).copied().unwrap_or(0);
+        Duration::from_nanos(u64::try_from(median).unwrap_or(0))
     }
 }

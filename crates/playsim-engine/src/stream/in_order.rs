@@ -75,6 +75,7 @@ impl StreamCtx {
         }
         let key = self.deadline_key(&self.lock(), idx);
         let permit = self.decode_slots.acquire(key).await;
+        self.lock().decodes_started += 1;
         let start = self.now();
         self.mark(idx, Phase::Decoding, |_| {});
         let job = InOrderJob {
@@ -113,7 +114,7 @@ impl StreamCtx {
         match self.output_stage(idx, &cancel, (decoded, None), t).await {
             Ok(held) => self.ready_holding(idx, slot, duration_ns(self.now()), held, Some(token)),
             Err(OutputEnd::Dropped) => self.retire(idx, slot),
-            Err(OutputEnd::Skipped) => self.skip(idx, slot, Phase::OutputSkipped),
+            Err(OutputEnd::Skipped(cause)) => self.skip(idx, slot, Phase::OutputSkipped(cause)),
             Err(OutputEnd::Failed(detail)) => self.fail(idx, slot, unreadable(detail)),
         }
     }

@@ -80,6 +80,9 @@ pub(crate) struct StageBusy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Phase {
     NotAdmitted,
+    /// In the window, waiting for the decode pool to take the frames read ahead of it (see
+    /// `StreamCtx::room_to_read_ahead`).
+    ReadAheadQueued,
     ReadQueued,
     Reading,
     /// Read, waiting for a decoded-frame slot: the stream's decoded frames are all in the
@@ -89,10 +92,12 @@ pub(crate) enum Phase {
     /// Not read: it could not have been read, decoded and output in time (see
     /// [`StreamCtx::admission`]); dropped for the stage it would have spent the most time in.
     Rejected(DropCause),
-    /// Not decoded: it could not have been ready in time.
-    Skipped,
-    /// Decoded, but not output: its output could not have finished in time.
-    OutputSkipped,
+    /// Not decoded: it could not have been ready in time; dropped for the stage it spent the
+    /// most time in (see [`StreamCtx::late_stage`]).
+    Skipped(DropCause),
+    /// Decoded, but not output: its output could not have finished in time; dropped for the
+    /// stage it spent the most time in.
+    OutputSkipped(DropCause),
     Decoding,
     OutputQueued,
     Outputting,
@@ -105,14 +110,12 @@ impl Phase {
     /// The stage to blame if the frame is not presentable at its deadline.
     fn blame(self) -> DropCause {
         match self {
-            Phase::Rejected(cause) => cause,
+            Phase::Rejected(cause) | Phase::Skipped(cause) | Phase::OutputSkipped(cause) => cause,
             Phase::NotAdmitted | Phase::ReadQueued | Phase::Reading => DropCause::Storage,
-            Phase::DecodeQueued | Phase::Skipped | Phase::Decoding => DropCause::Decode,
-            Phase::DecodedSlotQueued
-            | Phase::OutputQueued
-            | Phase::OutputSkipped
-            | Phase::Outputting
-            | Phase::Ready => DropCause::Output,
+            Phase::ReadAheadQueued | Phase::DecodeQueued | Phase::Decoding => DropCause::Decode,
+            Phase::DecodedSlotQueued | Phase::OutputQueued | Phase::Outputting | Phase::Ready => {
+                DropCause::Output
+            }
             Phase::Failed | Phase::Done => DropCause::Unreadable,
         }
     }
@@ -120,14 +123,15 @@ impl Phase {
     /// True when the frame was dropped before its work was done: not read, not decoded or
     /// not output because it could not have been ready in time.
     fn dropped_early(self) -> bool {
-        matches!(self, Phase::Rejected(_) | Phase::Skipped | Phase::OutputSkipped)
+        matches!(self, Phase::Rejected(_) | Phase::Skipped(_) | Phase::OutputSkipped(_))
     }
 
     /// True while the frame is on its way through the read, decode and output stages.
     fn in_pipeline(self) -> bool {
         matches!(
             self,
-            Phase::ReadQueued
+            Phase::ReadAheadQueued
+                | Phase::ReadQueued
                 | Phase::Reading
                 | Phase::DecodedSlotQueued
                 | Phase::DecodeQueued
@@ -173,6 +177,8 @@ pub(crate) struct FrameEntry {
     pub presented_ns: Option<u64>,
     pub bytes: u64,
     pub failure: Option<String>,
+    /// When admission predicted the frame would be ready (see [`StreamCtx::admission`]).
+    predicted_ready_ns: Option<u64>,
 }
 
 impl Default for FrameEntry {
@@ -193,6 +199,7 @@ impl Default for FrameEntry {
             presented_ns: None,
             bytes: 0,
             failure: None,
+            predicted_ready_ns: None,
         }
     }
 }
@@ -248,8 +255,9 @@ impl Default for Histograms {
 enum OutputEnd {
     /// It was dropped at its deadline meanwhile.
     Dropped,
-    /// It could not have been output in time (see [`StreamCtx::cannot_output_in_time`]).
-    Skipped,
+    /// It could not have been output in time (see [`StreamCtx::cannot_output_in_time`]); the
+    /// stage it spent the most time in.
+    Skipped(DropCause),
     /// The output work failed.
     Failed(String),
 }
@@ -280,10 +288,14 @@ pub(crate) struct StreamState {
     recent_read: RecentTimes,
     recent_decode: RecentTimes,
     recent_output: RecentTimes,
+    /// How much later than admission predicted recent frames were ready.
+    prediction_errors: admit::PredictionErrors,
     /// Frames not decoded because they could not have been ready in time.
     pub skipped: u64,
     /// Frames whose read was never started: they could not have been ready in time.
     pub read_skipped: u64,
+    /// Frames sent to the decode pool so far (the stream's virtual deadline, see `DeadlineKey`).
+    decodes_started: u64,
     /// Frames dropped before their work was done (rejected at admission, or skipped at the
     /// decode or the output stage), by the cause charged: a subset of `drops`.
     pub early_drops: DropCounters,
@@ -311,6 +323,10 @@ impl StreamState {
 
     fn phase(&self, idx: u64) -> Phase {
         usize::try_from(idx).ok().and_then(|i| self.frames.get(i)).map_or(Phase::NotAdmitted, |e| e.phase)
+    }
+
+    fn entry_verdict(&self, idx: u64) -> Verdict {
+        usize::try_from(idx).ok().and_then(|i| self.frames.get(i)).map_or(Verdict::Pending, |e| e.verdict)
     }
 
     /// The stage of the oldest frame holding a prefetch slot.
@@ -357,6 +373,8 @@ pub(crate) struct StreamCtx {
     decoded_pool: BufPool<DecodedFrame>,
     state: Mutex<StreamState>,
     changed: Notify,
+    /// A frame started decoding or left the pipeline: room for another read ahead.
+    left_read_side: Notify,
     live: Arc<LiveCounters>,
     cancel: Arc<CancelToken>,
     start: Arc<StartGate>,
@@ -431,6 +449,7 @@ impl StreamCtx {
             decoded_pool: BufPool::new(),
             state: Mutex::new(StreamState::default()),
             changed: Notify::new(),
+            left_read_side: Notify::new(),
             live: Arc::clone(&shared.live),
             cancel: Arc::clone(&shared.cancel),
             start: Arc::clone(&shared.start),
@@ -556,6 +575,10 @@ impl StreamCtx {
             return false;
         }
         e.phase = phase;
+        drop(st);
+        if phase == Phase::Decoding {
+            self.left_read_side.notify_waiters();
+        }
         true
     }
 
@@ -570,22 +593,34 @@ impl StreamCtx {
             e.phase = skipped;
             match skipped {
                 Phase::Rejected(_) => st.read_skipped += 1,
-                Phase::OutputSkipped => st.output_skipped += 1,
+                Phase::OutputSkipped(_) => st.output_skipped += 1,
                 _ => st.skipped += 1,
             }
         } else {
             e.phase = Phase::Done;
         }
         drop(slot);
+        drop(st);
+        self.left_read_side.notify_waiters();
     }
 
-    /// A dropped frame's work has stopped: free its slot.
+    /// A dropped frame's work has stopped: free its slot. An admitted frame that missed its
+    /// deadline tells admission how far off its prediction was: it would have been ready no
+    /// sooner than now plus the typical times of the stages it had left.
     fn retire(&self, idx: u64, slot: OwnedSemaphorePermit) {
+        let now = self.now();
         let mut st = self.lock();
+        let phase = st.phase(idx);
+        if let Some(predicted) = st.entry(idx).predicted_ready_ns.take() {
+            let left = self.typical_time_left(&st, phase);
+            st.prediction_errors.push(signed_ns(duration_ns(now + left), predicted));
+        }
         let e = st.entry(idx);
         e.phase = Phase::Done;
         e.holds_slot = false;
         drop(slot);
+        drop(st);
+        self.left_read_side.notify_waiters();
     }
 
     fn fail(&self, idx: u64, slot: OwnedSemaphorePermit, message: String) {
@@ -598,6 +633,7 @@ impl StreamCtx {
             drop(slot);
         }
         self.changed.notify_waiters();
+        self.left_read_side.notify_waiters();
     }
 
     fn ready(&self, idx: u64, slot: OwnedSemaphorePermit, done_ns: u64, held: Held) {
@@ -617,6 +653,10 @@ impl StreamCtx {
             let mut st = self.lock();
             let e = st.entry(idx);
             e.output_done_ns = Some(done_ns);
+            if let Some(predicted) = e.predicted_ready_ns.take() {
+                st.prediction_errors.push(signed_ns(done_ns, predicted));
+            }
+            let e = st.entry(idx);
             if e.verdict == Verdict::Pending {
                 e.phase = Phase::Ready;
                 e.slot = Some(slot);
@@ -651,7 +691,13 @@ impl StreamCtx {
         let (extent, frame_number) = (&at.extent, at.frame_number);
         let unreadable = |detail: String| at.unreadable(&detail);
 
-        // Read.
+        // Read, when the decode pool can take the frame soon (see `room_to_read_ahead`), and
+        // only if it can still be ready in time (see `admission`).
+        match self.room_to_read_ahead(idx, &cancel).await {
+            Some(Admission::Admit) => {}
+            Some(Admission::Reject(cause)) => return self.skip(idx, slot, Phase::Rejected(cause)),
+            None => return self.retire(idx, slot),
+        }
         let Some(io) = acquire_unless_dropped(&self.io_slots, &cancel).await else {
             return self.retire(idx, slot);
         };
@@ -715,11 +761,13 @@ impl StreamCtx {
         };
         let start = self.now();
         if self.cannot_make_it(idx, start) {
-            return self.skip(idx, slot, Phase::Skipped);
+            let cause = self.late_stage(idx, start);
+            return self.skip(idx, slot, Phase::Skipped(cause));
         }
         if !self.advance(idx, Phase::Decoding, |_| {}) {
             return self.retire(idx, slot);
         }
+        self.lock().decodes_started += 1;
         let job = DecodeJob {
             frame_idx: idx,
             decoder: Arc::clone(&self.decoder),
@@ -760,7 +808,7 @@ impl StreamCtx {
         match self.output_stage(idx, &cancel, (decoded, decoded_slot), t).await {
             Ok(held) => self.ready(idx, slot, duration_ns(self.now()), held),
             Err(OutputEnd::Dropped) => self.retire(idx, slot),
-            Err(OutputEnd::Skipped) => self.skip(idx, slot, Phase::OutputSkipped),
+            Err(OutputEnd::Skipped(cause)) => self.skip(idx, slot, Phase::OutputSkipped(cause)),
             Err(OutputEnd::Failed(detail)) => self.fail(idx, slot, unreadable(detail)),
         }
     }
@@ -796,7 +844,7 @@ impl StreamCtx {
         };
         let start = self.now();
         if self.cannot_output_in_time(idx, start) {
-            return Err(OutputEnd::Skipped);
+            return Err(OutputEnd::Skipped(self.late_stage(idx, start)));
         }
         if !self.advance(idx, Phase::Outputting, |_| {}) {
             return Err(OutputEnd::Dropped);
@@ -940,4 +988,37 @@ pub(crate) fn duration_ns(d: Duration) -> u64 {
 fn signed_ns(a: u64, b: u64) -> i64 {
     let diff = i128::from(a) - i128::from(b);
     i64::try_from(diff).unwrap_or(if diff < 0 { i64::MIN } else { i64::MAX })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_phase_is_blamed_on_the_stage_it_waits_for() {
+        use DropCause::*;
+        let table = [
+            (Phase::NotAdmitted, Storage),
+            (Phase::ReadAheadQueued, Decode),
+            (Phase::ReadQueued, Storage),
+            (Phase::Reading, Storage),
+            // Only the output stage frees decoded frames.
+            (Phase::DecodedSlotQueued, Output),
+            (Phase::DecodeQueued, Decode),
+            (Phase::Decoding, Decode),
+            (Phase::OutputQueued, Output),
+            (Phase::Outputting, Output),
+            (Phase::Rejected(Storage), Storage),
+            (Phase::Rejected(Decode), Decode),
+            (Phase::Rejected(Output), Output),
+            (Phase::Skipped(Decode), Decode),
+            (Phase::Skipped(Storage), Storage),
+            (Phase::OutputSkipped(Output), Output),
+            (Phase::Failed, Unreadable),
+        ];
+        for (phase, cause) in table {
+            assert_eq!(phase.blame(), cause, "{phase:?}");
+        }
+        assert!(Phase::Rejected(Decode).dropped_early() && !Phase::DecodeQueued.dropped_early());
+    }
 }

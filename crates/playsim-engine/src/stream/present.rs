@@ -228,6 +228,7 @@ impl StreamCtx {
                 if phase.in_progress() {
                     st.late_frames += 1;
                 }
+
                 st.drops.add(cause);
                 if phase.dropped_early() {
                     st.early_drops.add(cause);

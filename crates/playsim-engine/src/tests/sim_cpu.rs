@@ -75,7 +75,8 @@ impl SimCpu {
                 if remaining < DONE_NS {
                     return; // `_leave` removes the job and tells the others.
                 }
-                Duration::from_nanos((remaining / self.rate(st.jobs.len())).ceil() as u64)
+                let running = st.jobs.iter().filter(|j| j.1 >= DONE_NS).count();
+                Duration::from_nanos((remaining / self.rate(running)).ceil() as u64)
             };
             tokio::select! {
                 _ = tokio::time::sleep(eta) => {}
@@ -96,18 +97,27 @@ impl SimCpu {
         (f64::from(self.cores) / n.max(1) as f64).min(1.0)
     }
 
+    /// Brings every job's remaining work to the present. Piecewise: a job that finishes partway
+    /// gives its share of the cores to the others from that moment, though its waiter hears of
+    /// it only at its next wake-up (tokio's timer ticks in milliseconds).
     fn advance(&self, st: &mut CpuState) {
         let now = Instant::now();
-        let elapsed = now.saturating_duration_since(st.updated).as_nanos() as f64;
+        let mut left = now.saturating_duration_since(st.updated).as_nanos() as f64;
         st.updated = now;
-        if elapsed == 0.0 || st.jobs.is_empty() {
-            return;
-        }
-        let progress = elapsed * self.rate(st.jobs.len());
-        for job in &mut st.jobs {
-            let done = job.1.min(progress);
-            job.1 -= done;
-            st.spent_ns += done;
+        while left > 0.0 {
+            let running: Vec<usize> = (0..st.jobs.len()).filter(|&i| st.jobs[i].1 >= DONE_NS).collect();
+            if running.is_empty() {
+                return;
+            }
+            let rate = self.rate(running.len());
+            let first_done = running.iter().map(|&i| st.jobs[i].1).fold(f64::INFINITY, f64::min) / rate;
+            let step = first_done.min(left);
+            for &i in &running {
+                let done = (step * rate).min(st.jobs[i].1);
+                st.jobs[i].1 -= done;
+                st.spent_ns += done;
+            }
+            left -= step;
         }
     }
 
