@@ -77,4 +77,8 @@ async fn the_same_clip_from_a_fast_storage_plays_clean() {
     assert_eq!((s.presented, s.dropped.total()), (12, 0), "{:?} {:?}", s.dropped, s.unreadable);
     assert_eq!(s.source.pixel_format, "yuv422p10le");
     assert_eq!((s.source.width, s.source.height), (256, 144));
+    // The file is opened once for the stream, as a player opens it, and closed at its end:
+    // not once per packet.
+    assert_eq!((s.latency.open.count, s.latency.close.count), (1, 1), "{:?}", s.latency);
+    assert_eq!(s.latency.read.count, 12);
 }

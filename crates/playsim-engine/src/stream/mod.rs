@@ -43,7 +43,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use playsim_core::{
     BufPool, Clock, DecodedFrame, Decoder, DropCause, DropCounters, FrameExtent, FrameRate, InOrderDecoder,
-    IoBuf, Pacing, PooledBuf, Source, Storage, StorageError, StorageErrorKind,
+    IoBuf, Pacing, PooledBuf, Source, Storage, StorageError, StorageErrorKind, StorageFile,
 };
 use playsim_report::{SignedHistogram, UnreadableFrame};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -372,6 +372,8 @@ pub(crate) struct StreamCtx {
     encoded_pool: BufPool<IoBuf>,
     decoded_pool: BufPool<DecodedFrame>,
     state: Mutex<StreamState>,
+    /// The file frames are read from by byte range (a video file), kept open for the stream.
+    open_file: tokio::sync::Mutex<Option<(std::path::PathBuf, Arc<Box<dyn StorageFile>>)>>,
     changed: Notify,
     /// A frame started decoding or left the pipeline: room for another read ahead.
     left_read_side: Notify,
@@ -448,6 +450,7 @@ impl StreamCtx {
             encoded_pool: BufPool::new(),
             decoded_pool: BufPool::new(),
             state: Mutex::new(StreamState::default()),
+            open_file: tokio::sync::Mutex::new(None),
             changed: Notify::new(),
             left_read_side: Notify::new(),
             live: Arc::clone(&shared.live),
@@ -545,6 +548,7 @@ impl StreamCtx {
         } else {
             drain.await;
         }
+        self.close_open_file().await;
     }
 
     fn next_to_admit(&self) -> Option<u64> {
@@ -869,24 +873,28 @@ impl StreamCtx {
 
     /// Reads one frame's bytes, timing open, read and close. The error names the path.
     async fn read_frame(&self, extent: &FrameExtent, buf: &mut IoBuf) -> Result<u64, String> {
-        let (path, offset, len) = match extent {
-            FrameExtent::File { path } => (path.as_path(), 0, None),
-            FrameExtent::Range { path, offset, len } => (path.as_path(), *offset, Some(*len)),
+        match extent {
+            FrameExtent::File { path } => self.read_file(path, buf).await,
+            FrameExtent::Range { path, offset, len } => self.read_range(path, *offset, *len, buf).await,
             FrameExtent::Missing { expected } => {
-                return Err(format!("{} is missing from the sequence (a gap)", expected.display()))
+                Err(format!("{} is missing from the sequence (a gap)", expected.display()))
             }
-        };
+        }
+    }
+
+    /// Reads a whole frame file: open, read, close, each timed.
+    async fn read_file(&self, path: &Path, buf: &mut IoBuf) -> Result<u64, String> {
         let t = self.now();
         let file = self.storage.open(path).await.map_err(|e| self.storage_failure(e))?;
         let opened = self.now();
         self.lock().hist.open.record(opened.saturating_sub(t));
-        let want = len.unwrap_or_else(|| file.size().saturating_sub(offset));
+        let want = file.size();
         if want > MAX_FRAME_BYTES {
             let _ = file.close().await;
             return Err(too_large(path, want));
         }
         let want_usize = usize::try_from(want).map_err(|_| too_large(path, want))?;
-        let read = file.read_at(offset, want_usize, buf).await;
+        let read = file.read_at(0, want_usize, buf).await;
         let read_done = self.now();
         let closed = file.close().await;
         let close_done = self.now();
@@ -897,10 +905,62 @@ impl StreamCtx {
         }
         let n = read.map_err(|e| self.storage_failure(e))?;
         closed.map_err(|e| self.storage_failure(e))?;
-        if (n as u64) < want {
-            return Err(format!("{}: short read, {n} of {want} bytes", path.display()));
+        check_whole(path, n, want)
+    }
+
+    /// Reads a frame's byte range of a file the stream keeps open: a video file is opened once
+    /// per stream, as a player opens it, not once per packet (see [`StreamCtx::open_file`]).
+    async fn read_range(&self, path: &Path, offset: u64, len: u64, buf: &mut IoBuf) -> Result<u64, String> {
+        if len > MAX_FRAME_BYTES {
+            return Err(too_large(path, len));
         }
-        Ok(n as u64)
+        let want_usize = usize::try_from(len).map_err(|_| too_large(path, len))?;
+        let file = self.open_file(path).await?;
+        let t = self.now();
+        let read = file.read_at(offset, want_usize, buf).await;
+        self.lock().hist.read.record(self.now().saturating_sub(t));
+        let n = read.map_err(|e| self.storage_failure(e))?;
+        check_whole(path, n, len)
+    }
+
+    /// The stream's open handle on `path`, opened (and timed) the first time; a handle on
+    /// another path is closed first. Frame tasks read through it at once (`read_at` takes
+    /// `&self`); [`StreamCtx::close_open_file`] closes it when the stream ends.
+    async fn open_file(&self, path: &Path) -> Result<Arc<Box<dyn StorageFile>>, String> {
+        let mut open = self.open_file.lock().await;
+        if let Some((open_path, file)) = open.as_ref() {
+            if open_path == path {
+                return Ok(Arc::clone(file));
+            }
+        }
+        if let Some((_, old)) = open.take() {
+            self.close_shared(old).await;
+        }
+        let t = self.now();
+        let file = Arc::new(self.storage.open(path).await.map_err(|e| self.storage_failure(e))?);
+        self.lock().hist.open.record(self.now().saturating_sub(t));
+        *open = Some((path.to_owned(), Arc::clone(&file)));
+        Ok(file)
+    }
+
+    /// Closes the file the stream kept open, if any, once no frame task reads through it.
+    async fn close_open_file(&self) {
+        let open = self.open_file.lock().await.take();
+        if let Some((_, file)) = open {
+            self.close_shared(file).await;
+        }
+    }
+
+    /// Closes a kept-open file when this is its last handle (a task still reading holds
+    /// another; the file is then dropped, unclosed, when that read ends).
+    async fn close_shared(&self, file: Arc<Box<dyn StorageFile>>) {
+        let Some(file) = Arc::into_inner(file) else { return };
+        let t = self.now();
+        let closed = file.close().await;
+        self.lock().hist.close.record(self.now().saturating_sub(t));
+        if let Err(e) = closed {
+            let _ = self.storage_failure(e);
+        }
     }
 
     /// The message of a failed storage call. A transport that gave up ends the run: every
@@ -967,6 +1027,14 @@ async fn acquire_unless_dropped(stage: &Arc<Semaphore>, dropped: &Notify) -> Opt
         _ = dropped.notified() => None,
         permit = Arc::clone(stage).acquire_owned() => permit.ok(),
     }
+}
+
+/// `n` bytes read of the `want` asked for: all of them, or a short-read error naming the file.
+fn check_whole(path: &Path, n: usize, want: u64) -> Result<u64, String> {
+    if (n as u64) < want {
+        return Err(format!("{}: short read, {n} of {want} bytes", path.display()));
+    }
+    Ok(n as u64)
 }
 
 fn too_large(path: &Path, bytes: u64) -> String {
