@@ -373,7 +373,7 @@ pub(crate) struct StreamCtx {
     decoded_pool: BufPool<DecodedFrame>,
     state: Mutex<StreamState>,
     /// The file frames are read from by byte range (a video file), kept open for the stream.
-    open_file: tokio::sync::Mutex<Option<(std::path::PathBuf, Arc<Box<dyn StorageFile>>)>>,
+    open_file: tokio::sync::Mutex<Option<OpenFile>>,
     changed: Notify,
     /// A frame started decoding or left the pipeline: room for another read ahead.
     left_read_side: Notify,
@@ -1028,6 +1028,9 @@ async fn acquire_unless_dropped(stage: &Arc<Semaphore>, dropped: &Notify) -> Opt
         permit = Arc::clone(stage).acquire_owned() => permit.ok(),
     }
 }
+
+/// A file a stream keeps open, and its path.
+type OpenFile = (std::path::PathBuf, Arc<Box<dyn StorageFile>>);
 
 /// `n` bytes read of the `want` asked for: all of them, or a short-read error naming the file.
 fn check_whole(path: &Path, n: usize, want: u64) -> Result<u64, String> {
