@@ -214,6 +214,10 @@ impl NamedSource {
 }
 
 impl Source for NamedSource {
+    fn is_keyframe(&self, idx: u64) -> bool {
+        self.inner.is_keyframe(idx)
+    }
+
     fn info(&self) -> SourceInfo {
         SourceInfo { location: self.location.clone(), ..self.inner.info() }
     }

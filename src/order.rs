@@ -136,6 +136,10 @@ impl Source for Reordered {
         self.inner.decoder()
     }
 
+    fn is_keyframe(&self, idx: u64) -> bool {
+        self.inner.is_keyframe(self.inner_idx(idx))
+    }
+
     fn frame_rate(&self) -> Option<FrameRate> {
         self.inner.frame_rate()
     }

@@ -89,6 +89,13 @@ pub trait Source: Send + Sync + 'static {
     fn frame_rate(&self) -> Option<FrameRate> {
         None
     }
+
+    /// True when the frame at position `idx` can be decoded without the ones before it: a
+    /// long-GOP decoder that falls behind may skip ahead to such a frame. Every frame of an
+    /// image sequence or an intra-only codec is one.
+    fn is_keyframe(&self, _idx: u64) -> bool {
+        true
+    }
 }
 
 /// Another source whose frames are read and not decoded: its decoder is
@@ -96,6 +103,10 @@ pub trait Source: Send + Sync + 'static {
 pub struct WithoutDecode(pub Arc<dyn Source>);
 
 impl Source for WithoutDecode {
+    fn is_keyframe(&self, idx: u64) -> bool {
+        self.0.is_keyframe(idx)
+    }
+
     fn info(&self) -> SourceInfo {
         self.0.info()
     }

@@ -43,6 +43,12 @@ pub struct InOrderJob {
     pub encoded: Result<PooledBuf<IoBuf>, String>,
     /// After this packet, drain the decoder and reset it (the source's last packet, or the run's).
     pub end_of_stream: bool,
+    /// Before this packet, a keyframe, drain the decoder and reset it: the stream skipped the
+    /// rest of a GOP it could not decode in time.
+    pub restart: bool,
+    /// Set by the executor with `restart`: the pictures the drain gave, for frames fed before
+    /// the skip, in presentation order.
+    pub drained: Vec<Result<PooledBuf<DecodedFrame>, String>>,
     /// Where the pictures' buffers come from.
     pub pool: BufPool<DecodedFrame>,
     /// Set by the executor: the pictures that came out, in presentation order, an
@@ -55,6 +61,14 @@ impl InOrderJob {
     pub fn run(&mut self) {
         let decoder = Arc::clone(&self.decoder);
         let mut decoder = decoder.lock().unwrap_or_else(|p| p.into_inner());
+        if self.restart {
+            if let Err(e) = decoder.send(None) {
+                self.pictures.push(Err(e.to_string()));
+            }
+            self.receive_all(decoder.as_mut());
+            self.drained = std::mem::take(&mut self.pictures);
+            decoder.reset();
+        }
         match &self.encoded {
             Ok(packet) => {
                 if let Err(e) = decoder.send(Some(packet)) {

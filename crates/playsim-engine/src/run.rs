@@ -492,6 +492,7 @@ fn stream_report(
         read_skipped: st.read_skipped,
         output_skipped: st.output_skipped,
         early_drops: Drops::from(st.early_drops),
+        gops_skipped: st.gops_skipped,
         bottleneck: utilisation.busiest().to_owned(),
         utilisation,
         bytes_read: st.bytes_read,

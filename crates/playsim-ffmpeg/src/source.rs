@@ -131,6 +131,10 @@ impl Source for VideoSource {
         Arc::clone(&self.decoder) as Arc<dyn Decoder>
     }
 
+    fn is_keyframe(&self, idx: u64) -> bool {
+        usize::try_from(idx).ok().and_then(|i| self.packets.get(i)).is_some_and(|p| p.keyframe)
+    }
+
     fn frame_rate(&self) -> Option<FrameRate> {
         self.rate
     }

@@ -329,6 +329,10 @@ pub struct StreamReport {
     /// by cause; the rest of the drops were frames still in a stage at their deadline.
     #[serde(default)]
     pub early_drops: Drops,
+    /// Long-GOP streams: GOPs whose rest the decoder skipped when it was too late for their
+    /// next frame, restarting at a later keyframe (their frames are `decode_skipped`).
+    #[serde(default)]
+    pub gops_skipped: u64,
     /// How busy each stage was.
     #[serde(default)]
     pub utilisation: StageUtilisation,

@@ -66,6 +66,7 @@ pub fn sample_report() -> Report {
         read_skipped: 0,
         output_skipped: 0,
         early_drops: Drops { storage: 1, decode: 1, output: 0, unreadable: 0 },
+        gops_skipped: 0,
         utilisation: StageUtilisation { storage: 0.42, decode: 0.91, output: 0.12 },
         bottleneck: "decode".into(),
         bytes_read,

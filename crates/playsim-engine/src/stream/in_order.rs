@@ -32,12 +32,36 @@ impl Drop for PictureToken {
     }
 }
 
+/// How far ahead of the packet it is on a late decoder looks for a keyframe to restart at.
+const GOP_SEARCH: u64 = 1024;
+
+/// What a long-GOP frame's wait for its turn at the decoder ended with.
+pub(super) enum Turn {
+    /// The decoder's next packet is this frame's.
+    Mine,
+    /// The decoder skipped past it, to a later keyframe.
+    Passed,
+    Cancelled,
+}
+
+/// What a long-GOP frame's wait for its picture ended with.
+pub(super) enum PictureWait {
+    Got(Picture, PictureToken),
+    /// The frame was dropped, or the run cancelled.
+    Gone,
+    /// The decoder restarted past the frame without giving its picture.
+    Passed,
+}
+
 impl StreamCtx {
     /// The task of frame `idx` of a long-GOP stream: read packet `idx`, feed it to the
     /// stream's decoder in turn, then wait for the `idx`-th picture and output it.
     ///
     /// The read and the feeding happen even if the frame is dropped meanwhile (later
-    /// frames need the packet); only the wait for its own picture stops.
+    /// frames need the packet); only the wait for its own picture stops. When the decoder is
+    /// too late for the frame, the stream skips the rest of its GOP (see
+    /// [`StreamCtx::gop_skip_target`]): the frames up to the next keyframe it can reach in
+    /// time are not fed, and are dropped as `decode`.
     pub(super) async fn frame_task_in_order(self: Arc<Self>, idx: u64, slot: OwnedSemaphorePermit) {
         let Some(decoder) = self.in_order.clone() else { return self.retire(idx, slot) };
         let cancel = Arc::clone(&self.lock().entry(idx).cancel);
@@ -45,8 +69,11 @@ impl StreamCtx {
         let unreadable = |detail: String| at.unreadable(&detail);
         let end_of_stream = at.src_idx + 1 == self.source_len || self.n_frames.is_some_and(|n| idx + 1 == n);
 
-        // Read: always, even for a dropped frame.
+        // Read: always, even for a dropped frame, unless the decoder skipped past it.
         let Ok(io) = Arc::clone(&self.io_slots).acquire_owned().await else { return self.retire(idx, slot) };
+        if self.lock().next_packet > idx {
+            return self.skip(idx, slot, Phase::Skipped(DropCause::Decode));
+        }
         let t = self.now_ns();
         self.mark(idx, Phase::Reading, |e| e.read_start_ns = Some(t));
         let mut encoded = self.encoded_pool.get();
@@ -69,10 +96,24 @@ impl StreamCtx {
             }
         };
 
-        // Feed the decoder, in decode order, while the pictures out stay within the prefetch.
-        if !self.wait_for_turn(idx).await {
-            return self.retire(idx, slot);
+        // Feed the decoder, in decode order, while the pictures out stay within the prefetch;
+        // or skip the rest of the GOP when the decoder is too late for this frame.
+        match self.wait_for_turn(idx).await {
+            Turn::Mine => {}
+            Turn::Cancelled => return self.retire(idx, slot),
+            Turn::Passed => return self.skip(idx, slot, Phase::Skipped(DropCause::Decode)),
         }
+        if let Some(keyframe) = self.gop_skip_target(idx) {
+            {
+                let mut st = self.lock();
+                st.next_packet = keyframe;
+                st.gop_restart = Some(keyframe);
+                st.gops_skipped += 1;
+            }
+            self.changed.notify_waiters();
+            return self.skip(idx, slot, Phase::Skipped(DropCause::Decode));
+        }
+        let restart = self.lock().gop_restart.take_if(|k| *k == idx).is_some();
         let key = self.deadline_key(&self.lock(), idx);
         let permit = self.decode_slots.acquire(key).await;
         self.lock().decodes_started += 1;
@@ -83,6 +124,8 @@ impl StreamCtx {
             decoder,
             encoded,
             end_of_stream,
+            restart,
+            drained: Vec::new(),
             pool: self.decoded_pool.clone(),
             pictures: Vec::new(),
         };
@@ -92,17 +135,24 @@ impl StreamCtx {
         {
             let mut st = self.lock();
             st.hist.decode.record(end.saturating_sub(start));
+            st.recent_decode.push(end.saturating_sub(start));
             st.busy.decode += end.saturating_sub(start);
         }
-        let pictures = match job {
-            Some(job) => job.pictures,
-            None => vec![Err("the decoder failed without a result (it panicked)".to_owned())],
+        let (drained, pictures) = match job {
+            Some(job) => (job.drained, job.pictures),
+            None => (Vec::new(), vec![Err("the decoder failed without a result (it panicked)".to_owned())]),
         };
+        if restart {
+            self.restart_pictures_at(idx, drained);
+        }
         self.take_pictures(idx, pictures, end_of_stream);
 
         // Wait, still in the decode stage, for this frame's own picture.
-        let Some((picture, token)) = self.wait_for_picture(idx, &cancel).await else {
-            return self.retire(idx, slot);
+        let (picture, token) = match self.wait_for_picture(idx, &cancel).await {
+            PictureWait::Got(picture, token) => (picture, token),
+            PictureWait::Gone => return self.retire(idx, slot),
+            // Fed before a skip, and the drain gave no picture for it.
+            PictureWait::Passed => return self.skip(idx, slot, Phase::Skipped(DropCause::Decode)),
         };
         let decoded = match picture {
             Ok(decoded) => decoded,
@@ -147,53 +197,126 @@ impl StreamCtx {
                 }
             }
             st.next_packet = idx + 1;
+            // Packets in the decoder with no picture out yet: its delay.
+            st.decoder_delay = st.next_packet.saturating_sub(st.next_picture);
         }
         self.changed.notify_waiters();
     }
 
-    /// Waits until packet `idx` is the decoder's next and the pictures held are fewer
-    /// than the prefetch; false if the run is cancelled first.
-    pub(super) async fn wait_for_turn(&self, idx: u64) -> bool {
+    /// Files the pictures the drain before a restart at keyframe `idx` gave under the frames
+    /// fed before the skip, then moves the picture count to `idx`: the frames skipped get none
+    /// (and a frame fed before the skip that the drain gave none is passed, see
+    /// [`PictureWait::Passed`]).
+    fn restart_pictures_at(&self, idx: u64, drained: Vec<Picture>) {
+        {
+            let mut st = self.lock();
+            for picture in drained {
+                let k = st.next_picture;
+                if k >= idx {
+                    break;
+                }
+                st.next_picture += 1;
+                if st.entry(k).verdict == Verdict::Pending {
+                    st.pictures.insert(k, (picture, PictureToken::new(&self.pictures)));
+                }
+            }
+            st.next_picture = idx;
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Where the decoder should go on from when it is too late for frame `idx`, its next
+    /// packet: the next keyframe whose picture could still be out in time, or `None` when frame
+    /// `idx` can make it (or nothing is decided early: `--no-drop`, `--fps max`, before t0).
+    ///
+    /// A long-GOP decoder cannot skip a packet within a GOP: later frames reference it. So the
+    /// skip unit is the GOP: the decoder drops the rest of the one it is in and restarts at a
+    /// keyframe (drained, reset, fed from there). Frame `idx`'s picture is out after the packets
+    /// from the one it is on to `idx`'s picture, the decoder's current delay included; at the
+    /// stream's typical (median) decode time per packet, plus the typical output, a frame that
+    /// would be out after its deadline makes the decoder skip. The keyframe chosen is the first
+    /// whose picture, with the same delay, would be out before its own.
+    pub(super) fn gop_skip_target(&self, idx: u64) -> Option<u64> {
+        let st = self.lock();
+        let due_of = |k: u64| self.skippable_due(&st, k);
+        let due = due_of(idx)?;
+        let decode = st.recent_decode.typical()?;
+        let output = if self.output.is_some() {
+            st.recent_output.typical().unwrap_or_default()
+        } else {
+            Duration::ZERO
+        };
+        let now = self.now();
+        let ready = |packets: u64| now + decode * u32::try_from(packets).unwrap_or(u32::MAX) + output;
+        // A restarted decoder holds its delay's worth of packets before the first picture.
+        let restarted = st.decoder_delay + 1;
+        let packets = if st.gop_restart == Some(idx) {
+            restarted
+        } else {
+            (idx + 1).saturating_sub(st.next_picture).max(1)
+        };
+        if ready(packets) <= due {
+            return None;
+        }
+        let last = self.n_frames.unwrap_or(u64::MAX);
+        let len = self.source_len.max(1);
+        (idx + 1..last.min(idx + GOP_SEARCH))
+            .filter(|&k| self.source.is_keyframe(k % len))
+            .find(|&k| due_of(k).is_some_and(|due| ready(restarted) <= due))
+    }
+
+    /// Waits until packet `idx` is the decoder's next and the pictures held are fewer than
+    /// the prefetch ([`Turn::Mine`]), the decoder skipped past it ([`Turn::Passed`]), or the
+    /// run is cancelled.
+    pub(super) async fn wait_for_turn(&self, idx: u64) -> Turn {
         let prefetch = self.cfg.prefetch as usize;
         loop {
             let (changed, freed) = (self.changed.notified(), self.pictures.freed.notified());
             tokio::pin!(changed, freed);
             changed.as_mut().enable();
             freed.as_mut().enable();
-            if self.lock().next_packet == idx && self.pictures.held.load(Ordering::Acquire) < prefetch {
-                return true;
+            {
+                let next = self.lock().next_packet;
+                if next > idx {
+                    return Turn::Passed;
+                }
+                if next == idx && self.pictures.held.load(Ordering::Acquire) < prefetch {
+                    return Turn::Mine;
+                }
             }
             tokio::select! {
                 biased;
-                _ = self.cancel.cancelled() => return false,
+                _ = self.cancel.cancelled() => return Turn::Cancelled,
                 _ = &mut changed => {}
                 _ = &mut freed => {}
             }
         }
     }
 
-    /// Waits for frame `idx`'s picture; `None` if the frame is dropped or the run cancelled first.
-    pub(super) async fn wait_for_picture(
-        &self,
-        idx: u64,
-        dropped: &Notify,
-    ) -> Option<(Picture, PictureToken)> {
+    /// Waits for frame `idx`'s picture.
+    pub(super) async fn wait_for_picture(&self, idx: u64, dropped: &Notify) -> PictureWait {
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             {
                 let mut st = self.lock();
-                if let Some(picture) = st.pictures.remove(&idx) {
-                    return (st.entry(idx).verdict == Verdict::Pending).then_some(picture);
+                if let Some((picture, token)) = st.pictures.remove(&idx) {
+                    if st.entry(idx).verdict != Verdict::Pending {
+                        return PictureWait::Gone;
+                    }
+                    return PictureWait::Got(picture, token);
                 }
                 if st.entry(idx).verdict != Verdict::Pending {
-                    return None;
+                    return PictureWait::Gone;
+                }
+                if st.next_picture > idx {
+                    return PictureWait::Passed;
                 }
             }
             tokio::select! {
                 biased;
-                _ = self.cancel.cancelled() => return None,
+                _ = self.cancel.cancelled() => return PictureWait::Gone,
                 _ = dropped.notified() => {}
                 _ = &mut notified => {}
             }

@@ -308,6 +308,13 @@ pub(crate) struct StreamState {
     next_packet: u64,
     /// Long-GOP streams: the frame the next picture out of the decoder belongs to.
     next_picture: u64,
+    /// Long-GOP streams: the keyframe the decoder restarts at (drained and reset before its
+    /// packet), after skipping the rest of a GOP.
+    gop_restart: Option<u64>,
+    /// Long-GOP streams: GOPs the decoder skipped the rest of.
+    pub gops_skipped: u64,
+    /// Long-GOP streams: packets in the decoder with no picture out yet, after its last job.
+    decoder_delay: u64,
     /// Long-GOP streams: pictures out of the decoder, waiting for their frame's task.
     pictures: BTreeMap<u64, (Picture, PictureToken)>,
 }

@@ -213,6 +213,8 @@ impl StreamCtx {
                     // A long-GOP frame waiting on the decoder waits, in the end, for the
                     // packet the decoder needs next: blame that packet's stage.
                     match st.phase(st.next_packet) {
+                        // Skipping to a keyframe: the decoder was the limit.
+                        _ if st.gop_restart.is_some() => DropCause::Decode,
                         Phase::NotAdmitted | Phase::ReadQueued | Phase::Reading => DropCause::Storage,
                         _ => DropCause::Decode,
                     }

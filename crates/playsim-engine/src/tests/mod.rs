@@ -42,6 +42,8 @@ struct GopScript {
     corrupt: HashSet<u64>,
     /// Every packet it was sent, counted across resets.
     packets_sent: Mutex<u64>,
+    /// A keyframe every this many frames (0: only the first).
+    keyframe_every: u64,
 }
 
 fn frame_path(idx: u64) -> PathBuf {
@@ -141,6 +143,13 @@ impl Source for ScriptedSource {
             FrameExtent::Missing { expected: frame_path(idx) }
         } else {
             FrameExtent::File { path: frame_path(idx) }
+        }
+    }
+    fn is_keyframe(&self, idx: u64) -> bool {
+        match &self.long_gop {
+            Some(script) if script.keyframe_every > 0 => idx % script.keyframe_every == 0,
+            Some(_) => idx == 0,
+            None => true,
         }
     }
     fn decoder(&self) -> Arc<dyn Decoder> {

@@ -86,6 +86,9 @@ struct Machine {
     streams: u32,
     /// Each read waits up to this much more, at random (most reads little, a few long).
     jitter: Option<Duration>,
+    /// Long-GOP: a keyframe every this many frames, pictures out 2 packets late, decoded in
+    /// order on one decoder per stream (`decode_cpu` a packet).
+    gop: Option<u64>,
 }
 
 impl Machine {
@@ -102,6 +105,7 @@ impl Machine {
             io_depth: 4,
             streams: 1,
             jitter: None,
+            gop: None,
         }
     }
 
@@ -143,7 +147,10 @@ impl Machine {
             work,
             jitter: self.jitter.map(|most| (most, Arc::new(std::sync::atomic::AtomicU64::new(u64::from(i))))),
         });
-        let source = ScriptedSource { n: 48, gaps: HashSet::new(), long_gop: None };
+        let long_gop = self
+            .gop
+            .map(|every| Arc::new(GopScript { delay: 2, keyframe_every: every, ..GopScript::default() }));
+        let source = ScriptedSource { n: 240, gaps: HashSet::new(), long_gop };
         StreamSpec::new(format!("stream {i}"), Arc::new(source), storage)
     }
 
@@ -350,4 +357,35 @@ async fn a_jittered_link_below_its_rate_plays_clean() {
     assert_eq!(report.totals.dropped.total(), 0, "S = {sustainable}: {:?}", report.totals);
     let longest = report.streams[0].latency.read.max_ms;
     assert!(longest > 60.0, "the jitter was not exercised: longest read {longest} ms");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_long_gop_decoder_skips_to_the_next_keyframe_it_can_reach() {
+    // H.264-like: a keyframe every 12 frames, pictures out 2 packets late, 10 ms a packet on
+    // the stream's one decoder: S = 100 fps. A decoder cannot skip within a GOP, so when it is
+    // too late for its next frame it drops the rest of the GOP and restarts at the next
+    // keyframe it can reach in time. Up to k = 1.5 it presents 0.9 of S or more; above, the
+    // GOP sets the limit: every skip loses the decoder's time on the frames of the GOP it had
+    // started, so the ratio falls with k (the test prints it).
+    let machine = Machine { decode_threads: 1, decode_cpu: 10 * MS, gop: Some(12), ..Machine::new() };
+    let sustainable = machine.sustainable().await;
+    assert!((sustainable - 100.0).abs() < 2.0, "S = {sustainable}");
+    for k in [1.1, 1.25, 1.5, 2.0, 3.0] {
+        let report = machine.play_at(sustainable, k).await;
+        let s = &report.streams[0];
+        let (presented, ideal) = presented_and_ideal(&report, sustainable);
+        println!(
+            "long-GOP 12, k = {k}: presented {presented} of {} due, {:.2} of S; {} GOPs skipped; {:?}",
+            s.frames_due,
+            presented as f64 / ideal,
+            s.gops_skipped,
+            s.dropped
+        );
+        assert_eq!(s.dropped.total(), s.dropped.decode, "k = {k}: {:?}", s.dropped);
+        assert!(s.gops_skipped > 0, "k = {k}: no GOP skipped");
+        if k <= 1.5 {
+            assert!(presented as f64 >= 0.9 * ideal, "k = {k}: presented {presented}, ideal {ideal:.1}");
+        }
+    }
+    assert_no_drop_below(&machine).await;
 }
