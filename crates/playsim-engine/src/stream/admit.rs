@@ -83,8 +83,11 @@ impl StreamCtx {
         };
         let io_depth = self.cfg.io_depth.max(1);
         let mut period = read / io_depth;
-        let mut time_in = vec![(DropCause::Storage, read)];
-        let mut ready = now + read;
+        // A read ahead that has run past the typical time (a server stalled or gone) holds up
+        // every frame behind it: that is storage's time, not the later stages' queues.
+        let stalled = self.stalled_reads_ahead(&st, idx, now, read);
+        let mut time_in = vec![(DropCause::Storage, read + stalled)];
+        let mut ready = now + stalled + read;
         if self.decoder.decodes() {
             let decode = st.recent_decode.typical().unwrap_or_default();
             let threads = u32::try_from(self.decode_slots.capacity()).unwrap_or(u32::MAX).max(1);
@@ -216,6 +219,37 @@ impl StreamCtx {
             Phase::Decoding | Phase::OutputQueued => output,
             _ => Duration::ZERO,
         }
+    }
+
+    /// How long the longest-running read ahead of frame `idx` has run past the typical read
+    /// time `read`, when no read has finished since it began: the storage has stalled (a
+    /// server stopped), not merely served one read slowly. Zero otherwise.
+    fn stalled_reads_ahead(&self, st: &StreamState, idx: u64, now: Duration, read: Duration) -> Duration {
+        let now = duration_ns(now);
+        (idx.saturating_sub(self.window_len as u64)..idx)
+            .filter_map(|i| {
+                let e = st.frames.get(usize::try_from(i).ok()?)?;
+                let start = e.read_start_ns?;
+                (e.phase == Phase::Reading && st.last_read_done_ns < start).then_some(start)
+            })
+            .map(|start| Duration::from_nanos(now.saturating_sub(start)).saturating_sub(read))
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// The stage a frame waiting for read-ahead room at its deadline waits on: that of the
+    /// oldest of this stream's frames ahead of it on the read side: `storage` while that one is
+    /// still being read (a stalled server), `decode` once it waits for the decode pool.
+    pub(super) fn read_ahead_blame(&self, st: &StreamState, idx: u64) -> DropCause {
+        (idx.saturating_sub(self.window_len as u64)..idx)
+            .map(|i| st.phase(i))
+            .find(|p| {
+                matches!(
+                    p,
+                    Phase::ReadQueued | Phase::Reading | Phase::DecodedSlotQueued | Phase::DecodeQueued
+                )
+            })
+            .map_or(DropCause::Decode, Phase::blame)
     }
 
     /// This stream's frames before `idx` in a phase for which `pred` holds. Frames in flight

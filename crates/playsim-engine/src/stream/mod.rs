@@ -311,6 +311,8 @@ pub(crate) struct StreamState {
     /// Long-GOP streams: the keyframe the decoder restarts at (drained and reset before its
     /// packet), after skipping the rest of a GOP.
     gop_restart: Option<u64>,
+    /// When the stream's last read finished, on the run's clock.
+    last_read_done_ns: u64,
     /// Long-GOP streams: GOPs the decoder skipped the rest of.
     pub gops_skipped: u64,
     /// Long-GOP streams: packets in the decoder with no picture out yet, after its last job.
@@ -336,15 +338,15 @@ impl StreamState {
         usize::try_from(idx).ok().and_then(|i| self.frames.get(i)).map_or(Verdict::Pending, |e| e.verdict)
     }
 
-    /// The stage of the oldest frame holding a prefetch slot.
-    fn oldest_slot_stage(&mut self) -> Option<DropCause> {
+    /// The oldest frame holding a prefetch slot, and its phase.
+    fn oldest_slot_holder(&mut self) -> Option<(u64, Phase)> {
         while self.oldest_holder < self.next_admit {
             let phase_if_holding = {
                 let e = self.entry(self.oldest_holder);
                 e.holds_slot.then_some(e.phase)
             };
             if let Some(phase) = phase_if_holding {
-                return Some(phase.blame());
+                return Some((self.oldest_holder, phase));
             }
             self.oldest_holder += 1;
         }
@@ -733,6 +735,7 @@ impl StreamCtx {
             let mut st = self.lock();
             st.recent_read.push(read_end.saturating_sub(read_start));
             st.busy.read += read_end.saturating_sub(read_start);
+            st.last_read_done_ns = duration_ns(read_end);
         }
         let t = duration_ns(read_end);
         let next = if self.decoded_slots.is_some() { Phase::DecodedSlotQueued } else { Phase::DecodeQueued };

@@ -208,7 +208,13 @@ impl StreamCtx {
             _ if wait => return false,
             _ => {
                 let cause = if phase == Phase::NotAdmitted {
-                    st.oldest_slot_stage().unwrap_or(DropCause::Storage)
+                    match st.oldest_slot_holder() {
+                        Some((holder, Phase::ReadAheadQueued)) => self.read_ahead_blame(&st, holder),
+                        Some((_, holder_phase)) => holder_phase.blame(),
+                        None => DropCause::Storage,
+                    }
+                } else if phase == Phase::ReadAheadQueued {
+                    self.read_ahead_blame(&st, k)
                 } else if self.in_order.is_some() && matches!(phase, Phase::DecodeQueued | Phase::Decoding) {
                     // A long-GOP frame waiting on the decoder waits, in the end, for the
                     // packet the decoder needs next: blame that packet's stage.

@@ -889,3 +889,22 @@ async fn a_frame_behind_long_decodes_waits_for_a_thread_not_a_decoded_slot() {
     assert!(s.pool_buffers.decoded <= 5, "{:?}", s.pool_buffers);
     assert_eq!(s.presented + s.dropped.total(), 80);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_storage_is_charged_to_storage_not_to_the_frames_queued_behind_it() {
+    // Frames 30 to 33 take 2.5 s to read, as when a server stops for a while. The frames behind
+    // the first stalled reads wait for read-ahead room, or are judged by admission with stalled
+    // reads ahead of them: either way they wait on storage, and every drop is charged to it.
+    let mut sc = Scenario::new(120).slow_reads(30..34, 2500 * MS);
+    sc.config.prefetch = 8;
+    sc.config.io_depth = 4;
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    let behind = s.timeline.iter().filter(|f| f.cause.is_some() && f.read_start_ns.is_none()).count();
+    assert!(behind > 0, "no frame waited behind the stalled reads: {:?}", s.dropped);
+    // Frames 30 and 31 stall in their reads (the decode pool's 2 threads' worth of read-ahead);
+    // the frames behind them never start theirs.
+    assert_eq!(s.dropped.storage, 2 + behind as u64, "{:?}", s.dropped);
+    assert_eq!(s.dropped.total(), s.dropped.storage, "{:?}", s.dropped);
+    assert_eq!(s.presented + s.dropped.total(), 120);
+}
