@@ -313,6 +313,8 @@ pub(crate) struct StreamState {
     gop_restart: Option<u64>,
     /// When the stream's last read finished, on the run's clock.
     last_read_done_ns: u64,
+    /// Reads finished (for the CPU a read costs, see `read_cpu_share`).
+    reads_done: u64,
     /// Long-GOP streams: GOPs the decoder skipped the rest of.
     pub gops_skipped: u64,
     /// Long-GOP streams: packets in the decoder with no picture out yet, after its last job.
@@ -384,6 +386,8 @@ pub(crate) struct StreamCtx {
     /// The file frames are read from by byte range (a video file), kept open for the stream.
     open_file: tokio::sync::Mutex<Option<OpenFile>>,
     changed: Notify,
+    /// The storage's CPU figure when the stream started (see `read_cpu_share`).
+    read_cpu_at_start: u64,
     /// A frame started decoding or left the pipeline: room for another read ahead.
     left_read_side: Notify,
     live: Arc<LiveCounters>,
@@ -426,6 +430,7 @@ impl StreamCtx {
         shared: &Shared,
     ) -> StreamCtx {
         let source_len = source.n_frames();
+        let read_cpu_at_start = storage.stats().cpu_ns;
         let n_frames = if source_len == 0 { Some(0) } else { shared.cfg.frames_to_play(source_len) };
         let decoder = source.decoder();
         let decodes = decoder.decodes();
@@ -462,6 +467,7 @@ impl StreamCtx {
             open_file: tokio::sync::Mutex::new(None),
             changed: Notify::new(),
             left_read_side: Notify::new(),
+            read_cpu_at_start,
             live: Arc::clone(&shared.live),
             cancel: Arc::clone(&shared.cancel),
             start: Arc::clone(&shared.start),
@@ -736,6 +742,7 @@ impl StreamCtx {
             st.recent_read.push(read_end.saturating_sub(read_start));
             st.busy.read += read_end.saturating_sub(read_start);
             st.last_read_done_ns = duration_ns(read_end);
+            st.reads_done += 1;
         }
         let t = duration_ns(read_end);
         let next = if self.decoded_slots.is_some() { Phase::DecodedSlotQueued } else { Phase::DecodeQueued };

@@ -46,6 +46,8 @@ impl DeadlineKey {
 /// `capacity` slots handed to waiters in deadline order.
 pub(crate) struct DeadlineSlots {
     capacity: usize,
+    /// Slots handed out so far: the pool's decodes.
+    granted: std::sync::atomic::AtomicU64,
     state: Mutex<SlotsState>,
 }
 
@@ -78,7 +80,11 @@ impl Drop for DeadlineSlot {
 impl DeadlineSlots {
     /// A pool of `capacity` slots.
     pub(crate) fn new(capacity: usize) -> DeadlineSlots {
-        DeadlineSlots { capacity, state: Mutex::new(SlotsState { free: capacity, ..SlotsState::default() }) }
+        DeadlineSlots {
+            capacity,
+            granted: std::sync::atomic::AtomicU64::new(0),
+            state: Mutex::new(SlotsState { free: capacity, ..SlotsState::default() }),
+        }
     }
 
     /// Its size.
@@ -86,9 +92,20 @@ impl DeadlineSlots {
         self.capacity
     }
 
+    /// Slots handed out so far.
+    pub(crate) fn granted(&self) -> u64 {
+        self.granted.load(Ordering::Relaxed)
+    }
+
     /// Waits for a slot; among waiters the one with the earliest `deadline` is served first.
     /// Dropping the future gives up its place (or the slot, if it was just handed over).
     pub(crate) async fn acquire(self: &Arc<Self>, deadline: DeadlineKey) -> DeadlineSlot {
+        let slot = self.wait_for_slot(deadline).await;
+        self.granted.fetch_add(1, Ordering::Relaxed);
+        slot
+    }
+
+    async fn wait_for_slot(self: &Arc<Self>, deadline: DeadlineKey) -> DeadlineSlot {
         let (key, waiter) = {
             let mut st = self.lock();
             if st.free > 0 {
