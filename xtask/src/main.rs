@@ -5,6 +5,7 @@
 
 mod bench;
 mod bench_engine;
+mod bench_fidelity;
 mod bench_io;
 mod bench_nfs;
 mod bench_pipeline;
