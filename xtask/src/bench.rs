@@ -104,7 +104,7 @@ struct Report {
 }
 
 /// The bench's sections, in the order they run.
-const SECTIONS: [&str; 7] = ["dpx", "exr", "video", "io", "nfs", "engine", "pipeline"];
+const SECTIONS: [&str; 8] = ["dpx", "exr", "video", "io", "nfs", "engine", "pipeline", "fidelity"];
 
 /// `cargo xtask bench [--short] [SECTION...]`.
 #[derive(clap::Args)]
@@ -113,7 +113,7 @@ pub struct BenchArgs {
     /// shorter runs. Its ratios are printed like the full suite's, and mean less.
     #[arg(long)]
     short: bool,
-    /// Run only these sections (dpx, exr, video, io, nfs, engine, pipeline) [default: all].
+    /// Run only these sections (dpx, exr, video, io, nfs, engine, pipeline, fidelity) [default: all].
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(SECTIONS))]
     sections: Vec<String>,
 }
@@ -187,6 +187,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if wanted("pipeline") {
         rows.extend(crate::bench_pipeline::run(&bench)?);
+    }
+    if wanted("fidelity") {
+        rows.extend(crate::bench_fidelity::run(&bench)?);
     }
 
     let report = Report { machine: Machine::probe()?, short: args.short, rows };

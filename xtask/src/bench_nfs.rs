@@ -319,7 +319,7 @@ fn bench_executable(messages: &str, name: &str) -> Option<PathBuf> {
 }
 
 /// Makes `to` hold the frames of `from` as hard links (copies where the file systems differ).
-fn link_sequence(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn link_sequence(from: &Path, to: &Path) -> Result<()> {
     fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
     for entry in fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))? {
         let source = entry?.path();

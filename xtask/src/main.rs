@@ -5,6 +5,7 @@
 
 mod bench;
 mod bench_engine;
+mod bench_fidelity;
 mod bench_io;
 mod bench_nfs;
 mod bench_pipeline;
@@ -44,8 +45,8 @@ enum Task {
     Demo(DemoArgs),
     /// Measure against the anchors: DPX and video decode against FFmpeg, DPX unpack against memcpy,
     /// EXR against a plain OpenEXR reader, local reads against fio, NFS reads against libnfs, the
-    /// engine's own cost and pacing, memory and the whole pipeline; writes
-    /// target/bench/report.{md,json}.
+    /// engine's own cost and pacing, memory and the whole pipeline, and fidelity (what playback
+    /// presents when asked for more than it sustains); writes target/bench/report.{md,json}.
     Bench(bench::BenchArgs),
     /// Boot a qemu guest with Linux's NFS server and soft-RoCE and play sequences from NFS
     /// mounts over TCP and over RDMA, and from the host with playsim's own NFS client; print
