@@ -494,7 +494,7 @@ struct RunFigures {
     dropped: Drops,
     /// `streams[].early_drops`, summed, when the report has them.
     early_drops: Option<Drops>,
-    /// `streams[].utilisation` (read, decode, output), the mean over streams, when present.
+    /// `streams[].utilisation` (storage, decode, output), the mean over streams, when present.
     utilisation: Option<[f64; 3]>,
     /// `totals.bottleneck`, else the first stream's, when the report names one.
     bottleneck: Option<String>,
@@ -555,7 +555,7 @@ impl RunFigures {
             figures.early_drops =
                 figures.early_drops.zip(Drops::parse(&stream["early_drops"])).map(|(a, b)| a.sum(b));
             let utilisation = &stream["utilisation"];
-            let stages = ["read", "decode", "output"].map(|s| utilisation[s].as_f64());
+            let stages = ["storage", "decode", "output"].map(|s| utilisation[s].as_f64());
             figures.utilisation = match (figures.utilisation, stages) {
                 (Some(sum), [Some(r), Some(d), Some(o)]) => Some([sum[0] + r, sum[1] + d, sum[2] + o]),
                 _ => None,
@@ -715,7 +715,7 @@ impl RowResult {
             }
         }
         if let Some(u) = run.utilisation {
-            for (stage, x) in ["read", "decode", "output"].iter().zip(u) {
+            for (stage, x) in ["storage", "decode", "output"].iter().zip(u) {
                 row = row.extra(&format!("utilisation {stage}"), x);
             }
         }
@@ -879,7 +879,7 @@ mod tests {
     #[test]
     fn reads_the_newer_fields_when_present() {
         let extra = r#","early_drops":{"storage":3,"decode":1,"output":0,"unreadable":0},
-            "utilisation":{"read":0.5,"decode":1.0,"output":0.25},"bottleneck":"decode""#;
+            "utilisation":{"storage":0.5,"decode":1.0,"output":0.25},"bottleneck":"decode""#;
         let figures = RunFigures::parse(&report(extra, r#""bottleneck":"storage""#)).unwrap();
         assert_eq!(figures.early_drops, Some(Drops { storage: 6, decode: 2, output: 0, unreadable: 0 }));
         assert_eq!(figures.utilisation, Some([0.5, 1.0, 0.25]));
