@@ -301,28 +301,41 @@ impl StreamCtx {
     }
 }
 
-/// The last few times of a stage.
-#[derive(Default)]
-pub(super) struct RecentTimes(std::collections::VecDeque<Duration>);
+/// The last `N` values of something, oldest first.
+pub(super) struct Recent<T, const N: usize>(std::collections::VecDeque<T>);
 
-impl RecentTimes {
-    const KEPT: usize = 16;
+impl<T, const N: usize> Default for Recent<T, N> {
+    fn default() -> Self {
+        Recent(std::collections::VecDeque::with_capacity(N))
+    }
+}
 
-    pub(super) fn push(&mut self, time: Duration) {
-        if self.0.len() == Self::KEPT {
+impl<T: Copy + Ord, const N: usize> Recent<T, N> {
+    pub(super) fn push(&mut self, value: T) {
+        if self.0.len() == N {
             self.0.pop_front();
         }
-        self.0.push_back(time);
+        self.0.push_back(value);
     }
 
+    fn sorted(&self) -> Vec<T> {
+        let mut values: Vec<T> = self.0.iter().copied().collect();
+        values.sort_unstable();
+        values
+    }
+}
+
+/// The last few times of a stage.
+pub(super) type RecentTimes = Recent<Duration, 16>;
+
+impl RecentTimes {
     pub(super) fn fastest(&self) -> Option<Duration> {
         self.0.iter().min().copied()
     }
 
     /// The median: what the stage takes now, neither its luckiest nor its worst moment.
     pub(super) fn typical(&self) -> Option<Duration> {
-        let mut times: Vec<Duration> = self.0.iter().copied().collect();
-        times.sort_unstable();
+        let times = self.sorted();
         times.get(times.len() / 2).copied()
     }
 }
@@ -335,23 +348,12 @@ impl RecentTimes {
 /// median error, to its margin. The median and not the worst: one read stalled for half a
 /// second is nothing admission could have foreseen, and a margin learned from it rejected
 /// frames that would have played (a one-off stall cost the next 40 frames at 10 fps).
-#[derive(Default)]
-pub(super) struct PredictionErrors(std::collections::VecDeque<i64>);
+pub(super) type PredictionErrors = Recent<i64, 64>;
 
 impl PredictionErrors {
-    const KEPT: usize = 64;
-
-    pub(super) fn push(&mut self, error_ns: i64) {
-        if self.0.len() == Self::KEPT {
-            self.0.pop_front();
-        }
-        self.0.push_back(error_ns);
-    }
-
     /// The median recent error when predictions were late, else zero.
     pub(super) fn bias(&self) -> Duration {
-        let mut errors: Vec<i64> = self.0.iter().copied().collect();
-        errors.sort_unstable();
+        let errors = self.sorted();
         let median = errors.get(errors.len() / 2).copied().unwrap_or(0);
         Duration::from_nanos(u64::try_from(median).unwrap_or(0))
     }

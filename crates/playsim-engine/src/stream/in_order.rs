@@ -132,12 +132,7 @@ impl StreamCtx {
         let job = self.decode.decode_in_order(job).await;
         drop(permit);
         let end = self.now();
-        {
-            let mut st = self.lock();
-            st.hist.decode.record(end.saturating_sub(start));
-            st.recent_decode.push(end.saturating_sub(start));
-            st.busy.decode += end.saturating_sub(start);
-        }
+        self.note_decode_time(end.saturating_sub(start));
         let (drained, pictures) = match job {
             Some(job) => (job.drained, job.pictures),
             None => (Vec::new(), vec![Err("the decoder failed without a result (it panicked)".to_owned())]),

@@ -799,12 +799,7 @@ impl StreamCtx {
         let job = self.decode.decode(job).await;
         drop(permit);
         let end = self.now();
-        {
-            let mut st = self.lock();
-            st.hist.decode.record(end.saturating_sub(start));
-            st.recent_decode.push(end.saturating_sub(start));
-            st.busy.decode += end.saturating_sub(start);
-        }
+        self.note_decode_time(end.saturating_sub(start));
         let Some(job) = job else {
             return self.fail(
                 idx,
@@ -832,6 +827,15 @@ impl StreamCtx {
             Err(OutputEnd::Skipped(cause)) => self.skip(idx, slot, Phase::OutputSkipped(cause)),
             Err(OutputEnd::Failed(detail)) => self.fail(idx, slot, unreadable(detail)),
         }
+    }
+
+    /// Records one decode's time: its histogram, the recent times admission reads, the
+    /// stage's busy time.
+    fn note_decode_time(&self, time: Duration) {
+        let mut st = self.lock();
+        st.hist.decode.record(time);
+        st.recent_decode.push(time);
+        st.busy.decode += time;
     }
 
     fn note_geometry(&self, decoded: &DecodedFrame) {
