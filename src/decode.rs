@@ -50,6 +50,9 @@ pub async fn decode_md5(
         .await
         .map_err(Error::Source)?;
     let decoder = source.decoder();
+    // One buffer for every frame's bytes and one for its pixels, as the engine's pools keep
+    // theirs: a buffer made anew for each frame would have its pages faulted in anew.
+    let mut encoded = IoBuf::default();
     let mut frame = DecodedFrame::default();
     let mut lines = Lines { out, errors, summary: DecodeSummary::default(), closed: false };
     let n = max_frames.map_or(source.n_frames(), |m| m.min(source.n_frames()));
@@ -61,9 +64,9 @@ pub async fn decode_md5(
                 break;
             }
             let extent = source.extent(idx);
-            let sent = read_extent(storage.as_ref(), &extent)
+            let sent = read_extent(storage.as_ref(), &extent, &mut encoded)
                 .await
-                .and_then(|bytes| in_order.send(Some(&bytes)).map_err(|e| e.to_string()));
+                .and_then(|()| in_order.send(Some(&encoded)).map_err(|e| e.to_string()));
             if let Err(detail) = sent {
                 lines.unreadable(next_picture, idx, &extent, &detail);
                 next_picture += 1;
@@ -80,9 +83,9 @@ pub async fn decode_md5(
     for idx in 0..n {
         let frame_number = source.frame_number(idx);
         let extent = source.extent(idx);
-        let result = read_extent(storage.as_ref(), &extent)
+        let result = read_extent(storage.as_ref(), &extent, &mut encoded)
             .await
-            .and_then(|bytes| decoder.decode(&bytes, &mut frame).map_err(|e| e.to_string()));
+            .and_then(|()| decoder.decode(&encoded, &mut frame).map_err(|e| e.to_string()));
         match result {
             Ok(()) => lines.decoded(frame_number, &frame),
             Err(detail) => lines.unreadable(frame_number, idx, &extent, &detail),
@@ -147,10 +150,10 @@ impl Lines<'_> {
     }
 }
 
-/// The bytes of one frame: a whole file, or a byte range of a video file, read through
-/// `storage`. A frame larger than the engine's frame limit is refused before anything is
-/// allocated for it.
-async fn read_extent(storage: &dyn Storage, extent: &FrameExtent) -> Result<Vec<u8>, String> {
+/// Reads the bytes of one frame into `buf`: a whole file, or a byte range of a video file,
+/// read through `storage`. A frame larger than the engine's frame limit is refused before
+/// anything is allocated for it.
+async fn read_extent(storage: &dyn Storage, extent: &FrameExtent, buf: &mut IoBuf) -> Result<(), String> {
     let (path, offset, len) = match extent {
         FrameExtent::File { path } => (path.as_path(), 0, None),
         FrameExtent::Range { path, offset, len } => (path.as_path(), *offset, Some(*len)),
@@ -165,14 +168,13 @@ async fn read_extent(storage: &dyn Storage, extent: &FrameExtent) -> Result<Vec<
         let _ = file.close().await;
         return Err(format!("{}: {want} bytes is more than the {limit}-byte frame limit", path.display()));
     }
-    let mut buf = IoBuf::default();
-    let read = file.read_at(offset, want as usize, &mut buf).await;
+    let read = file.read_at(offset, want as usize, buf).await;
     let _ = file.close().await;
     let n = read.map_err(|e| e.to_string())?;
     if (n as u64) < want {
         return Err(format!("{}: short read, {n} of {want} bytes at offset {offset}", path.display()));
     }
-    Ok(buf.to_vec())
+    Ok(())
 }
 
 fn hex(bytes: &[u8]) -> String {

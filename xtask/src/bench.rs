@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use crate::process::ChildCost;
 use crate::{deps, fixtures, process};
 
 /// Frames in the bench's DPX sequence: enough for FFmpeg's timing to be well above its start-up cost.
@@ -238,15 +239,24 @@ fn dpx_decode(bench: &Bench, dpx_dir: &Path, n_frames: u32) -> Result<BenchRow> 
 
     warm_page_cache(dpx_dir)?;
     let pattern = dpx_dir.join("frame.%07d.dpx");
-    let runs = (0..bench.pick(FFMPEG_RUNS, 1))
-        .map(|_| ffmpeg_decode(&pattern, n_frames))
-        .collect::<Result<Vec<_>>>()?;
+    // Each FFmpeg run is followed by a playsim run of the same frames, measured from outside
+    // the same way, for the page faults of each whole process.
+    let mut runs = Vec::new();
+    let (mut ffmpeg_costs, mut playsim_costs) = (Vec::new(), Vec::new());
+    for _ in 0..bench.pick(FFMPEG_RUNS, 1) {
+        let (times, cost) = ffmpeg_decode(&pattern, n_frames)?;
+        runs.push(times);
+        ffmpeg_costs.push(cost);
+        playsim_costs.push(play_measured(bench, dpx_dir, n_frames.into(), &[])?.cost);
+    }
+    let steady = steady_faults_per_frame(bench, dpx_dir, &[])?;
     // FFmpeg's wall time includes reading the files (its system time); playsim's
     // figure is decode from memory. So the ratio is taken against FFmpeg's user
     // time, its decode work, which is the stricter comparison; wall time is kept
     // as an extra figure.
     let best = runs.into_iter().min_by(|a, b| a.utime_s.total_cmp(&b.utime_s)).context("no ffmpeg run")?;
     let per_frame_ms = |s: f64| s * 1e3 / f64::from(n_frames);
+    let faults = |costs: &[ChildCost]| median_faults_per_frame(costs, n_frames.into());
 
     Ok(BenchRow::time(
         "DPX decode, 4K DCI 10-bit, 1 thread",
@@ -257,7 +267,91 @@ fn dpx_decode(bench: &Bench, dpx_dir: &Path, n_frames: u32) -> Result<BenchRow> 
     )
     .target(2.0)
     .extra("ffmpeg_rtime_ms_per_frame", per_frame_ms(best.rtime_s))
-    .extra("ffmpeg_stime_ms_per_frame", per_frame_ms(best.stime_s)))
+    .extra("ffmpeg_stime_ms_per_frame", per_frame_ms(best.stime_s))
+    .extra("ffmpeg minor faults/frame", faults(&ffmpeg_costs))
+    .extra(PLAYSIM_FAULTS, faults(&playsim_costs))
+    .extra(PLAYSIM_STEADY_FAULTS, steady))
+}
+
+/// The names of the page-fault extras on the decode rows: each side's minor faults per frame
+/// over a whole run of the same frames, measured from outside (`process::run_measured`), and
+/// playsim's once its buffer pools are full (see [`steady_faults_per_frame`]).
+const PLAYSIM_FAULTS: &str = "playsim minor faults/frame (whole run, play --decode-threads 1)";
+const PLAYSIM_STEADY_FAULTS: &str = "playsim minor faults/frame, steady state";
+/// Frames of the shorter of the two runs [`steady_faults_per_frame`] compares; the longer has 3 times as many.
+const STEADY_FRAMES: u64 = 24;
+const STEADY_FRAMES_SHORT: u64 = 8;
+
+/// A measured `playsim play` run.
+struct PlayCost {
+    /// Measured from outside, as the anchors are.
+    cost: ChildCost,
+    /// Pages of the frame buffers its pools made (its report's `pool_buffers`), each faulted in
+    /// once when the pool first handed it out.
+    pool_pages: u64,
+}
+
+impl PlayCost {
+    /// The run's minor faults beyond the first touch of its pools' buffers.
+    fn faults_beyond_pools(&self) -> f64 {
+        self.cost.minor_faults as f64 - self.pool_pages as f64
+    }
+}
+
+/// `playsim play SOURCE --fps max --output-stage none --decode-threads 1 --loop --frames N ARGS`:
+/// `n_frames` frames decoded on one thread and nothing done with them. Fails unless all were
+/// presented.
+fn play_measured(bench: &Bench, source: &Path, n_frames: u64, args: &[&str]) -> Result<PlayCost> {
+    let json = bench.out_dir.join("decode-play.json");
+    let mut cmd = Command::new(&bench.playsim);
+    cmd.arg("play").arg(source).args(["--fps", "max", "--output-stage", "none", "--decode-threads", "1"]);
+    cmd.args(["--loop", "--frames", &n_frames.to_string(), "-q", "--json"]).arg(&json).args(args);
+    let (_, cost) = process::run_measured(&mut cmd)?;
+    let text = fs::read_to_string(&json).with_context(|| format!("cannot read {}", json.display()))?;
+    let run = parse_play_report(&text).with_context(|| format!("in {}", json.display()))?;
+    if run.presented != n_frames {
+        bail!("playsim presented {} frames of {}, expected {n_frames}", run.presented, source.display());
+    }
+    let pool_bytes = parse_pool_bytes(&text).with_context(|| format!("in {}", json.display()))?;
+    Ok(PlayCost { cost, pool_pages: pool_bytes.div_ceil(4096) })
+}
+
+/// The bytes of the first stream's encoded and decoded pools, from a `playsim play` report.
+fn parse_pool_bytes(text: &str) -> Result<u64> {
+    let report: serde_json::Value = serde_json::from_str(text).context("playsim's report is not JSON")?;
+    let pools = &report["streams"][0]["pool_buffers"];
+    ["encoded_bytes", "decoded_bytes"]
+        .iter()
+        .map(|kind| pools[kind].as_u64().with_context(|| format!("no streams[0].pool_buffers.{kind}")))
+        .sum()
+}
+
+/// playsim's minor faults per frame once its buffer pools hold all they will: the faults of a
+/// run of 3N frames less those of a run of N, over the 2N frames between (N = 24, 8 in the
+/// short mode), each run's faults counted beyond the first touch of the buffers its pools made.
+/// Both runs have a window of 2 frames and one decode thread, so that their pools are small and
+/// alike (whether a second decoded buffer is made depends on timing: the pools' pages are taken
+/// out for that). What is left is what each further frame costs: 0 when every buffer is reused,
+/// a frame's worth of pages for a buffer that is not.
+fn steady_faults_per_frame(bench: &Bench, source: &Path, args: &[&str]) -> Result<f64> {
+    let n_frames = bench.pick(STEADY_FRAMES, STEADY_FRAMES_SHORT);
+    let args = [["--prefetch", "2", "--preroll", "1"].as_slice(), args].concat();
+    let short = play_measured(bench, source, n_frames, &args)?;
+    let long = play_measured(bench, source, 3 * n_frames, &args)?;
+    let steady = marginal_per_frame(short.faults_beyond_pools(), long.faults_beyond_pools(), 2 * n_frames);
+    println!("  playsim in steady state: {steady:.1} minor faults a frame");
+    Ok(steady)
+}
+
+/// What each of `extra_frames` more frames cost, from the totals of a shorter and a longer run
+/// (negative when the longer run happened to cost less: noise, as from a library's lazy set-up).
+fn marginal_per_frame(short_total: f64, long_total: f64, extra_frames: u64) -> f64 {
+    (long_total - short_total) / extra_frames as f64
+}
+
+/// The median over runs of `n_frames` frames each of the minor faults per frame.
+fn median_faults_per_frame(costs: &[ChildCost], n_frames: u64) -> f64 {
+    median(costs.iter().map(|c| c.minor_faults_per_frame(n_frames)).collect())
 }
 
 /// One 4K DCI half RGBA PIZ frame written by `playsim generate`, reused when present.
@@ -275,14 +369,24 @@ fn ensure_exr_frame(playsim: &Path, dir: &Path) -> Result<PathBuf> {
     Ok(file)
 }
 
-/// Frames the plain reader decodes per run.
-const EXR_PLAIN_FRAMES: u32 = 12;
+/// Frames the plain reader decodes per run, and playsim in the whole-process comparison (the
+/// issue's 24; the file is decoded that many times).
+const EXR_PROCESS_FRAMES: u32 = 24;
+const EXR_PROCESS_FRAMES_SHORT: u32 = 4;
+/// The issue's target for the whole process: playsim's CPU within 1.1× of the reference reader's.
+const EXR_PROCESS_TARGET: f64 = 1.0 / 1.1;
 
 /// playsim's EXR decode (criterion, from memory, one thread) for each backend, against a plain
 /// OpenEXR C++ program that reads the same file with the same API. Both sides are the process's
 /// CPU per frame: the bench measures `CLOCK_PROCESS_CPUTIME_ID` (`benches/common/process_cpu.rs`),
 /// the plain reader reports getrusage. (Criterion's wall time had counted other processes' turns
 /// on the core: 0.75× under a loaded machine, 1.14× on a quiet one, for the same code.)
+///
+/// Then the whole processes, measured from outside the same way (`process::run_measured`):
+/// `playsim play` decoding the file 24 times on one decode thread with the openexr backend
+/// against the plain reader decoding it 24 times, alternating, medians of 3: CPU per frame
+/// (user + system, start-up and the buffer pools' first fill included) and minor page faults
+/// per frame, with playsim's faults once its pools are full.
 fn exr_decode(bench: &Bench, file: &Path) -> Result<Vec<BenchRow>> {
     let target = bench.target.as_path();
     let plain = build_plain_reader(target)?;
@@ -296,18 +400,31 @@ fn exr_decode(bench: &Bench, file: &Path) -> Result<Vec<BenchRow>> {
         criterion.env("PLAYSIM_BENCH_SHORT", "1");
     }
     process::run(&mut criterion)?;
-    // Warm the page cache, then keep the best of three runs, as for FFmpeg.
+    // The openexr backend is in this build when criterion has just measured it.
+    let with_openexr = criterion_mean_ns(&estimates("openexr"), started).is_ok();
+    // Warm the page cache, then run each side 3 times, alternating.
     fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let n_frames = bench.pick(EXR_PROCESS_FRAMES, EXR_PROCESS_FRAMES_SHORT);
     let mut plain_cpu_ms = f64::INFINITY;
     let mut plain_wall_ms = f64::INFINITY;
+    let (mut plain_costs, mut playsim_costs) = (Vec::new(), Vec::new());
     for _ in 0..bench.pick(FFMPEG_RUNS, 1) {
-        let out = process::read(Command::new(&plain).arg(file).arg(EXR_PLAIN_FRAMES.to_string()))?;
+        let mut cmd = Command::new(&plain);
+        cmd.arg(file).arg(n_frames.to_string());
+        let (out, cost) = process::run_measured(&mut cmd)?;
+        let out = String::from_utf8_lossy(&out.stdout);
         let line: serde_json::Value =
             serde_json::from_str(out.trim()).context("plain_reader printed no JSON line")?;
         let field =
             |name: &str| line.get(name).and_then(serde_json::Value::as_f64).context("plain_reader JSON");
+        // Its own figures, decode only: the best of the runs, as for FFmpeg.
         plain_cpu_ms = plain_cpu_ms.min(field("cpu_ms_per_frame")?);
         plain_wall_ms = plain_wall_ms.min(field("ms_per_frame")?);
+        plain_costs.push(cost);
+        if with_openexr {
+            let args = ["--exr-backend", "openexr"];
+            playsim_costs.push(play_measured(bench, file, n_frames.into(), &args)?.cost);
+        }
     }
     let mut rows = Vec::new();
     for backend in ["openexr", "exrs"] {
@@ -328,7 +445,46 @@ fn exr_decode(bench: &Bench, file: &Path) -> Result<Vec<BenchRow>> {
         // The shim must cost what the library costs (±10%); exrs is reported, not held to it.
         rows.push(if backend == "openexr" { row.within(0.9, 1.1) } else { row.target(0.0) });
     }
+    if with_openexr {
+        let steady = steady_faults_per_frame(bench, file, &["--exr-backend", "openexr"])?;
+        rows.push(exr_process_row(&plain_costs, &playsim_costs, u64::from(n_frames), steady));
+    }
     Ok(rows)
+}
+
+/// The whole-process row of [`exr_decode`]: each side's median CPU per frame, split into user
+/// and system time, and minor faults per frame.
+fn exr_process_row(
+    plain: &[ChildCost],
+    playsim: &[ChildCost],
+    n_frames: u64,
+    steady_faults: f64,
+) -> BenchRow {
+    let ms = |costs: &[ChildCost], time: fn(&ChildCost) -> f64| {
+        median(costs.iter().map(|c| time(c) * 1e3 / n_frames as f64).collect())
+    };
+    BenchRow::time(
+        &format!(
+            "EXR decode, 4K DCI half RGBA PIZ, whole process: playsim play, 1 decode thread, openexr \
+             backend, {n_frames} frames"
+        ),
+        "ms CPU/frame",
+        ms(playsim, ChildCost::cpu_s),
+        &format!(
+            "plain OpenEXR C++ reader, whole process, the same file {n_frames} times, user + system \
+             from outside (median of {})",
+            plain.len()
+        ),
+        ms(plain, ChildCost::cpu_s),
+    )
+    .target(EXR_PROCESS_TARGET)
+    .extra("playsim user ms/frame", ms(playsim, |c| c.user_s))
+    .extra("playsim sys ms/frame", ms(playsim, |c| c.sys_s))
+    .extra("plain reader user ms/frame", ms(plain, |c| c.user_s))
+    .extra("plain reader sys ms/frame", ms(plain, |c| c.sys_s))
+    .extra("plain reader minor faults/frame", median_faults_per_frame(plain, n_frames))
+    .extra(PLAYSIM_FAULTS, median_faults_per_frame(playsim, n_frames))
+    .extra(PLAYSIM_STEADY_FAULTS, steady_faults)
 }
 
 /// Compiles `plain_reader.cpp` (next to the shim) against the system OpenEXR.
@@ -389,15 +545,17 @@ fn video_decode(bench: &Bench) -> Result<Vec<BenchRow>> {
             bail!("{} is missing after `cargo xtask fixtures`", file.display());
         }
         // One frame tells the clip's length and how its frames decode; it also opens the file once.
-        let probe = play_video(playsim, &file, VideoThreads { decode: 1, codec: 1 }, 1, &json)?;
+        let (probe, _) = play_video(playsim, &file, VideoThreads { decode: 1, codec: 1 }, 1, &json)?;
         if probe.n_clip_frames == 0 {
             bail!("playsim finds no frames in {}", file.display());
         }
         let n_passes = bench.pick(VIDEO_MIN_FRAMES, VIDEO_MIN_FRAMES_SHORT).div_ceil(probe.n_clip_frames);
         let work = VideoWork { file: &file, n_passes, n_frames: n_passes * probe.n_clip_frames, runs };
+        let steady_faults = steady_faults_per_frame(bench, &file, &[])?;
         for &n_threads in &thread_counts {
             let threads = VideoThreads::for_mode(probe.in_order, n_threads);
-            rows.push(video_row(playsim, &work, label, n_threads, threads, &json)?);
+            let row = video_row(playsim, &work, label, n_threads, threads, &json)?;
+            rows.push(row.extra(PLAYSIM_STEADY_FAULTS, steady_faults));
         }
     }
     Ok(rows)
@@ -439,7 +597,8 @@ impl VideoThreads {
     }
 }
 
-/// One row: a warm-up of each side, then `work.runs` runs of each, alternating.
+/// One row: a warm-up of each side, then `work.runs` runs of each, alternating. Besides the
+/// rates, each side's minor page faults per frame over its whole run, measured from outside.
 fn video_row(
     playsim: &Path,
     work: &VideoWork,
@@ -454,15 +613,19 @@ fn video_row(
     println!("\n{name}: {} frames a run, a warm-up and {runs} runs of each side", work.n_frames);
     let mut ffmpeg_runs = Vec::new();
     let mut playsim_runs = Vec::new();
+    let (mut ffmpeg_costs, mut playsim_costs) = (Vec::new(), Vec::new());
     for run_idx in 0..=runs {
-        let ffmpeg = ffmpeg_video(work, n_threads)?;
+        let (ffmpeg, ffmpeg_cost) = ffmpeg_video(work, n_threads)?;
         print_rate(&ffmpeg);
-        let playsim = play_video(playsim, work.file, threads, work.n_frames, json)?.rate();
+        let (playsim, playsim_cost) = play_video(playsim, work.file, threads, work.n_frames, json)?;
+        let playsim = playsim.rate();
         print_rate(&playsim);
         // The first run of each side reads the file into the page cache and wakes the CPU's clocks.
         if run_idx > 0 {
             ffmpeg_runs.push(ffmpeg);
             playsim_runs.push(playsim);
+            ffmpeg_costs.push(ffmpeg_cost);
+            playsim_costs.push(playsim_cost);
         }
     }
     let ffmpeg = DecodeRate::median(&ffmpeg_runs);
@@ -486,7 +649,9 @@ fn video_row(
     .extra("playsim_fps_min", spread(&playsim_runs, f64::min))
     .extra("playsim_fps_max", spread(&playsim_runs, f64::max))
     .extra("ffmpeg_fps_min", spread(&ffmpeg_runs, f64::min))
-    .extra("ffmpeg_fps_max", spread(&ffmpeg_runs, f64::max)))
+    .extra("ffmpeg_fps_max", spread(&ffmpeg_runs, f64::max))
+    .extra("ffmpeg minor faults/frame", median_faults_per_frame(&ffmpeg_costs, work.n_frames))
+    .extra("playsim minor faults/frame (whole run)", median_faults_per_frame(&playsim_costs, work.n_frames)))
 }
 
 fn print_rate(rate: &DecodeRate) {
@@ -518,8 +683,8 @@ impl FfmpegTimes {
 }
 
 /// The anchor: `ffmpeg -threads N -benchmark` decoding `work.file` `work.n_passes` times to the null
-/// muxer, which takes the decoded frames as they are.
-fn ffmpeg_video(work: &VideoWork, n_threads: u32) -> Result<DecodeRate> {
+/// muxer, which takes the decoded frames as they are; and its cost measured from outside.
+fn ffmpeg_video(work: &VideoWork, n_threads: u32) -> Result<(DecodeRate, ChildCost)> {
     let n_threads = n_threads.to_string();
     let n_loops = (work.n_passes - 1).to_string();
     let mut cmd = Command::new("ffmpeg");
@@ -527,14 +692,14 @@ fn ffmpeg_video(work: &VideoWork, n_threads: u32) -> Result<DecodeRate> {
         .arg("-i")
         .arg(work.file)
         .args(["-f", "null", "-"]);
-    let output = process::run_capture(&mut cmd)?;
+    let (output, cost) = process::run_measured(&mut cmd)?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     let decoded = parse_ffmpeg_frames(&stderr).context("ffmpeg printed no `frame=` count")?;
     if u64::from(decoded) != work.n_frames {
         bail!("ffmpeg decoded {decoded} frames of {}, expected {}", work.file.display(), work.n_frames);
     }
     let times = parse_ffmpeg_bench(&stderr).context("no `bench: utime=..` line in ffmpeg's output")?;
-    Ok(times.rate(work.n_frames))
+    Ok((times.rate(work.n_frames), cost))
 }
 
 /// What a `playsim play` run of a video file reported about its first stream.
@@ -558,14 +723,15 @@ impl PlayRun {
 }
 
 /// `playsim play FILE --fps max --output-stage none` for `n_frames` frames, looping: every frame is
-/// decoded as fast as it can be and nothing is done with it, as FFmpeg's null muxer does.
+/// decoded as fast as it can be and nothing is done with it, as FFmpeg's null muxer does. With the
+/// run's cost measured from outside, as FFmpeg's is.
 fn play_video(
     playsim: &Path,
     file: &Path,
     threads: VideoThreads,
     n_frames: u64,
     json: &Path,
-) -> Result<PlayRun> {
+) -> Result<(PlayRun, ChildCost)> {
     let mut cmd = Command::new(playsim);
     cmd.arg("play").arg(file).args(["--fps", "max", "--output-stage", "none"]);
     cmd.args([
@@ -575,13 +741,13 @@ fn play_video(
         &threads.codec.to_string(),
     ]);
     cmd.args(["--prefetch", "8", "--loop", "--frames", &n_frames.to_string(), "-q", "--json"]).arg(json);
-    process::run_capture(&mut cmd)?;
+    let (_, cost) = process::run_measured(&mut cmd)?;
     let text = fs::read_to_string(json).with_context(|| format!("cannot read {}", json.display()))?;
     let run = parse_play_report(&text).with_context(|| format!("in {}", json.display()))?;
     if run.presented != n_frames {
         bail!("playsim presented {} frames of {}, expected {n_frames}", run.presented, file.display());
     }
-    Ok(run)
+    Ok((run, cost))
 }
 
 fn parse_play_report(text: &str) -> Result<PlayRun> {
@@ -692,12 +858,13 @@ struct FfmpegTimes {
     rtime_s: f64,
 }
 
-fn ffmpeg_decode(pattern: &Path, n_frames: u32) -> Result<FfmpegTimes> {
+/// FFmpeg's own figures for decoding the DPX sequence on one thread, and its cost measured from outside.
+fn ffmpeg_decode(pattern: &Path, n_frames: u32) -> Result<(FfmpegTimes, ChildCost)> {
     let mut cmd = Command::new("ffmpeg");
     cmd.args(["-hide_banner", "-nostats", "-threads", "1", "-benchmark", "-i"])
         .arg(pattern)
         .args(["-f", "null", "-"]);
-    let output = process::run_capture(&mut cmd)?;
+    let (output, cost) = process::run_measured(&mut cmd)?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     // Timing the wrong number of frames would give a wrong ms/frame without any other sign.
     if let Some(decoded) = parse_ffmpeg_frames(&stderr) {
@@ -707,7 +874,7 @@ fn ffmpeg_decode(pattern: &Path, n_frames: u32) -> Result<FfmpegTimes> {
     }
     let times = parse_ffmpeg_bench(&stderr).context("no `bench: utime=..` line in ffmpeg's output")?;
     println!("  utime={}s stime={}s rtime={}s", times.utime_s, times.stime_s, times.rtime_s);
-    Ok(times)
+    Ok((times, cost))
 }
 
 /// Parses `bench: utime=0.123s stime=0.010s rtime=0.140s` from `ffmpeg -benchmark`.
@@ -876,6 +1043,29 @@ mod tests {
         assert!(parse_play_report(&odd).unwrap_err().to_string().contains("sideways"));
         let no_cpu = json.replace("process_sys_s", "other");
         assert!(parse_play_report(&no_cpu).unwrap_err().to_string().contains("process_sys_s"));
+    }
+
+    #[test]
+    fn faults_per_frame_over_a_run_and_in_steady_state() {
+        // 4K PIZ before the pools were fixed: 117,768 faults in 12 frames, 239,832 in 36.
+        assert_eq!(marginal_per_frame(117_768.0, 239_832.0, 24), 5086.0);
+        assert!(marginal_per_frame(45_638.0, 45_636.0, 72) < 0.0, "noise is shown as it is");
+        let cost = |minor_faults| ChildCost { wall_s: 1.0, user_s: 0.5, sys_s: 0.1, minor_faults };
+        assert_eq!(median_faults_per_frame(&[cost(2400), cost(4800), cost(240)], 24), 100.0);
+        assert!(median_faults_per_frame(&[], 24).is_nan());
+        // A DPX run of 8 frames whose pool made a second decoded buffer (53.1 MB, 12,960
+        // pages) and one of 24 that did not: counted beyond their pools, the frames between
+        // cost what they cost.
+        let decoded_pages = 4096 * 2160 * 6 / 4096;
+        let short = PlayCost { cost: cost(70_000), pool_pages: 2 * 8_641 + 2 * decoded_pages };
+        let long = PlayCost { cost: cost(57_040 + 160), pool_pages: 2 * 8_641 + decoded_pages };
+        let steady = marginal_per_frame(short.faults_beyond_pools(), long.faults_beyond_pools(), 16);
+        assert_eq!(steady, 10.0);
+        // The pools' bytes come from the report.
+        let report = r#"{"streams":[{"pool_buffers":{"encoded":2,"decoded":1,"encoded_bytes":8192,
+            "decoded_bytes":53084160}}]}"#;
+        assert_eq!(parse_pool_bytes(report).unwrap(), 8192 + 53_084_160);
+        assert!(parse_pool_bytes(r#"{"streams":[]}"#).is_err());
     }
 
     #[test]

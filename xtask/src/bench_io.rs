@@ -1102,7 +1102,13 @@ mod tests {
     fn run(mb_per_s: f64, user_s: f64, sys_s: f64) -> Run {
         let bytes = 2_000_000_000;
         let wall_s = bytes as f64 / 1e6 / mb_per_s + 0.5;
-        Run { bytes, mb_per_s, cost: ChildCost { wall_s, user_s, sys_s }, n_reads: 2040, latency_ms: 3.0 }
+        Run {
+            bytes,
+            mb_per_s,
+            cost: ChildCost { wall_s, user_s, sys_s, minor_faults: 0 },
+            n_reads: 2040,
+            latency_ms: 3.0,
+        }
     }
 
     #[test]

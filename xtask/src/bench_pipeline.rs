@@ -8,8 +8,9 @@
 //!   with the CPU each stage spends per frame and the physical limit they set; and against that
 //!   limit, which is what pacing and the engine waste.
 //!
-//! Every figure comes from playsim's own JSON reports; each run's report is kept in
-//! `<target>/bench/pipeline-*.json`.
+//! Every figure comes from playsim's own JSON reports, but for the minor page faults per frame,
+//! which each run's process is measured for from outside (`process::run_measured`); each run's
+//! report is kept in `<target>/bench/pipeline-*.json`.
 
 use std::fs;
 use std::num::NonZeroUsize;
@@ -179,8 +180,14 @@ fn memory_row(label: &str, run: &Figures, encoded_bytes: u64) -> Result<BenchRow
     .extra("decoded buffers MB", mb(decoded.bytes))
     .extra("RSS beyond the buffers MB", mb(run.peak_rss_bytes.saturating_sub(run.pool_bytes())))
     .extra("fps", run.fps)
-    .extra("dropped", run.dropped as f64))
+    .extra("dropped", run.dropped as f64)
+    .extra(PLAYSIM_FAULTS, run.minor_faults_per_frame()))
 }
+
+/// The name of the extra that gives a run's minor page faults per decoded frame, the whole
+/// process's over the whole run.
+const PLAYSIM_FAULTS: &str = "playsim minor faults/frame";
+const ANCHOR_FAULTS: &str = "anchor (decode alone) minor faults/frame";
 
 /// The fps the pipeline plays with no drop against decode alone on every core, with where the
 /// CPU goes at `--fps max` and the limit that sets.
@@ -233,7 +240,9 @@ fn pipeline_row(
         "highest ratio possible (physical limit / anchor)",
         if anchor > 0.0 { limit / anchor } else { 0.0 },
     )
-    .extra("ratio to the physical limit", if limit > 0.0 { zero_drop_fps / limit } else { 0.0 });
+    .extra("ratio to the physical limit", if limit > 0.0 { zero_drop_fps / limit } else { 0.0 })
+    .extra(&format!("{PLAYSIM_FAULTS} at --fps max"), at_max.minor_faults_per_frame())
+    .extra(ANCHOR_FAULTS, decode_only.minor_faults_per_frame());
     if let Some(fail) = search.first_fail {
         row = row.extra("lowest fps tried that dropped", f64::from(fail) / 100.0);
     }
@@ -261,6 +270,7 @@ fn limit_row(at_max: &Figures, zero_drop_fps: f64, n_cpus: u32, window_s: u32) -
         limit,
     )
     .target(PIPELINE_TARGET)
+    .extra(&format!("{PLAYSIM_FAULTS} at --fps max"), at_max.minor_faults_per_frame())
 }
 
 /// The anchor: `n_cpus` divided by the decode CPU time of one frame, measured on the decode
@@ -318,9 +328,10 @@ impl Runner<'_> {
         let json = self.out_dir.join(format!("pipeline-{name}.json"));
         let mut cmd = Command::new(self.playsim);
         cmd.arg("play").arg(self.dir).args(["--quiet", "--loop", "--json"]).arg(&json).args(args);
-        process::run_capture(&mut cmd)?;
+        let (_, cost) = process::run_measured(&mut cmd)?;
         let text = fs::read_to_string(&json).with_context(|| format!("no report {}", json.display()))?;
-        Figures::parse(&text).with_context(|| format!("reading {}", json.display()))
+        let figures = Figures::parse(&text).with_context(|| format!("reading {}", json.display()))?;
+        Ok(Figures { minor_faults: cost.minor_faults, ..figures })
     }
 }
 
@@ -494,6 +505,8 @@ struct Figures {
     width: u64,
     height: u64,
     pixel_format: String,
+    /// The process's minor page faults, measured from outside (0 in a report read on its own).
+    minor_faults: u64,
 }
 
 impl Figures {
@@ -544,7 +557,17 @@ impl Figures {
             width: uint(first, &["source", "width"])?,
             height: uint(first, &["source", "height"])?,
             pixel_format: text_at(first, &["source", "pixel_format"])?,
+            minor_faults: 0,
         })
+    }
+
+    /// Minor page faults per decoded frame (NaN when nothing was decoded).
+    fn minor_faults_per_frame(&self) -> f64 {
+        if self.decoded == 0 {
+            f64::NAN
+        } else {
+            self.minor_faults as f64 / self.decoded as f64
+        }
     }
 
     /// Complete, with frames due and none dropped.
@@ -648,6 +671,12 @@ mod tests {
         let f = Figures::parse(&none).unwrap();
         assert_eq!(f.settings.output_slots, 0);
         assert!(f.played_clean());
+
+        // The faults come from outside the report: per decoded frame once the runner sets them.
+        assert_eq!(f.minor_faults, 0);
+        let measured = Figures { minor_faults: 250_000, ..f };
+        assert_eq!(measured.minor_faults_per_frame(), 2000.0, "250,000 faults over 125 frames");
+        assert!(Figures { decoded: 0, ..measured }.minor_faults_per_frame().is_nan());
     }
 
     #[test]

@@ -67,11 +67,36 @@ impl IoBuf {
 
     /// Makes room for `len` bytes (reallocating only if the capacity is short)
     /// and sets the length to `len`. Previous contents are not kept when it grows.
+    ///
+    /// A buffer that has to grow gets [`IoBuf::grown_capacity`]`(len)`, a little more than
+    /// `len`, so that a pooled buffer fits the next frames of a sequence whose frames differ
+    /// slightly in size, instead of being replaced (and its pages faulted in anew) by
+    /// almost every frame that is a few bytes larger than the last.
     pub fn prepare(&mut self, len: usize) {
         if len > self.capacity {
-            *self = IoBuf::with_capacity(len);
+            *self = IoBuf::with_capacity(IoBuf::grown_capacity(len));
         }
         self.len = len;
+    }
+
+    /// The capacity [`IoBuf::prepare`] allocates for `len` bytes when it has to grow,
+    /// rounded up to [`DIRECT_IO_ALIGN`]: `len` and a sixteenth more from 1 MiB up, the next
+    /// power of two below that.
+    ///
+    /// Compressed frames of one sequence differ in size: the 24 frames of 4K PIZ that
+    /// `playsim generate` writes by 0.3%, larger and larger, which a sixteenth covers for
+    /// the pool's lifetime at a sixteenth more memory. Long-GOP video packets differ far
+    /// more (H.264 UHD: 88 kB to 946 kB within a GOP); a power of two makes a buffer grow a
+    /// few times at most, for at most 1 MiB a buffer.
+    pub fn grown_capacity(len: usize) -> usize {
+        const SMALL: usize = 1 << 20;
+        let wanted = if len < SMALL { len.next_power_of_two() } else { len.saturating_add(len / 16) };
+        // Saturates at the largest aligned size: no frame comes near it, since reads are
+        // bounded by the engine's frame limit before they prepare a buffer.
+        wanted
+            .max(1)
+            .checked_next_multiple_of(DIRECT_IO_ALIGN)
+            .unwrap_or(usize::MAX - usize::MAX % DIRECT_IO_ALIGN)
     }
 
     /// Shortens the data to `len` bytes; a larger `len` is ignored.
@@ -200,6 +225,37 @@ mod tests {
         assert_eq!(b.as_ptr() as usize % DIRECT_IO_ALIGN, 0);
         b.truncate(5);
         assert_eq!(b.len(), 5);
+    }
+
+    #[test]
+    fn a_grown_buffer_has_room_for_slightly_larger_frames() {
+        let grown = IoBuf::grown_capacity;
+        assert_eq!(grown(0), DIRECT_IO_ALIGN);
+        assert_eq!(grown(100), DIRECT_IO_ALIGN);
+        assert_eq!(grown(4097), 2 * DIRECT_IO_ALIGN);
+        // Below 1 MiB, the next power of two; from there, a sixteenth more, page-aligned.
+        assert_eq!(grown(150_000), 256 << 10);
+        assert_eq!(grown((1 << 20) - 1), 1 << 20);
+        assert_eq!(grown(1 << 20), (1 << 20) + (64 << 10));
+        assert_eq!(grown(40_391_662), (40_391_662 + 40_391_662 / 16usize).next_multiple_of(4096));
+        assert_eq!(grown(usize::MAX) % DIRECT_IO_ALIGN, 0, "saturates, aligned");
+        // Never less than asked for, and never less for more.
+        let mut last = 0;
+        for len in (0..(3 << 20)).step_by(4093) {
+            assert!(grown(len) >= len && grown(len) >= last, "{len}");
+            last = grown(len);
+        }
+        // The 4K DCI PIZ frames of one sequence, 40,391,662 to 40,474,871 bytes: the buffer
+        // that grew for the first holds every later one without reallocating.
+        let mut b = IoBuf::default();
+        b.prepare(40_391_662);
+        let id = b.id();
+        for len in [40_380_488, 40_474_871, 40_427_833] {
+            b.prepare(len);
+            assert_eq!((b.id(), b.len()), (id, len));
+        }
+        // An explicit capacity is kept exact.
+        assert_eq!(IoBuf::with_capacity(5 * 4096).capacity(), 5 * 4096);
     }
 
     #[test]

@@ -17,7 +17,10 @@ mod channels;
 mod error;
 mod exrs;
 mod header;
-// The FFI to the OpenEXR C++ shim: the one module allowed `unsafe`, each block with a `// SAFETY:` line.
+// The process's malloc thresholds: two `mallopt` calls into the C library, each with a `// SAFETY:` line.
+#[allow(unsafe_code)]
+mod malloc;
+// The FFI to the OpenEXR C++ shim, the other module allowed `unsafe`, each block with a `// SAFETY:` line.
 #[allow(unsafe_code)]
 mod openexr;
 pub mod write;
@@ -132,7 +135,11 @@ impl ExrDecoder {
     }
 
     /// Decodes `encoded` into `out`, returning the file's header summary.
+    ///
+    /// The first decode in the process sets malloc's thresholds so that the decoders'
+    /// per-file scratch stays in the heap between frames (see `malloc.rs`).
     pub fn decode_exr(&self, encoded: &[u8], out: &mut DecodedFrame) -> Result<ExrInfo, Error> {
+        malloc::keep_scratch_in_heap();
         match self.options.backend {
             Backend::OpenExr => openexr::decode(encoded, &self.options, out),
             Backend::Exrs => exrs::decode(encoded, &self.options, out),

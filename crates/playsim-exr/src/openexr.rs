@@ -8,7 +8,7 @@
 //! Compressed chunks are decompressed straight from playsim's buffer (the stream
 //! says it is memory-mapped); uncompressed parts are copied chunk by chunk,
 //! because OpenEXR 3.1 reads a short uncompressed chunk past its end.
-//! This module holds the crate's only `unsafe` code: the calls into the shim.
+//! This module and `malloc.rs` (two `mallopt` calls) hold the crate's only `unsafe` code.
 //!
 //! Compiled in when `build.rs` found OpenEXR >= 3.0 with pkg-config
 //! (`cfg(playsim_openexr)`); otherwise every decode is refused as unsupported.
