@@ -286,6 +286,17 @@ impl DecodedFrame {
         }
     }
 
+    /// Sizes the frame for `width` × `height` of `format` as [`DecodedFrame::reset`] does and,
+    /// when that took a new allocation, faults in its pages now rather than in the decode
+    /// that writes them first (see [`IoBuf::prefault`](crate::IoBuf::prefault)).
+    pub fn prefault(&mut self, width: u32, height: u32, format: PixelFormat) {
+        let grows = format.frame_len(width, height) > self.data.capacity();
+        self.reset(width, height, format);
+        if grows {
+            crate::buf::touch_pages(&mut self.data);
+        }
+    }
+
     /// Takes a decoder's own buffers as the frame's pixels, with no copy. `planes` must
     /// hold [`PixelFormat::planes`]`(width, height)` planes of `format`; the views check
     /// their sizes, so a short plane reads as missing rather than out of bounds.
@@ -362,6 +373,20 @@ mod tests {
         assert_eq!(planes[1], Plane { offset: 65, row_bytes: 7, rows: 3 });
         assert_eq!(planes[2], Plane { offset: 86, row_bytes: 7, rows: 3 });
         assert_eq!(PixelFormat::from_ffmpeg_name("rgb48le"), None);
+    }
+
+    #[test]
+    fn prefault_sizes_the_frame_as_reset_does() {
+        let format = PixelFormat::from_ffmpeg_name("yuv422p10le").unwrap();
+        let mut frame = DecodedFrame::default();
+        frame.prefault(64, 32, format);
+        assert_eq!((frame.width, frame.height, frame.format), (64, 32, Some(format)));
+        assert_eq!(frame.data.len(), format.frame_len(64, 32));
+        assert!(frame.data.iter().all(|&b| b == 0));
+        // Large enough already: the allocation stays.
+        let ptr = frame.data.as_ptr();
+        frame.prefault(32, 32, format);
+        assert_eq!((frame.data.as_ptr(), frame.data.len()), (ptr, format.frame_len(32, 32)));
     }
 
     #[test]

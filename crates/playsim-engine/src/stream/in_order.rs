@@ -77,7 +77,7 @@ impl StreamCtx {
         let t = self.now_ns();
         self.mark(idx, Phase::Reading, |e| e.read_start_ns = Some(t));
         let mut encoded = self.encoded_pool.get();
-        let read = self.read_frame(&at.extent, &mut encoded).await;
+        let read = self.read_frame(&at.extent, &mut encoded).await.map(|read| read.bytes);
         drop(io);
         let encoded = match read {
             Ok(bytes) => {

@@ -262,6 +262,13 @@ enum OutputEnd {
     Failed(String),
 }
 
+/// One frame's bytes read, and the time spent before the read faulting in a new buffer for
+/// them (see [`IoBuf::prefault`]).
+struct FrameRead {
+    bytes: u64,
+    faulting: Duration,
+}
+
 /// Everything the presenter and the frame tasks share, behind one lock.
 #[derive(Default)]
 pub(crate) struct StreamState {
@@ -284,6 +291,11 @@ pub(crate) struct StreamState {
     pub decoded_geometry: Option<(u32, u32, &'static str)>,
     /// The pixel format of the first frame decoded.
     pub decoded_format: Option<playsim_core::PixelFormat>,
+    /// Whether the first frame decoded had its pixels in the frame's own buffer, not in the
+    /// decoder's: then the decoded pool's buffers are worth faulting in ahead.
+    decoded_in_own_buffer: bool,
+    /// The largest frame read so far, in bytes: the size a fresh read buffer is faulted in at.
+    largest_read: u64,
     /// Recent read, decode and output times, to tell a frame that cannot be ready in time.
     recent_read: RecentTimes,
     recent_decode: RecentTimes,
@@ -720,6 +732,8 @@ impl StreamCtx {
         let Some(io) = acquire_unless_dropped(&self.io_slots, &cancel).await else {
             return self.retire(idx, slot);
         };
+        let mut encoded = self.encoded_pool.get();
+        encoded.prefault(self.expected_read_len(extent));
         let read_start = self.now();
         if let Admission::Reject(cause) = self.admission(idx, read_start) {
             return self.skip(idx, slot, Phase::Rejected(cause));
@@ -728,21 +742,24 @@ impl StreamCtx {
         if !self.advance(idx, Phase::Reading, |e| e.read_start_ns = Some(t)) {
             return self.retire(idx, slot);
         }
-        let mut encoded = self.encoded_pool.get();
         let read = self.read_frame(extent, &mut encoded).await;
         drop(io);
-        let bytes = match read {
-            Ok(n) => n,
+        let FrameRead { bytes, faulting } = match read {
+            Ok(read) => read,
             Err(detail) => return self.fail(idx, slot, unreadable(detail)),
         };
         self.live.bytes(bytes);
         let read_end = self.now();
         {
+            // The read's time without its buffer's first faults, which the next reads into
+            // the recycled buffer do not pay.
+            let read_time = read_end.saturating_sub(read_start).saturating_sub(faulting);
             let mut st = self.lock();
-            st.recent_read.push(read_end.saturating_sub(read_start));
-            st.busy.read += read_end.saturating_sub(read_start);
+            st.recent_read.push(read_time);
+            st.busy.read += read_time;
             st.last_read_done_ns = duration_ns(read_end);
             st.reads_done += 1;
+            st.largest_read = st.largest_read.max(bytes);
         }
         let t = duration_ns(read_end);
         let next = if self.decoded_slots.is_some() { Phase::DecodedSlotQueued } else { Phase::DecodeQueued };
@@ -780,6 +797,7 @@ impl StreamCtx {
         let Some(permit) = acquire_slot_unless_dropped(&self.decode_slots, key, &cancel).await else {
             return self.retire(idx, slot);
         };
+        let decoded = self.prefaulted_decoded();
         let start = self.now();
         if self.cannot_make_it(idx, start) {
             let cause = self.late_stage(idx, start);
@@ -793,7 +811,7 @@ impl StreamCtx {
             frame_idx: idx,
             decoder: Arc::clone(&self.decoder),
             encoded,
-            decoded: self.decoded_pool.get(),
+            decoded,
             result: Ok(()),
         };
         let job = self.decode.decode(job).await;
@@ -844,7 +862,33 @@ impl StreamCtx {
             let format = decoded.format.map_or("", |f| f.name());
             st.decoded_geometry = Some((decoded.width, decoded.height, format));
             st.decoded_format = decoded.format;
+            st.decoded_in_own_buffer = decoded.external.is_none() && !decoded.data.is_empty();
         }
+    }
+
+    /// The bytes frame `extent` is expected to take: its length when the source gives one
+    /// (a byte range in a video file), else the largest frame read so far.
+    fn expected_read_len(&self, extent: &FrameExtent) -> usize {
+        let len = match extent {
+            FrameExtent::Range { len, .. } => *len,
+            _ => self.lock().largest_read,
+        };
+        usize::try_from(len.min(MAX_FRAME_BYTES)).unwrap_or(0)
+    }
+
+    /// A decoded frame from the pool, its pages faulted in at the stream's frame size when it
+    /// is new, so the decode that fills it first is timed like the rest (see
+    /// [`IoBuf::prefault`]). Frames decoded into the decoder's own buffers are left empty.
+    fn prefaulted_decoded(&self) -> PooledBuf<DecodedFrame> {
+        let mut decoded = self.decoded_pool.get();
+        let geometry = {
+            let st = self.lock();
+            st.decoded_geometry.zip(st.decoded_format).filter(|_| st.decoded_in_own_buffer)
+        };
+        if let Some(((width, height, _), format)) = geometry {
+            decoded.prefault(width, height, format);
+        }
+        decoded
     }
 
     /// The output stage for a decoded frame (with its decoded-frame slot, if the stream caps
@@ -867,6 +911,10 @@ impl StreamCtx {
         let Some(permit) = acquire_unless_dropped(&self.output_slots, cancel).await else {
             return Err(OutputEnd::Dropped);
         };
+        // The output packs v210 into a buffer of the encoded pool: a new one is faulted in
+        // before the output's time starts, as a read's and a decode's are.
+        let mut packed = self.encoded_pool.get();
+        packed.prefault(crate::v210::stride(decoded.width) * decoded.height as usize);
         let start = self.now();
         if self.cannot_output_in_time(idx, start) {
             return Err(OutputEnd::Skipped(self.late_stage(idx, start)));
@@ -874,7 +922,7 @@ impl StreamCtx {
         if !self.advance(idx, Phase::Outputting, |_| {}) {
             return Err(OutputEnd::Dropped);
         }
-        let job = OutputJob { frame_idx: idx, decoded, packed: self.encoded_pool.get() };
+        let job = OutputJob { frame_idx: idx, decoded, packed };
         let job = output.output(job).await;
         drop(permit);
         let job = job.map(|OutputJob { packed, .. }| packed);
@@ -893,18 +941,24 @@ impl StreamCtx {
     }
 
     /// Reads one frame's bytes, timing open, read and close. The error names the path.
-    async fn read_frame(&self, extent: &FrameExtent, buf: &mut IoBuf) -> Result<u64, String> {
+    async fn read_frame(&self, extent: &FrameExtent, buf: &mut IoBuf) -> Result<FrameRead, String> {
         match extent {
             FrameExtent::File { path } => self.read_file(path, buf).await,
-            FrameExtent::Range { path, offset, len } => self.read_range(path, *offset, *len, buf).await,
+            FrameExtent::Range { path, offset, len } => {
+                let bytes = self.read_range(path, *offset, *len, buf).await?;
+                Ok(FrameRead { bytes, faulting: Duration::ZERO })
+            }
             FrameExtent::Missing { expected } => {
                 Err(format!("{} is missing from the sequence (a gap)", expected.display()))
             }
         }
     }
 
-    /// Reads a whole frame file: open, read, close, each timed.
-    async fn read_file(&self, path: &Path, buf: &mut IoBuf) -> Result<u64, String> {
+    /// Reads a whole frame file: open, read, close, each timed. A read buffer too small for
+    /// the file is grown and faulted in between the open and the read (see
+    /// [`IoBuf::prefault`]): the frames the preroll reads all at once, before any size is
+    /// known, would otherwise fault in their buffers inside their reads.
+    async fn read_file(&self, path: &Path, buf: &mut IoBuf) -> Result<FrameRead, String> {
         let t = self.now();
         let file = self.storage.open(path).await.map_err(|e| self.storage_failure(e))?;
         let opened = self.now();
@@ -915,18 +969,21 @@ impl StreamCtx {
             return Err(too_large(path, want));
         }
         let want_usize = usize::try_from(want).map_err(|_| too_large(path, want))?;
+        buf.prefault(want_usize);
+        let faulted = self.now();
         let read = file.read_at(0, want_usize, buf).await;
         let read_done = self.now();
         let closed = file.close().await;
         let close_done = self.now();
         {
             let mut st = self.lock();
-            st.hist.read.record(read_done.saturating_sub(opened));
+            st.hist.read.record(read_done.saturating_sub(faulted));
             st.hist.close.record(close_done.saturating_sub(read_done));
         }
         let n = read.map_err(|e| self.storage_failure(e))?;
         closed.map_err(|e| self.storage_failure(e))?;
-        check_whole(path, n, want)
+        let bytes = check_whole(path, n, want)?;
+        Ok(FrameRead { bytes, faulting: faulted.saturating_sub(opened) })
     }
 
     /// Reads a frame's byte range of a file the stream keeps open: a video file is opened once
