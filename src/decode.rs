@@ -3,15 +3,12 @@
 use std::io::Write;
 use std::path::Path;
 
-use std::sync::Arc;
-
 use md5::{Digest, Md5};
 use playsim_core::{DecodedFrame, FrameExtent, InOrderDecoder, IoBuf, Storage};
 use playsim_media::DecodeOptions;
 use playsim_storage::nfs::NfsOptions;
-use playsim_storage::LocalOptions;
+use playsim_storage::transport::TransportOptions;
 
-use crate::location::Place;
 use crate::Error;
 
 /// What a decode pass found.
@@ -44,11 +41,10 @@ pub async fn decode_md5(
 ) -> Result<DecodeSummary, Error> {
     let clock: std::sync::Arc<dyn playsim_core::Clock> =
         std::sync::Arc::new(playsim_engine::PreciseClock::new());
-    let place = Place::find(source, LocalOptions::default(), nfs, &clock).await?;
-    let storage = place.index_storage()?;
-    let source = playsim_media::open_location(place.path(), options, Arc::clone(&storage))
-        .await
-        .map_err(Error::Source)?;
+    let transport_options = TransportOptions::new().with(nfs.clone()).with(options.clone());
+    let location = crate::location::open(source, transport_options, &clock).await?;
+    let storage = location.index_storage().map_err(Error::Storage)?;
+    let source = crate::location::open_source(location.as_ref(), options).await?;
     let decoder = source.decoder();
     // One buffer for every frame's bytes and one for its pixels, as the engine's pools keep
     // theirs: a buffer made anew for each frame would have its pages faulted in anew.
@@ -163,17 +159,17 @@ async fn read_extent(storage: &dyn Storage, extent: &FrameExtent, buf: &mut IoBu
     };
     let file = storage.open(path).await.map_err(|e| e.to_string())?;
     let want = len.unwrap_or_else(|| file.size().saturating_sub(offset));
-    let limit = playsim_engine::MAX_FRAME_BYTES;
-    if want > limit {
-        let _ = file.close().await;
-        return Err(format!("{}: {want} bytes is more than the {limit}-byte frame limit", path.display()));
-    }
-    let read = file.read_at(offset, want as usize, buf).await;
+    let want_usize = match playsim_core::frame_len(path, want) {
+        Ok(len) => len,
+        Err(e) => {
+            let _ = file.close().await;
+            return Err(e.message);
+        }
+    };
+    let read = file.read_at(offset, want_usize, buf).await;
     let _ = file.close().await;
     let n = read.map_err(|e| e.to_string())?;
-    if (n as u64) < want {
-        return Err(format!("{}: short read, {n} of {want} bytes at offset {offset}", path.display()));
-    }
+    playsim_core::whole_read(path, offset, n, want).map_err(|e| e.message)?;
     Ok(())
 }
 

@@ -30,10 +30,10 @@ use playsim_engine::frametest::{
     FrametestOrder, FrametestRun, IoFuture, StorageReads,
 };
 use playsim_engine::{CancelToken, DecodePool, PreciseClock};
-use playsim_storage::nfs::{NfsOptions, NfsUrl};
-use playsim_storage::{IoEngine, LocalOptions, LocalStorage, UringOptions, DEFAULT_BLOCK_SIZE};
+use playsim_storage::nfs::NfsOptions;
+use playsim_storage::transport::{Location, TransportOptions};
+use playsim_storage::{IoEngine, LocalOptions, UringOptions, DEFAULT_BLOCK_SIZE};
 
-use crate::location::Place;
 use crate::{Error, PlayOrder};
 
 /// frametest's header: the image data starts 64 KiB into every file.
@@ -413,10 +413,13 @@ async fn prepare_writes(
 ) -> Result<(Arc<dyn FrameIo>, RunInfo, u64, u64), Error> {
     let dir = &request.dir;
     let example = format!("for example playsim frametest -w 2k -n 24 {}", dir.display());
-    if NfsUrl::is_nfs_url(&dir.to_string_lossy()) {
+    // Writes go through the kernel until storage has a write API: a URL's transport only reads.
+    let transport = crate::location::transports().find(&dir.to_string_lossy()).map_err(Error::Storage)?;
+    if !transport.schemes().is_empty() {
         return Err(Error::Engine(format!(
-            "cannot write to {}: playsim's NFS client only reads; mount the export and write to its path, {example}",
-            dir.display()
+            "cannot write to {}: playsim's {} client only reads; mount the export and write to its path, {example}",
+            dir.display(),
+            transport.name().to_uppercase()
         )));
     }
     for (on, flag) in [(request.loop_files, "-l"), (request.decode, "--decode"), (request.cold, "--cold")] {
@@ -483,7 +486,8 @@ async fn prepare_reads(
     let dir = &request.dir;
     let shown = dir.display();
     let write_first = format!("write frames first, for example playsim frametest -w 2k -n 24 {shown}");
-    if dir.to_string_lossy().starts_with("sim://") {
+    let transport = crate::location::transports().find(&dir.to_string_lossy()).map_err(Error::Storage)?;
+    if !transport.holds_files() {
         return Err(Error::Engine(format!(
             "frametest reads frame files from a directory, a local path or an nfs:// URL, not {shown}: \
              for simulated storage use playsim play, or {write_first}"
@@ -495,9 +499,10 @@ async fn prepare_reads(
         io_engine: request.io_engine,
         uring: UringOptions::default(),
     };
-    let place = Place::find(dir, local, &request.nfs, clock).await?;
-    let storage = place.reader_storage().await?.into_storage();
-    match storage.kind(place.path()).await {
+    let options = TransportOptions::new().with(local).with(request.nfs.clone());
+    let location = crate::location::open(dir, options, clock).await?;
+    let storage = location.reader_storage().await.map_err(Error::Storage)?;
+    match storage.kind(location.path()).await {
         Ok(Some(EntryKind::Dir)) => {}
         Ok(Some(EntryKind::File)) => {
             return Err(Error::Engine(format!(
@@ -509,7 +514,7 @@ async fn prepare_reads(
         Err(e) => return Err(Error::Engine(format!("cannot look up {shown}: {e}"))),
     }
     let listing: HashMap<String, u64> = storage
-        .list_dir(place.path())
+        .list_dir(location.path())
         .await
         .map_err(|e| Error::Engine(format!("cannot list {shown}: {e}")))?
         .into_iter()
@@ -559,38 +564,13 @@ async fn prepare_reads(
             )));
         }
     }
-    let paths: Vec<PathBuf> = names.iter().map(|name| place.path().join(name)).collect();
+    let paths: Vec<PathBuf> = names.iter().map(|name| location.path().join(name)).collect();
     let mut notes = Vec::new();
-    let transport = match &place {
-        Place::Local { .. } => {
-            if request.cold {
-                notes.push(drop_cache(local, paths.clone()).await?);
-            }
-            let info = storage.info();
-            notes.extend(playsim_storage::local_warnings(
-                info.options.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-            ));
-            let uring = info.options.iter().any(|(k, v)| k == "io_engine" && v == IoEngine::IoUring.name());
-            let mount =
-                info.mount.map_or_else(String::new, |m| format!(", {} on {}", m.transport, m.mount_point));
-            let how = match (request.direct, uring) {
-                (false, false) => "",
-                (true, false) => " with O_DIRECT",
-                (false, true) => " through io_uring",
-                (true, true) => " with O_DIRECT through io_uring",
-            };
-            format!("local files{how}{mount}")
-        }
-        // An nfs:// URL (sim:// sources were refused above).
-        _ => {
-            if request.cold {
-                notes.push(
-                    "--cold: playsim's NFS client keeps no cache, every read goes to the server".into(),
-                );
-            }
-            "playsim's NFS client".into()
-        }
-    };
+    if request.cold {
+        notes.push(drop_cache(Arc::clone(&location), paths.clone()).await?);
+    }
+    notes.extend(storage.info().warnings.into_iter().map(|w| w.message));
+    let transport = location.describe(storage.as_ref());
     // The size the summary names: the one asked for, else the first file's when all agree.
     let first_size = names.first().and_then(|name| listing.get(name)).copied().unwrap_or(0);
     let size = expect.cloned().or_else(|| {
@@ -630,10 +610,9 @@ fn guess_size(bytes: u64) -> Option<FrameSize> {
         })
 }
 
-async fn drop_cache(local: LocalOptions, paths: Vec<PathBuf>) -> Result<String, Error> {
-    let storage = LocalStorage::new(local).map_err(Error::Storage)?;
+async fn drop_cache(location: Arc<dyn Location>, paths: Vec<PathBuf>) -> Result<String, Error> {
     let n = paths.len();
-    let outcome = tokio::task::spawn_blocking(move || storage.drop_cache(&paths))
+    let outcome = tokio::task::spawn_blocking(move || location.drop_cache(&paths))
         .await
         .map_err(|e| Error::Engine(format!("cannot drop the page cache: {e}")))?;
     Ok(outcome.message.unwrap_or_else(|| {

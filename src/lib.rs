@@ -33,6 +33,7 @@ pub mod units;
 
 pub use capacity::{capacity, Capacity, CapacityBy, CapacityRequest, Trial};
 pub use decode::{decode_md5, DecodeSummary};
+pub use location::{register_enabled_transports, transports};
 pub use order::{FrameRange, PlayOrder};
 pub use play::{failed_report, note_request, prepare, storage_warnings, PlayRequest, SourceSettings};
 pub use playsim_core::{FramePreset, FrameRate, Pacing, ParseError};

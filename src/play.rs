@@ -9,9 +9,9 @@ use playsim_engine::{EngineConfig, OwnDecodePool, PreciseClock, Simulation, Stre
 use playsim_media::DecodeOptions;
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
 use playsim_storage::nfs::NfsOptions;
-use playsim_storage::{IoEngine, LocalOptions, LocalStorage, UringOptions};
+use playsim_storage::transport::TransportOptions;
+use playsim_storage::{IoEngine, LocalOptions, UringOptions};
 
-use crate::location::{NamedSource, Place, Reader};
 use crate::order::{FrameRange, PlayOrder};
 use crate::Error;
 
@@ -79,6 +79,21 @@ pub struct SourceSettings {
 }
 
 impl PlayRequest {
+    /// The typed options every transport reads its own from, for a source with `settings`.
+    pub fn transport_options(&self, settings: &SourceSettings) -> TransportOptions {
+        let local = LocalOptions {
+            block_size: settings.block_size.unwrap_or(self.block_size),
+            direct: settings.direct.unwrap_or(self.direct),
+            io_engine: settings.io_engine.unwrap_or(self.io_engine),
+            uring: UringOptions::default(),
+        };
+        TransportOptions::new()
+            .with(local)
+            .with(settings.nfs.clone().unwrap_or_else(|| self.nfs.clone()))
+            .with(self.decode.clone())
+            .with(playsim_media::VerifyFrames(self.engine.verify))
+    }
+
     /// Default settings for one stream of `source`.
     pub fn new(source: impl Into<PathBuf>) -> PlayRequest {
         PlayRequest {
@@ -128,18 +143,10 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
     // times its transfers by it.
     let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
     let mut sources = Vec::with_capacity(request.sources.len());
-    for (i, location) in request.sources.iter().enumerate() {
+    for (i, path) in request.sources.iter().enumerate() {
         let settings = settings_of(i);
-        let options = LocalOptions {
-            block_size: settings.block_size.unwrap_or(request.block_size),
-            direct: settings.direct.unwrap_or(request.direct),
-            io_engine: settings.io_engine.unwrap_or(request.io_engine),
-            uring: UringOptions::default(),
-        };
-        let nfs = settings.nfs.as_ref().unwrap_or(&request.nfs);
-        let place = Place::find(location, options, nfs, &clock).await?;
-        let source = place.open_source(&request.decode, request.engine.verify).await?;
-        let source = NamedSource::wrap(source, &place, location);
+        let location = crate::location::open(path, request.transport_options(settings), &clock).await?;
+        let source = crate::location::open_source(location.as_ref(), &request.decode).await?;
         let source = crate::order::reorder(source, request.order, request.range)?;
         let source = if settings.skip_decode.unwrap_or(request.skip_decode) {
             if request.engine.verify {
@@ -153,7 +160,7 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
         } else {
             source
         };
-        sources.push((place, source));
+        sources.push((location, source));
     }
     let mut engine = request.engine.clone();
     if request.rate_from_source {
@@ -161,7 +168,8 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
             engine.pacing = Pacing::Rate(rate);
         }
     }
-    let mut builder = Simulation::builder().config(engine).clock(clock);
+    let mut builder =
+        Simulation::builder().config(engine).clock(clock).frame_index_reader(playsim_media::read_frame_index);
     if let Some(version) = playsim_exr::openexr_version() {
         builder = builder.library("openexr", &version);
     }
@@ -169,9 +177,10 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
         builder = builder.library("ffmpeg", &playsim_ffmpeg::ffmpeg_version());
     }
     let mut n_streams = 0;
-    for (i, (place, source)) in sources.into_iter().enumerate() {
+    for (i, (location, source)) in sources.into_iter().enumerate() {
         let settings = settings_of(i);
-        let dimensions = probe_dimensions(source.as_ref(), place.index_storage()?.as_ref()).await;
+        let index = location.index_storage().map_err(Error::Storage)?;
+        let dimensions = probe_dimensions(source.as_ref(), index.as_ref()).await;
         let decode_pool =
             settings.decode_threads.map(OwnDecodePool::start).transpose().map_err(Error::Engine)?;
         let n_readers = settings.streams.unwrap_or(request.streams_per_source);
@@ -182,26 +191,14 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
             )));
         }
         for reader in 0..n_readers {
-            let storage = place.reader_storage().await?;
+            let storage = location.reader_storage().await.map_err(Error::Storage)?;
             // One reader drops the source's cached pages; the others would only repeat it.
-            let cold = match (&storage, request.cold && reader == 0) {
-                (Reader::Local(local), true) => drop_cache(local, source.as_ref()),
-                (Reader::Nfs(_), true) => ColdCache {
-                    requested: true,
-                    files_dropped: 0,
-                    message: Some(
-                        "nfs: playsim's own client caches nothing, and the server's cache is the server's"
-                            .into(),
-                    ),
-                },
-                (Reader::Sim(_), true) => ColdCache {
-                    requested: true,
-                    files_dropped: 0,
-                    message: Some("sim: the frames are served from memory; there is no cache to drop".into()),
-                },
-                (_, false) => ColdCache { requested: request.cold, ..ColdCache::default() },
+            let cold = if request.cold && reader == 0 {
+                let outcome = location.drop_cache(&source_paths(source.as_ref()));
+                ColdCache { requested: true, files_dropped: outcome.files_dropped, message: outcome.message }
+            } else {
+                ColdCache { requested: request.cold, ..ColdCache::default() }
             };
-            let storage = storage.into_storage();
             let name = format!("stream {n_streams}");
             builder = builder.stream(StreamSpec {
                 cold,
@@ -234,7 +231,8 @@ fn source_rate<'a>(
     )))
 }
 
-fn drop_cache(storage: &LocalStorage, source: &dyn Source) -> ColdCache {
+/// The files of `source`'s frames, each once: what a cold run drops from the cache.
+fn source_paths(source: &dyn Source) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = (0..source.n_frames())
         .filter_map(|i| match source.extent(i) {
             FrameExtent::File { path } | FrameExtent::Range { path, .. } => Some(path),
@@ -243,8 +241,7 @@ fn drop_cache(storage: &LocalStorage, source: &dyn Source) -> ColdCache {
         .collect();
     // A video file is one path for all its frames.
     paths.dedup();
-    let outcome = storage.drop_cache(&paths);
-    ColdCache { requested: true, files_dropped: outcome.files_dropped, message: outcome.message }
+    paths
 }
 
 /// The frame size from the first readable frame header, when the format allows it cheaply,
@@ -266,18 +263,15 @@ async fn probe_dimensions(source: &dyn Source, storage: &dyn Storage) -> Option<
     None
 }
 
-/// What the user should know about how the run's local files were read, one line each,
-/// without repeats: io_uring asked for and not available (why, and the sysctl or profile
-/// to change), or buffers it could not register (the locked-memory limit, and how to
-/// raise it). Read from the report, so it covers what happened during the run.
+/// What the user should know about how the run's storage read, one line each, without
+/// repeats: io_uring asked for and not available (why, and the sysctl or profile to change),
+/// or buffers it could not register (the locked-memory limit, and how to raise it). Read
+/// from the report, so it covers what happened during the run.
 pub fn storage_warnings(report: &Report) -> Vec<String> {
     let mut warnings: Vec<String> = Vec::new();
-    for stream in &report.streams {
-        let options = stream.storage.options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-        for warning in playsim_storage::local_warnings(options) {
-            if !warnings.contains(&warning) {
-                warnings.push(warning);
-            }
+    for warning in report.streams.iter().flat_map(|s| &s.storage.warnings) {
+        if !warnings.contains(&warning.message) {
+            warnings.push(warning.message.clone());
         }
     }
     warnings
@@ -316,14 +310,20 @@ pub fn failed_report(request: &PlayRequest, error: &str) -> Report {
 
 #[cfg(test)]
 mod tests {
-    use playsim_report::{StorageReport, StreamReport};
+    use playsim_report::{StorageReport, StreamReport, WarningReport};
 
     use super::*;
 
-    fn stream(options: &[(&str, &str)]) -> StreamReport {
+    fn stream(warnings: &[(&str, &str)]) -> StreamReport {
         StreamReport {
             storage: StorageReport {
-                options: options.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                warnings: warnings
+                    .iter()
+                    .map(|(kind, message)| WarningReport {
+                        kind: kind.to_string(),
+                        message: message.to_string(),
+                    })
+                    .collect(),
                 ..StorageReport::default()
             },
             ..StreamReport::default()
@@ -332,13 +332,16 @@ mod tests {
 
     #[test]
     fn storage_warnings_are_said_once_for_all_streams() {
-        let fallback =
-            [("io_engine", "pread"), ("io_uring", "not available: io_uring_setup failed with EPERM")];
-        let memlock =
-            [("io_engine", "io_uring"), ("registered_buffers", "no: registering failed with ENOMEM")];
-        let fine = [("io_engine", "io_uring"), ("registered_buffers", "yes: 4 buffers, 141.6 MB")];
+        let fallback = [(
+            "io_uring_unavailable",
+            "io_uring is not available, so the reads used pread: io_uring_setup failed with EPERM",
+        )];
+        let memlock = [(
+            "buffers_unregistered",
+            "io_uring read into unregistered buffers: registering failed with ENOMEM",
+        )];
         let report = Report {
-            streams: vec![stream(&fallback), stream(&fallback), stream(&memlock), stream(&fine), stream(&[])],
+            streams: vec![stream(&fallback), stream(&fallback), stream(&memlock), stream(&[])],
             ..Report::default()
         };
         assert_eq!(

@@ -678,7 +678,7 @@ impl Checker<'_> {
                 self.at(stream.source.span().start, "source is empty (for example source = \"media/shot\")")
             );
         }
-        let is_url = given.contains("://");
+        let is_url = playsim_storage::transport::scheme_of(given).is_some();
         let source = if is_url { PathBuf::from(given) } else { self.resolve(given) };
         let nfs_given = stream.nconnect.is_some() || stream.rsize.is_some() || stream.nfs_timeout.is_some();
         let run_nfs = nfs_options(&NfsOptions::default(), run.nconnect, run.rsize, run.nfs_timeout);

@@ -29,7 +29,6 @@ use std::path::{Path, PathBuf};
 use playsim_core::Pacing;
 use playsim_engine::{OutputStage, Simulation};
 use playsim_report::{Report, RunStatus};
-use playsim_storage::IoEngine;
 
 pub use media::{ffmpeg_version, Generate, MediaState, ProRes, ProResProfile};
 
@@ -99,7 +98,7 @@ impl ScenarioStream {
         if let Some(generate) = &self.generate {
             return generate.state();
         }
-        if self.given.contains("://") {
+        if playsim_storage::transport::scheme_of(&self.given).is_some() {
             return MediaState::Remote;
         }
         let name_is_pattern =
@@ -361,18 +360,11 @@ impl Scenario {
                 } else if let Some(threads) = s.decode_threads {
                     let _ = write!(line, ", own decode pool of {threads}");
                 }
-                let block = s.block_size.unwrap_or(r.block_size);
-                let _ = write!(line, ", block {}", bytes_text(block as u64));
-                if s.direct.unwrap_or(r.direct) {
-                    line.push_str(", O_DIRECT");
-                }
-                if !stream.given.contains("://") && s.io_engine.unwrap_or(r.io_engine) == IoEngine::IoUring {
-                    line.push_str(", io_uring");
-                }
-                if stream.given.starts_with("nfs://") {
-                    let nfs = s.nfs.as_ref().unwrap_or(&r.nfs);
-                    let _ =
-                        write!(line, ", nconnect {}, rsize {}", nfs.nconnect, bytes_text(nfs.rsize as u64));
+                if let Ok(transport) = crate::location::transports().find(&stream.given) {
+                    let how = transport.describe_options(&r.transport_options(s));
+                    if !how.is_empty() {
+                        let _ = write!(line, ", {how}");
+                    }
                 }
                 let _ = writeln!(out, "{line}  (line {})", stream.line);
                 if stream.source.as_os_str() != stream.given.as_str() {

@@ -19,6 +19,14 @@ pub trait Clock: Send + Sync + 'static {
     /// Completes at (or as soon as possible after) `deadline`, measured from the origin.
     fn sleep_until(&self, deadline: Duration) -> SleepFuture;
 
+    /// The wall-clock time of the origin, as time since the Unix epoch: the report's start
+    /// time is this plus [`Clock::now`], so a run's times all come from its one clock (and
+    /// runs on several machines can be given one origin). A clock with no wall time (a
+    /// test's paused one) may leave it at the epoch.
+    fn wall_origin(&self) -> Duration {
+        Duration::ZERO
+    }
+
     /// Whether [`Clock::block_until`] can wait for this clock's time on a plain thread. A
     /// clock whose time moves only with an async runtime (tokio's paused clock) cannot.
     fn can_block(&self) -> bool {

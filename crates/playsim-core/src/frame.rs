@@ -2,6 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Reads the frame index a frame carries in its pixels (playsim's synthetic media paint it
+/// there), for `--verify`: `None` when it carries none. The engine is given one
+/// (`playsim_media::read_frame_index`) rather than knowing how media is painted.
+pub type FrameIndexReader = fn(&DecodedFrame) -> Option<u64>;
+
 /// The layout of a decoded frame's bytes.
 ///
 /// Each variant fixes the canonical pixels that `playsim decode --md5` hashes;

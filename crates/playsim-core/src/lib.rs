@@ -33,12 +33,13 @@ pub use clock::{Clock, SleepFuture};
 pub use decode::{BytesOnly, DecodeError, DecodeErrorKind, Decoder, InOrderDecoder};
 pub use drop_cause::{DropCause, DropCounters};
 pub use error::ParseError;
-pub use frame::{Chroma, DecodedFrame, ExternalPlanes, PixelFormat, Plane, PlaneView};
+pub use frame::{Chroma, DecodedFrame, ExternalPlanes, FrameIndexReader, PixelFormat, Plane, PlaneView};
 pub use mix::{shuffle, splitmix64};
 pub use preset::{FramePreset, MAX_DIMENSION};
 pub use rate::{FrameRate, Pacing};
 pub use source::{FrameExtent, Source, SourceInfo, WithoutDecode};
+pub use storage::{frame_len, whole_read, MAX_FRAME_BYTES};
 pub use storage::{
     DirEntry, EntryKind, MountLabel, Storage, StorageError, StorageErrorKind, StorageFile, StorageInfo,
-    StorageStats,
+    StorageStats, StorageWarning,
 };

@@ -53,6 +53,37 @@ impl StorageError {
     }
 }
 
+/// The largest frame playsim reads into memory (4 GiB); a larger file or range is refused as
+/// unreadable before anything is allocated for it.
+pub const MAX_FRAME_BYTES: u64 = 4 << 30;
+
+/// The length of a frame of `len` bytes at `path`, checked against [`MAX_FRAME_BYTES`]:
+/// every reader of frames asks this before it allocates.
+pub fn frame_len(path: &Path, len: u64) -> Result<usize, StorageError> {
+    let too_large = || {
+        StorageError::new(
+            StorageErrorKind::Invalid,
+            format!("{} is {len} bytes, more than the {MAX_FRAME_BYTES}-byte frame limit", path.display()),
+        )
+    };
+    if len > MAX_FRAME_BYTES {
+        return Err(too_large());
+    }
+    usize::try_from(len).map_err(|_| too_large())
+}
+
+/// `n` bytes read of the `want` asked for at `offset` of `path`: all of them, or a short-read
+/// error naming the file and the offset.
+pub fn whole_read(path: &Path, offset: u64, n: usize, want: u64) -> Result<u64, StorageError> {
+    if (n as u64) < want {
+        return Err(StorageError::new(
+            StorageErrorKind::Io,
+            format!("{}: short read, {n} of {want} bytes at offset {offset}", path.display()),
+        ));
+    }
+    Ok(n as u64)
+}
+
 /// A description of a transport and its settings, for the report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StorageInfo {
@@ -68,6 +99,33 @@ pub struct StorageInfo {
     /// how a "local" read actually travels (NFS over TCP or RDMA, SMB, a local disk).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount: Option<MountLabel>,
+    /// What a user should know about how the reads went (io_uring not available, buffers
+    /// not registered), as values a front end shows as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<StorageWarning>,
+}
+
+/// Something a user should know about how a storage read: one line that says what
+/// happened, why, and what to change.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorageWarning {
+    /// A stable name of its kind, e.g. `io_uring_unavailable`: what front ends group by.
+    pub kind: String,
+    /// The line to show.
+    pub message: String,
+}
+
+impl StorageWarning {
+    /// A warning of `kind` saying `message`.
+    pub fn new(kind: impl Into<String>, message: impl Into<String>) -> StorageWarning {
+        StorageWarning { kind: kind.into(), message: message.into() }
+    }
+}
+
+impl std::fmt::Display for StorageWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 /// The kernel mount under a local path, as the report shows it. The storage crate

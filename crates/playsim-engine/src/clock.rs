@@ -9,12 +9,19 @@ use playsim_core::{Clock, SleepFuture};
 #[derive(Clone, Copy, Debug)]
 pub struct TokioClock {
     origin: tokio::time::Instant,
+    wall_origin: Duration,
 }
 
 impl TokioClock {
-    /// A clock whose origin is now. Must be called inside a tokio runtime.
+    /// A clock whose origin is now, and whose wall origin is the epoch (see
+    /// [`TokioClock::with_wall_origin`]). Must be called inside a tokio runtime.
     pub fn new() -> TokioClock {
-        TokioClock { origin: tokio::time::Instant::now() }
+        TokioClock { origin: tokio::time::Instant::now(), wall_origin: Duration::ZERO }
+    }
+
+    /// This clock with its origin at `wall_origin` since the Unix epoch, for reports.
+    pub fn with_wall_origin(self, wall_origin: Duration) -> TokioClock {
+        TokioClock { wall_origin, ..self }
     }
 }
 
@@ -32,6 +39,10 @@ impl Clock for TokioClock {
     fn sleep_until(&self, deadline: Duration) -> SleepFuture {
         Box::pin(tokio::time::sleep_until(self.origin + deadline))
     }
+
+    fn wall_origin(&self) -> Duration {
+        self.wall_origin
+    }
 }
 
 /// How long before a deadline the precise clock stops sleeping and spins.
@@ -46,12 +57,23 @@ const SPIN_WINDOW: Duration = Duration::from_micros(150);
 #[derive(Clone, Copy, Debug)]
 pub struct PreciseClock {
     origin: std::time::Instant,
+    /// The origin's wall-clock time, since the Unix epoch.
+    wall_origin: Duration,
 }
 
 impl PreciseClock {
-    /// A clock whose origin is now.
+    /// A clock whose origin is now, on the monotonic clock and on the wall clock.
     pub fn new() -> PreciseClock {
-        PreciseClock { origin: std::time::Instant::now() }
+        let origin = std::time::Instant::now();
+        let wall_origin =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        PreciseClock { origin, wall_origin }
+    }
+
+    /// This clock with its origin at `wall_origin` since the Unix epoch: the origin that
+    /// clients of one run agree on.
+    pub fn with_wall_origin(self, wall_origin: Duration) -> PreciseClock {
+        PreciseClock { wall_origin, ..self }
     }
 }
 
@@ -82,6 +104,10 @@ impl Clock for PreciseClock {
 
     fn can_block(&self) -> bool {
         true
+    }
+
+    fn wall_origin(&self) -> Duration {
+        self.wall_origin
     }
 
     fn block_until(&self, deadline: Duration) {

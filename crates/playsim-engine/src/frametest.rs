@@ -32,15 +32,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use playsim_core::{
-    BufPool, Clock, DecodedFrame, Decoder, FrameRate, IoBuf, Storage, StorageError, StorageErrorKind,
-    StorageFile,
+    frame_len, whole_read, BufPool, Clock, DecodedFrame, Decoder, FrameRate, IoBuf, Storage, StorageError,
+    StorageErrorKind, StorageFile,
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::cancel::CancelToken;
 use crate::exec::{DecodeExecutor, DecodeJob};
-use crate::MAX_FRAME_BYTES;
 
 /// The most frames one run may have (`-n`): every frame keeps a record of its times.
 pub const MAX_FRAMETEST_FRAMES: u64 = 1_000_000;
@@ -117,27 +116,9 @@ impl FrameFile for ReadFile {
     fn transfer<'a>(&'a self, buf: &'a mut IoBuf) -> IoFuture<'a, Result<u64, StorageError>> {
         Box::pin(async move {
             let size = self.file.size();
-            let too_large = || {
-                StorageError::new(
-                    StorageErrorKind::Invalid,
-                    format!(
-                        "{}: {size} bytes is more than the {MAX_FRAME_BYTES}-byte frame limit",
-                        self.path.display()
-                    ),
-                )
-            };
-            if size > MAX_FRAME_BYTES {
-                return Err(too_large());
-            }
-            let len = usize::try_from(size).map_err(|_| too_large())?;
+            let len = frame_len(&self.path, size)?;
             let n = self.file.read_at(0, len, buf).await?;
-            if (n as u64) < size {
-                return Err(StorageError::new(
-                    StorageErrorKind::Io,
-                    format!("{}: short read, {n} of {size} bytes", self.path.display()),
-                ));
-            }
-            Ok(n as u64)
+            whole_read(&self.path, 0, n, size)
         })
     }
 

@@ -4,11 +4,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use playsim_core::{Clock, Pacing, PixelFormat, Source, Storage, DIRECT_IO_ALIGN};
+use playsim_core::{Clock, FrameIndexReader, Pacing, PixelFormat, Source, Storage, DIRECT_IO_ALIGN};
 use playsim_report::{
     ColdCache, CpuReport, Drops, FrameRecord, MemoryReport, MountReport, PoolBuffers, Report, RunStatus,
     Settings, SourceReport, StageCpu, StageLatency, StageUtilisation, StorageReport, StreamReport, Totals,
-    SCHEMA_VERSION,
+    WarningReport, SCHEMA_VERSION,
 };
 
 use crate::cancel::CancelToken;
@@ -99,9 +99,18 @@ pub struct SimulationBuilder {
     decode: Option<Arc<dyn DecodeExecutor>>,
     output: Option<Option<Arc<dyn OutputExecutor>>>,
     libraries: BTreeMap<String, String>,
+    frame_index: Option<FrameIndexReader>,
 }
 
 impl SimulationBuilder {
+    /// How `verify` reads the index a decoded frame carries in its pixels
+    /// (`playsim_media::read_frame_index` for playsim's synthetic media). Needed only with
+    /// `EngineConfig::verify`.
+    pub fn frame_index_reader(mut self, reader: FrameIndexReader) -> Self {
+        self.frame_index = Some(reader);
+        self
+    }
+
     /// The engine settings.
     pub fn config(mut self, config: EngineConfig) -> Self {
         self.config = config;
@@ -141,6 +150,13 @@ impl SimulationBuilder {
     /// Checks the settings and starts the worker pools.
     pub fn build(self) -> Result<Simulation, String> {
         self.config.validate()?;
+        if self.config.verify && self.frame_index.is_none() {
+            return Err(
+                "verify needs a frame index reader: give Simulation::builder().frame_index_reader(...), \
+                 for example playsim_media::read_frame_index"
+                    .into(),
+            );
+        }
         if self.streams.is_empty() {
             return Err("no stream to play (give a SOURCE, for example target/demo/dpx-4k-dci)".into());
         }
@@ -169,6 +185,7 @@ impl SimulationBuilder {
             decode,
             output,
             libraries: self.libraries,
+            frame_index: self.frame_index,
             live: Arc::default(),
             cancel: Arc::default(),
         })
@@ -183,6 +200,7 @@ pub struct Simulation {
     decode: Arc<dyn DecodeExecutor>,
     output: Option<Arc<dyn OutputExecutor>>,
     libraries: BTreeMap<String, String>,
+    frame_index: Option<FrameIndexReader>,
     live: Arc<LiveCounters>,
     cancel: Arc<CancelToken>,
 }
@@ -206,8 +224,8 @@ impl Simulation {
     /// Plays every stream on one clock and returns the report. It never fails:
     /// what went wrong is in the report's status and error.
     pub async fn run(self) -> Report {
-        let started_at_unix_s =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        // From the run's clock, like every other time of the run.
+        let started_at_unix_s = (self.clock.wall_origin() + self.clock.now()).as_secs();
         let cpu_before = ProcessCpu::now();
         let system_before = SystemCpuSnapshot::read().ok();
         let origin = self.clock.now();
@@ -223,6 +241,7 @@ impl Simulation {
             cancel: Arc::clone(&self.cancel),
             start: Arc::new(StartGate::new(self.streams.iter().filter(|s| s.start_offset.is_zero()).count())),
             start_offset: Duration::ZERO,
+            frame_index: self.frame_index,
         };
         let ctxs: Vec<Arc<StreamCtx>> = self
             .streams
@@ -477,6 +496,11 @@ fn stream_report(
             cold: spec.cold.clone(),
             n_reads: storage_stats.n_reads,
             mount: storage_info.mount.map(MountReport::from),
+            warnings: storage_info
+                .warnings
+                .into_iter()
+                .map(|w| WarningReport { kind: w.kind, message: w.message })
+                .collect(),
         },
         fps: cfg.pacing.to_string(),
         start_offset_s: spec.start_offset.as_secs_f64(),

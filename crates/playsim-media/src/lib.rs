@@ -31,6 +31,7 @@ mod generate;
 mod registry;
 mod sequence;
 mod sim;
+mod sim_transport;
 mod source;
 mod synthetic;
 
@@ -44,6 +45,7 @@ pub use sim::{
     SimDist, SimFormat, SimFrame, SimFrames, SimUrl, DEFAULT_SIM_DISTINCT, DEFAULT_SIM_FRAMES,
     MAX_SIM_FRAMES, MAX_SIM_FRAME_BYTES, MAX_SIM_MEMORY, SIM_EXAMPLE, SIM_KEYS,
 };
+pub use sim_transport::{SimTransport, VerifyFrames};
 pub use source::SequenceSource;
 pub use synthetic::{
     read_frame_index, render_frame, render_frame_f32, GRAIN_F32, MIN_CODE_HEIGHT, MIN_CODE_WIDTH,

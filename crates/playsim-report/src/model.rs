@@ -451,6 +451,19 @@ pub struct StorageReport {
     /// when it was looked up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount: Option<MountReport>,
+    /// What a user should know about how the reads went: io_uring not available, buffers
+    /// not registered. Each says what happened, why, and what to change.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<WarningReport>,
+}
+
+/// Something a user should know about a stage of the run, in one line.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WarningReport {
+    /// A stable name of its kind, e.g. `io_uring_unavailable`.
+    pub kind: String,
+    /// What happened, why, and what to change.
+    pub message: String,
 }
 
 /// The kernel mount under a local path, from /proc/self/mountinfo.

@@ -51,6 +51,7 @@ pub fn sample_report() -> Report {
             cold: ColdCache { requested: true, files_dropped: 239, message: None },
             n_reads: frames_read * 34,
             mount: None,
+            warnings: Vec::new(),
         },
         fps: "24".into(),
         start_offset_s: 0.0,

@@ -25,4 +25,15 @@ pub enum Error {
         /// Why, in one line.
         reason: String,
     },
+    /// The location needs a transport this build was made without.
+    #[error("{location}: this playsim was built without the `{feature}` feature, which reads it; rebuild with --features {feature}")]
+    Disabled {
+        /// The location as given.
+        location: String,
+        /// The cargo feature that adds its transport.
+        feature: &'static str,
+    },
+    /// The location cannot be used; the message names it and says why.
+    #[error("{0}")]
+    Location(String),
 }

@@ -59,11 +59,9 @@ pub mod scripted;
 pub mod sim;
 #[cfg(test)]
 mod testutil;
+pub mod transport;
 mod uring;
 
 pub use error::Error;
-pub use local::{
-    local_warnings, ColdOutcome, IoEngine, LocalOptions, LocalStorage, LocalStorageBuilder,
-    DEFAULT_BLOCK_SIZE,
-};
+pub use local::{ColdOutcome, IoEngine, LocalOptions, LocalStorage, LocalStorageBuilder, DEFAULT_BLOCK_SIZE};
 pub use uring::{UringOptions, DEFAULT_RING_ENTRIES};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use playsim_core::{
     DirEntry, EntryKind, IoBuf, MountLabel, Storage, StorageError, StorageErrorKind, StorageFile,
-    StorageInfo, StorageStats, DIRECT_IO_ALIGN,
+    StorageInfo, StorageStats, StorageWarning, DIRECT_IO_ALIGN,
 };
 use rustix::fs::{Advice, OFlags};
 use rustix::io::Errno;
@@ -233,10 +233,29 @@ impl LocalStorage {
     /// asked for and not available (why, and the sysctl or profile to change), or buffers
     /// that could not be registered (the locked-memory limit, and how to raise it). Empty
     /// when the reads go as asked. The registration is tried as buffers come in, so ask
-    /// after reading; the same text is in [`Storage::info`]'s options.
-    pub fn warnings(&self) -> Vec<String> {
-        let options = self.engine_options();
-        local_warnings(options.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    /// after reading; the same warnings are in [`Storage::info`].
+    pub fn warnings(&self) -> Vec<StorageWarning> {
+        match &self.engine {
+            Engine::Pread { unavailable: Some(why) } => vec![StorageWarning::new(
+                "io_uring_unavailable",
+                format!("io_uring is not available, so the reads used pread: {why}"),
+            )],
+            Engine::Pread { unavailable: None } => Vec::new(),
+            Engine::Uring(reader) => {
+                let registered = reader.registered_buffers();
+                let (kind, how) = if let Some(why) = registered.strip_prefix(REGISTERED_NO) {
+                    ("buffers_unregistered", format!("io_uring read into unregistered buffers: {why}"))
+                } else if let Some(why) = registered.strip_prefix(REGISTERED_PARTLY) {
+                    (
+                        "buffers_partly_registered",
+                        format!("io_uring read into registered buffers only in part: {why}"),
+                    )
+                } else {
+                    return Vec::new();
+                };
+                vec![StorageWarning::new(kind, how)]
+            }
+        }
     }
 
     /// The engine's entries of [`StorageInfo::options`].
@@ -325,6 +344,7 @@ impl Storage for LocalStorage {
             direct: self.options.direct,
             options: self.engine_options(),
             mount: self.mount.clone(),
+            warnings: self.warnings(),
         }
     }
 
@@ -372,29 +392,10 @@ const OPTION_REGISTERED: &str = "registered_buffers";
 /// How [`OPTION_IO_URING`]'s value starts.
 const UNAVAILABLE: &str = "not available: ";
 
-/// The warnings a local storage's report options carry (see [`LocalStorage::warnings`]),
-/// for a front end that has only the report: io_uring not available, or buffers not
-/// registered. Each is one line that says what happened, why, and what to change.
-pub fn local_warnings<'a>(options: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<String> {
-    let mut warnings = Vec::new();
-    for (key, value) in options {
-        match key {
-            OPTION_IO_URING => {
-                let why = value.strip_prefix(UNAVAILABLE).unwrap_or(value);
-                warnings.push(format!("io_uring is not available, so the reads used pread: {why}"));
-            }
-            OPTION_REGISTERED => {
-                if let Some(why) = value.strip_prefix("no: ") {
-                    warnings.push(format!("io_uring read into unregistered buffers: {why}"));
-                } else if let Some(why) = value.strip_prefix("partly: ") {
-                    warnings.push(format!("io_uring read into registered buffers only in part: {why}"));
-                }
-            }
-            _ => {}
-        }
-    }
-    warnings
-}
+/// How the io_uring engine's registration status begins when no buffer, or only some,
+/// could be registered (see `uring::UringReader::registered_buffers`).
+const REGISTERED_NO: &str = "no: ";
+const REGISTERED_PARTLY: &str = "partly: ";
 
 /// Counters shared by a [`LocalStorage`] and its open files (and its io_uring thread).
 #[derive(Debug, Default)]

@@ -90,6 +90,7 @@ impl Storage for ScriptedStorage {
             direct: false,
             options: Vec::new(),
             mount: None,
+            warnings: Vec::new(),
         }
     }
 

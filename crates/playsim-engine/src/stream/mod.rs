@@ -42,8 +42,9 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use playsim_core::{
-    BufPool, Clock, DecodedFrame, Decoder, DropCause, DropCounters, FrameExtent, FrameRate, InOrderDecoder,
-    IoBuf, Pacing, PooledBuf, Source, Storage, StorageError, StorageErrorKind, StorageFile,
+    frame_len, whole_read, BufPool, Clock, DecodedFrame, Decoder, DropCause, DropCounters, FrameExtent,
+    FrameIndexReader, FrameRate, InOrderDecoder, IoBuf, Pacing, PooledBuf, Source, Storage, StorageError,
+    StorageErrorKind, StorageFile,
 };
 use playsim_report::{SignedHistogram, UnreadableFrame};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -65,8 +66,7 @@ pub(crate) use present::StartGate;
 pub(crate) use schedule::DeadlineSlots;
 use schedule::{DeadlineKey, DeadlineSlot};
 
-/// The largest frame playsim reads into memory; a larger file is refused as unreadable.
-pub const MAX_FRAME_BYTES: u64 = 4 << 30;
+pub use playsim_core::MAX_FRAME_BYTES;
 
 /// Time spent working in each stage, summed over frames.
 #[derive(Clone, Copy, Debug, Default)]
@@ -407,6 +407,8 @@ pub(crate) struct StreamCtx {
     start: Arc<StartGate>,
     /// How long after the common start this stream begins.
     start_offset: Duration,
+    /// How `verify` reads a decoded frame's index.
+    frame_index: Option<FrameIndexReader>,
     /// Frames to play; `None` until cancelled.
     pub n_frames: Option<u64>,
     source_len: u64,
@@ -432,6 +434,8 @@ pub(crate) struct Shared {
     pub cancel: Arc<CancelToken>,
     pub start: Arc<StartGate>,
     pub start_offset: Duration,
+    /// How `verify` reads a decoded frame's index (see `SimulationBuilder::frame_index_reader`).
+    pub frame_index: Option<FrameIndexReader>,
 }
 
 impl StreamCtx {
@@ -484,6 +488,7 @@ impl StreamCtx {
             cancel: Arc::clone(&shared.cancel),
             start: Arc::clone(&shared.start),
             start_offset: shared.start_offset,
+            frame_index: shared.frame_index,
             n_frames,
             source_len,
             in_order: in_order.map(|d| Arc::new(Mutex::new(d))),
@@ -828,8 +833,8 @@ impl StreamCtx {
         if let Err(e) = &job.result {
             return self.fail(idx, slot, unreadable(e.to_string()));
         }
-        if self.cfg.verify {
-            if let Err(detail) = verify_frame_index(&job.decoded, frame_number) {
+        if let Some(read_index) = self.frame_index.filter(|_| self.cfg.verify) {
+            if let Err(detail) = verify_frame_index(read_index, &job.decoded, frame_number) {
                 return self.fail(idx, slot, unreadable(detail));
             }
         }
@@ -964,11 +969,13 @@ impl StreamCtx {
         let opened = self.now();
         self.lock().hist.open.record(opened.saturating_sub(t));
         let want = file.size();
-        if want > MAX_FRAME_BYTES {
-            let _ = file.close().await;
-            return Err(too_large(path, want));
-        }
-        let want_usize = usize::try_from(want).map_err(|_| too_large(path, want))?;
+        let want_usize = match frame_len(path, want) {
+            Ok(len) => len,
+            Err(e) => {
+                let _ = file.close().await;
+                return Err(e.message);
+            }
+        };
         buf.prefault(want_usize);
         let faulted = self.now();
         let read = file.read_at(0, want_usize, buf).await;
@@ -982,23 +989,20 @@ impl StreamCtx {
         }
         let n = read.map_err(|e| self.storage_failure(e))?;
         closed.map_err(|e| self.storage_failure(e))?;
-        let bytes = check_whole(path, n, want)?;
+        let bytes = whole_read(path, 0, n, want).map_err(|e| e.message)?;
         Ok(FrameRead { bytes, faulting: faulted.saturating_sub(opened) })
     }
 
     /// Reads a frame's byte range of a file the stream keeps open: a video file is opened once
     /// per stream, as a player opens it, not once per packet (see [`StreamCtx::open_file`]).
     async fn read_range(&self, path: &Path, offset: u64, len: u64, buf: &mut IoBuf) -> Result<u64, String> {
-        if len > MAX_FRAME_BYTES {
-            return Err(too_large(path, len));
-        }
-        let want_usize = usize::try_from(len).map_err(|_| too_large(path, len))?;
+        let want_usize = frame_len(path, len).map_err(|e| e.message)?;
         let file = self.open_file(path).await?;
         let t = self.now();
         let read = file.read_at(offset, want_usize, buf).await;
         self.lock().hist.read.record(self.now().saturating_sub(t));
         let n = read.map_err(|e| self.storage_failure(e))?;
-        check_whole(path, n, len)
+        whole_read(path, offset, n, len).map_err(|e| e.message)
     }
 
     /// The stream's open handle on `path`, opened (and timed) the first time; a handle on
@@ -1110,20 +1114,12 @@ async fn acquire_unless_dropped(stage: &Arc<Semaphore>, dropped: &Notify) -> Opt
 /// A file a stream keeps open, and its path.
 type OpenFile = (std::path::PathBuf, Arc<Box<dyn StorageFile>>);
 
-/// `n` bytes read of the `want` asked for: all of them, or a short-read error naming the file.
-fn check_whole(path: &Path, n: usize, want: u64) -> Result<u64, String> {
-    if (n as u64) < want {
-        return Err(format!("{}: short read, {n} of {want} bytes", path.display()));
-    }
-    Ok(n as u64)
-}
-
-fn too_large(path: &Path, bytes: u64) -> String {
-    format!("{} is {bytes} bytes, more than the {MAX_FRAME_BYTES}-byte frame limit", path.display())
-}
-
-fn verify_frame_index(frame: &DecodedFrame, frame_number: u64) -> Result<(), String> {
-    match playsim_media::read_frame_index(frame) {
+fn verify_frame_index(
+    read_index: FrameIndexReader,
+    frame: &DecodedFrame,
+    frame_number: u64,
+) -> Result<(), String> {
+    match read_index(frame) {
         Some(found) if found == frame_number => Ok(()),
         Some(found) => Err(format!("decoded pixels carry frame index {found}, expected {frame_number}")),
         None => Err("decoded pixels carry no frame index (not playsim synthetic media?)".into()),

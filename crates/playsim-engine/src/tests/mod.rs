@@ -532,6 +532,41 @@ async fn cancelling_yields_a_partial_report() {
     assert!(report.streams[0].presented >= 45, "{}", report.streams[0].presented);
 }
 
+/// The report's start time comes from the run's clock: its wall origin plus its time at the start.
+#[tokio::test(start_paused = true)]
+async fn the_start_time_is_the_clocks() {
+    let sc = Scenario::new(10);
+    let storage: Arc<dyn Storage> = Arc::new(sc.storage);
+    let origin = Duration::from_secs(1_767_225_600);
+    tokio::time::advance(Duration::from_secs(3)).await;
+    let clock = TokioClock::new().with_wall_origin(origin);
+    tokio::time::advance(Duration::from_secs(2)).await;
+    let sim = Simulation::builder()
+        .config(sc.config)
+        .clock(Arc::new(clock))
+        .decode_executor(Arc::new(sc.decode))
+        .output_executor(None)
+        .stream(StreamSpec::new(
+            "s",
+            Arc::new(ScriptedSource { n: 10, gaps: HashSet::new(), long_gop: None }),
+            storage,
+        ))
+        .build()
+        .unwrap();
+    assert_eq!(sim.run().await.started_at_unix_s, 1_767_225_602);
+}
+
+/// `verify` needs to be told how a frame carries its index: the engine knows no media.
+#[test]
+fn verify_without_a_frame_index_reader_is_refused() {
+    let sc = Scenario::new(2);
+    let config = EngineConfig { verify: true, ..sc.config };
+    let source = Arc::new(ScriptedSource { n: 2, gaps: HashSet::new(), long_gop: None });
+    let storage: Arc<dyn Storage> = Arc::new(sc.storage);
+    let refused = Simulation::builder().config(config).stream(StreamSpec::new("s", source, storage)).build();
+    assert!(refused.err().unwrap_or_default().contains("frame_index_reader"));
+}
+
 #[test]
 fn settings_are_checked_with_examples() {
     let bad = EngineConfig { preroll: 9, prefetch: 8, ..EngineConfig::default() };

@@ -120,6 +120,7 @@ impl Storage for SimStorage {
             direct: false,
             options,
             mount: None,
+            warnings: Vec::new(),
         }
     }
 

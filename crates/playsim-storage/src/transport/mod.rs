@@ -1,0 +1,332 @@
+//! Transports behind one trait and one registry: what a location (a plain path, or a URL
+//! whose scheme names a transport) is opened with.
+//!
+//! A [`Transport`] opens a location into a [`Location`]: the path of the source on its
+//! storage, the storage that finds it, a storage of its own for each reader, and its
+//! answers for a cold run and for the report. [`Transports`] holds the transports a build
+//! has, found by scheme; the facade fills it in one function (`register_enabled_transports`),
+//! one line a transport, in the spirit of Symphonia's `register_enabled_codecs`. Adding a
+//! transport is its module plus that line: nothing outside this crate matches on which
+//! transport a source came through.
+//!
+//! Options are typed and travel in one [`TransportOptions`] map keyed by their type, so that
+//! a transport reads its own (`options.get::<NfsOptions>()`) and a new transport's options
+//! need no field anywhere else.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use playsim_core::{Clock, Source, Storage};
+
+use crate::{ColdOutcome, Error};
+
+mod local;
+mod nfs;
+
+pub use local::LocalTransport;
+pub use nfs::NfsTransport;
+
+/// A way to reach storage: local paths through the kernel, `nfs://` through playsim's NFS
+/// client, `sim://` over a simulated link, and later `nfs+rdma://` and `smb://`.
+#[async_trait::async_trait]
+pub trait Transport: Send + Sync {
+    /// Its name in messages and reports: `local`, `nfs`, `sim`.
+    fn name(&self) -> &'static str;
+
+    /// The URL schemes it serves, without `://` (`["nfs"]`), or none for plain paths.
+    /// The registry sends a location here when it starts with one of them and `://`.
+    fn schemes(&self) -> &'static [&'static str];
+
+    /// A valid location of this transport, for messages that refuse one.
+    fn example(&self) -> &'static str;
+
+    /// Its settings among `options`, in words, for a plan: `block 1M, O_DIRECT, io_uring`,
+    /// `nconnect 4, rsize 1M`; empty when it has none.
+    fn describe_options(&self, _options: &TransportOptions) -> String {
+        String::new()
+    }
+
+    /// Whether its locations hold files that can be written and read back (frametest's,
+    /// a recording's); not so for a transport that makes its frames (`sim://`).
+    fn holds_files(&self) -> bool {
+        true
+    }
+
+    /// Opens `location`, which [`Transports::find`] gave this transport: parses it, and
+    /// reaches its server if it has one, so that a bad location is refused here, with a
+    /// message naming the part at fault.
+    async fn open(&self, location: &str, context: &OpenContext) -> Result<Arc<dyn Location>, Error>;
+}
+
+/// What a transport may use to open a location besides the location itself.
+#[derive(Clone)]
+pub struct OpenContext {
+    /// The typed options of every transport; each reads its own.
+    pub options: TransportOptions,
+    /// The run's clock: a simulated link times its transfers by it, and the sources of
+    /// one run that name the same link share it.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// A location opened by its transport.
+#[async_trait::async_trait]
+pub trait Location: Send + Sync {
+    /// The path of the source on its storage: what sequence discovery and the container
+    /// reader are given.
+    fn path(&self) -> &Path;
+
+    /// The name the report gives the source when it is not [`Location::path`]: the URL
+    /// it was given as, for a transport whose paths are the server's.
+    fn report_name(&self) -> Option<String> {
+        None
+    }
+
+    /// The storage that finds the source: lists a sequence, looks up files, indexes a
+    /// container. Its reads are nobody's stream's.
+    fn index_storage(&self) -> Result<Arc<dyn Storage>, Error>;
+
+    /// A storage of one reader's own, so that each stream's reads and counters are its own,
+    /// as an independent client's would be.
+    async fn reader_storage(&self) -> Result<Arc<dyn Storage>, Error>;
+
+    /// Drops `paths` (the source's files) from the caches this transport can reach, for a
+    /// cold run. A transport with no cache of its own says so in the outcome's message.
+    fn drop_cache(&self, paths: &[PathBuf]) -> ColdOutcome;
+
+    /// How the frames travel, in words, for summaries: `local files with O_DIRECT, ext4 on
+    /// /`, `playsim's NFS client`. `reader` is one of this location's reader storages.
+    fn describe(&self, reader: &dyn Storage) -> String;
+
+    /// The source itself, when this transport makes its frames rather than finding files
+    /// (`sim://`); `None` when the source is to be found on [`Location::index_storage`].
+    fn own_source(&self) -> Option<Result<Arc<dyn Source>, Error>> {
+        None
+    }
+}
+
+/// The options of every transport, each under its own type: a transport reads its own with
+/// [`TransportOptions::get`], and gets its default when none were set.
+#[derive(Clone, Default)]
+pub struct TransportOptions {
+    by_type: HashMap<TypeId, (&'static str, Arc<dyn Any + Send + Sync>)>,
+}
+
+impl TransportOptions {
+    /// No options set: every transport uses its defaults.
+    pub fn new() -> TransportOptions {
+        TransportOptions::default()
+    }
+
+    /// These options with `value` set (replacing one of the same type).
+    pub fn with<T: Any + Send + Sync>(mut self, value: T) -> TransportOptions {
+        self.set(value);
+        self
+    }
+
+    /// Sets `value`, replacing one of the same type.
+    pub fn set<T: Any + Send + Sync>(&mut self, value: T) {
+        self.by_type.insert(TypeId::of::<T>(), (std::any::type_name::<T>(), Arc::new(value)));
+    }
+
+    /// The options of type `T`, if set.
+    pub fn get_ref<T: Any>(&self) -> Option<&T> {
+        self.by_type.get(&TypeId::of::<T>()).and_then(|(_, value)| value.downcast_ref())
+    }
+
+    /// The options of type `T`, or its default.
+    pub fn get<T: Any + Clone + Default>(&self) -> T {
+        self.get_ref::<T>().cloned().unwrap_or_default()
+    }
+}
+
+impl fmt::Debug for TransportOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<&str> = self.by_type.values().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        f.debug_struct("TransportOptions").field("set", &names).finish()
+    }
+}
+
+/// The transports of this build, found by a location's scheme.
+#[derive(Clone, Default)]
+pub struct Transports {
+    enabled: Vec<Arc<dyn Transport>>,
+    /// Schemes this build knows but was built without, with the cargo feature that adds them.
+    disabled: Vec<(&'static str, &'static str)>,
+}
+
+impl Transports {
+    /// No transport yet.
+    pub fn new() -> Transports {
+        Transports::default()
+    }
+
+    /// Adds `transport`. A later transport serving the same scheme (or plain paths) is
+    /// found first, so an embedder may replace a built-in one.
+    pub fn register(&mut self, transport: Arc<dyn Transport>) -> &mut Transports {
+        self.enabled.insert(0, transport);
+        self
+    }
+
+    /// Records that locations of `scheme` need the cargo feature `feature`, which this
+    /// build does not have: they are refused with a message naming it.
+    pub fn register_disabled(&mut self, scheme: &'static str, feature: &'static str) -> &mut Transports {
+        self.disabled.push((scheme, feature));
+        self
+    }
+
+    /// The transports, latest registered first.
+    pub fn enabled(&self) -> impl Iterator<Item = &Arc<dyn Transport>> {
+        self.enabled.iter()
+    }
+
+    /// The transport for `location`: the one serving its scheme when it starts with
+    /// `scheme://`, else the one serving plain paths.
+    ///
+    /// A scheme no transport serves is refused, listing the ones this build has, or naming
+    /// the cargo feature that adds it.
+    pub fn find(&self, location: &str) -> Result<&Arc<dyn Transport>, Error> {
+        let scheme = scheme_of(location);
+        let found = self.enabled.iter().find(|t| match scheme {
+            Some(scheme) => t.schemes().iter().any(|s| s.eq_ignore_ascii_case(scheme)),
+            None => t.schemes().is_empty(),
+        });
+        if let Some(transport) = found {
+            return Ok(transport);
+        }
+        let Some(scheme) = scheme else {
+            return Err(Error::Location(format!(
+                "{location}: this build has no transport for plain paths; give a URL, for example {}",
+                self.examples()
+            )));
+        };
+        if let Some((_, feature)) = self.disabled.iter().find(|(s, _)| s.eq_ignore_ascii_case(scheme)) {
+            return Err(Error::Disabled { location: location.to_owned(), feature });
+        }
+        Err(Error::Location(format!(
+            "{location}: no transport serves {scheme}://; give a local path or one of: {}",
+            self.examples()
+        )))
+    }
+
+    /// Opens `location` with its transport (see [`Transports::find`] and [`Transport::open`]).
+    pub async fn open(&self, location: &str, context: &OpenContext) -> Result<Arc<dyn Location>, Error> {
+        self.find(location)?.open(location, context).await
+    }
+
+    fn examples(&self) -> String {
+        let mut examples: Vec<&str> = self.enabled.iter().map(|t| t.example()).collect();
+        examples.reverse();
+        examples.join(", ")
+    }
+}
+
+impl fmt::Debug for Transports {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.enabled.iter().map(|t| t.name()).collect();
+        f.debug_struct("Transports").field("enabled", &names).field("disabled", &self.disabled).finish()
+    }
+}
+
+/// `bytes` as a flag value: `1M`, `512K`, or a plain number when not a whole KiB.
+pub fn size_text(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}K", b >> 10),
+        b => b.to_string(),
+    }
+}
+
+/// The scheme of `location` when it starts with `scheme://` (a scheme being a letter, then
+/// letters, digits, `+`, `-` or `.`, as RFC 3986 has it), else `None`: a plain path.
+pub fn scheme_of(location: &str) -> Option<&str> {
+    let (scheme, _) = location.split_once("://")?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic() && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+        .then_some(scheme)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Named(&'static str, &'static [&'static str]);
+
+    #[async_trait::async_trait]
+    impl Transport for Named {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn schemes(&self) -> &'static [&'static str] {
+            self.1
+        }
+        fn example(&self) -> &'static str {
+            self.0
+        }
+        async fn open(&self, _: &str, _: &OpenContext) -> Result<Arc<dyn Location>, Error> {
+            Err(Error::InvalidOption(self.0.to_owned()))
+        }
+    }
+
+    #[test]
+    fn a_location_goes_to_the_transport_of_its_scheme() {
+        let mut transports = Transports::new();
+        transports
+            .register(Arc::new(Named("local", &[])))
+            .register(Arc::new(Named("nfs", &["nfs"])))
+            .register_disabled("smb", "smb");
+        let name = |location: &str| transports.find(location).map(|t| t.name());
+        assert_eq!(name("/mnt/shot/frame.%07d.dpx"), Ok("local"));
+        assert_eq!(name("relative/dir"), Ok("local"));
+        assert_eq!(name("nfs://filer/x"), Ok("nfs"));
+        assert_eq!(name("NFS://filer/x"), Ok("nfs"));
+        // A path that merely contains "://" after a slash is a path.
+        assert_eq!(name("/tmp/a://b"), Ok("local"));
+        let disabled = transports.find("smb://filer/share").map(|t| t.name()).unwrap_err().to_string();
+        assert!(disabled.contains("feature") && disabled.contains("smb"), "{disabled}");
+        let unknown = transports.find("ftp://filer/x").map(|t| t.name()).unwrap_err().to_string();
+        assert!(unknown.contains("ftp://") && unknown.contains("nfs"), "{unknown}");
+    }
+
+    #[test]
+    fn a_later_transport_replaces_an_earlier_one_for_its_scheme() {
+        let mut transports = Transports::new();
+        transports.register(Arc::new(Named("nfs", &["nfs"]))).register(Arc::new(Named("mine", &["nfs"])));
+        assert_eq!(transports.find("nfs://a/b").map(|t| t.name()), Ok("mine"));
+        let none = transports.find("/local").map(|t| t.name()).unwrap_err().to_string();
+        assert!(none.contains("plain paths"), "{none}");
+    }
+
+    #[test]
+    fn options_are_found_by_their_type() {
+        #[derive(Clone, Debug, Default, PartialEq)]
+        struct Knobs(u32);
+        let options = TransportOptions::new().with(Knobs(4)).with(7u64);
+        assert_eq!(options.get::<Knobs>(), Knobs(4));
+        assert_eq!(options.get::<u64>(), 7);
+        assert_eq!(options.get::<u32>(), 0, "unset: the default");
+        assert!(format!("{options:?}").contains("Knobs"));
+    }
+
+    #[test]
+    fn sizes_read_as_flag_values() {
+        assert_eq!(size_text(1 << 20), "1M");
+        assert_eq!(size_text(4 << 20), "4M");
+        assert_eq!(size_text(512 << 10), "512K");
+        assert_eq!(size_text(1536 << 10), "1536K");
+        assert_eq!(size_text(1000), "1000");
+    }
+
+    #[test]
+    fn schemes_are_letters_first() {
+        assert_eq!(scheme_of("nfs+rdma://h/p"), Some("nfs+rdma"));
+        assert_eq!(scheme_of("sim://lan?bw=1G"), Some("sim"));
+        assert_eq!(scheme_of("/abs/path"), None);
+        assert_eq!(scheme_of("1x://h"), None);
+        assert_eq!(scheme_of("://h"), None);
+    }
+}
