@@ -250,14 +250,23 @@ impl StreamCtx {
         } else {
             (idx + 1).saturating_sub(st.next_picture).max(1)
         };
-        if ready(packets) <= due {
-            return None;
-        }
         let last = self.n_frames.unwrap_or(u64::MAX);
         let len = self.source_len.max(1);
-        (idx + 1..last.min(idx + GOP_SEARCH))
-            .filter(|&k| self.source.is_keyframe(k % len))
-            .find(|&k| due_of(k).is_some_and(|due| ready(restarted) <= due))
+        let mut keyframes =
+            (idx + 1..last.min(idx + GOP_SEARCH)).filter(|&k| self.source.is_keyframe(k % len));
+        if ready(packets) <= due {
+            // On time, but a decoder that is short of time should give up the tail of this
+            // GOP rather than the whole of the next: when going on to the next keyframe would
+            // bring its picture out late, skip to it at the last frame that still lets it be
+            // on time, so that as much of this GOP as can be is presented. Reacting only once
+            // late lost a GOP at each catch-up (H.264, 24-frame GOPs: 0.77 of S at 1.25 × S).
+            let next = keyframes.next()?;
+            let due_next = due_of(next)?;
+            let going_on_late = ready((next - idx) + packets - 1 + restarted) > due_next;
+            let last_chance = ready(packets + restarted) > due_next && ready(restarted) <= due_next;
+            return (going_on_late && last_chance).then_some(next);
+        }
+        keyframes.find(|&k| due_of(k).is_some_and(|due| ready(restarted) <= due))
     }
 
     /// Waits until packet `idx` is the decoder's next and the pictures held are fewer than

@@ -219,9 +219,17 @@ impl StreamCtx {
                     // A long-GOP frame waiting on the decoder waits, in the end, for the
                     // packet the decoder needs next: blame that packet's stage.
                     match st.phase(st.next_packet) {
-                        // Skipping to a keyframe: the decoder was the limit.
-                        _ if st.gop_restart.is_some() => DropCause::Decode,
-                        Phase::NotAdmitted | Phase::ReadQueued | Phase::Reading => DropCause::Storage,
+                        // Skipping to a keyframe, or skipped past before its turn: the decoder
+                        // was the limit.
+                        _ if st.gop_restart.is_some()
+                            || (phase == Phase::DecodeQueued && st.next_packet > k) =>
+                        {
+                            DropCause::Decode
+                        }
+                        // Its read in flight or waiting for an I/O slot. A packet not yet
+                        // admitted waits for room in the window, which the frames held by
+                        // the decoder fill: the decoder is the limit.
+                        Phase::ReadQueued | Phase::Reading => DropCause::Storage,
                         _ => DropCause::Decode,
                     }
                 } else {

@@ -374,9 +374,9 @@ async fn a_late_long_gop_decoder_skips_to_the_next_keyframe_it_can_reach() {
     // H.264-like: a keyframe every 12 frames, pictures out 2 packets late, 10 ms a packet on
     // the stream's one decoder: S = 100 fps. A decoder cannot skip within a GOP, so when it is
     // too late for its next frame it drops the rest of the GOP and restarts at the next
-    // keyframe it can reach in time. Up to k = 1.5 it presents 0.9 of S or more; above, the
-    // GOP sets the limit: every skip loses the decoder's time on the frames of the GOP it had
-    // started, so the ratio falls with k (the test prints it).
+    // keyframe it can reach in time; a decoder short of time gives up the tail of a GOP at the
+    // last frame that keeps the next keyframe on time. Up to k = 1.5 it presents 0.9 of S or
+    // more; above, the GOP sets the limit (the test prints the ratio).
     let machine = Machine { decode_threads: 1, decode_cpu: 10 * MS, gop: Some(12), ..Machine::new() };
     let sustainable = machine.sustainable().await;
     assert!((sustainable - 100.0).abs() < 2.0, "S = {sustainable}");
