@@ -55,6 +55,42 @@ pub fn probe(bytes: &FileBytes<'_>) -> Probe {
     }
 }
 
+/// Rewrites the width and height in the first directory of the TIFF file `file`, in place;
+/// false when the file has no such entries or a new value does not fit their type.
+pub(crate) fn set_size(file: &mut [u8], width: u32, height: u32) -> bool {
+    let Some(header) = Header::parse(file) else { return false };
+    let (count_len, entry_len) = if header.big { (8usize, 20usize) } else { (2, 12) };
+    let Ok(ifd) = usize::try_from(header.ifd_offset) else { return false };
+    let Some(count) = file.get(ifd..ifd.saturating_add(count_len)) else { return false };
+    let count = header.uint(count).min(MAX_ENTRIES) as usize;
+    let mut done = 0;
+    for i in 0..count {
+        let at = ifd + count_len + i * entry_len;
+        let Some(entry) = file.get_mut(at..at + entry_len) else { return false };
+        let value = match header.uint(&entry[..2]) as u16 {
+            TAG_IMAGE_WIDTH => width,
+            TAG_IMAGE_LENGTH => height,
+            _ => continue,
+        };
+        let field = if header.big { 12 } else { 8 };
+        let bytes: Vec<u8> = match header.uint(&entry[2..4]) {
+            3 => match u16::try_from(value) {
+                Ok(v) if header.big_endian => v.to_be_bytes().to_vec(),
+                Ok(v) => v.to_le_bytes().to_vec(),
+                Err(_) => return false,
+            },
+            4 if header.big_endian => value.to_be_bytes().to_vec(),
+            4 => value.to_le_bytes().to_vec(),
+            16 if header.big && header.big_endian => u64::from(value).to_be_bytes().to_vec(),
+            16 if header.big => u64::from(value).to_le_bytes().to_vec(),
+            _ => return false,
+        };
+        entry[field..field + bytes.len()].copy_from_slice(&bytes);
+        done += 1;
+    }
+    done == 2
+}
+
 /// What the first bytes of a TIFF file say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
