@@ -18,7 +18,7 @@ use md5::{Digest, Md5};
 use playsim_core::{DecodedFrame, PixelFormat};
 use playsim_tiff::{write_tiff, Sample, TiffDecoder, WriteOptions};
 
-use crate::util::{ffmpeg, playsim, run};
+use crate::util::{ffmpeg, generate, playsim, run, SMALL_PRESET};
 
 /// Frame size: odd, so rows and strips end in partial tiles and odd byte counts.
 const SIZE: (u32, u32) = (161, 91);
@@ -59,6 +59,16 @@ fn pattern(dir: &Path) -> String {
 /// canonical pixels: FFmpeg's own `framemd5` for 16-bit `compared` formats, and its 8-bit
 /// pixels widened by `v * 257` otherwise.
 fn ffmpeg_canonical_md5s(input: &str, compared: &str, scratch: &Path) -> Result<Vec<String>> {
+    ffmpeg_canonical_md5s_of(input, compared, SIZE, scratch)
+}
+
+/// [`ffmpeg_canonical_md5s`] of frames of `size`.
+fn ffmpeg_canonical_md5s_of(
+    input: &str,
+    compared: &str,
+    size: (u32, u32),
+    scratch: &Path,
+) -> Result<Vec<String>> {
     if compared.ends_with("le") {
         let text = ffmpeg(&["-i", input, "-pix_fmt", compared, "-f", "framemd5", "-"])?;
         return Ok(text
@@ -72,7 +82,7 @@ fn ffmpeg_canonical_md5s(input: &str, compared: &str, scratch: &Path) -> Result<
     ffmpeg(&["-i", input, "-f", "rawvideo", "-pix_fmt", compared, "-y", &raw.to_string_lossy()])?;
     let bytes = std::fs::read(&raw)?;
     let channels = if compared == "rgba" { 4 } else { 3 };
-    let frame_len = (SIZE.0 * SIZE.1) as usize * channels;
+    let frame_len = (size.0 * size.1) as usize * channels;
     ensure!(bytes.len() % frame_len == 0, "ffmpeg wrote {} bytes of {compared}", bytes.len());
     Ok(bytes
         .chunks_exact(frame_len)
@@ -342,5 +352,27 @@ fn a_damaged_tiff_frame_is_reported_with_its_file_and_frame() -> Result<()> {
         done.stderr.contains("frame 2") && done.stderr.contains(&*damaged.to_string_lossy()),
         "the error names the frame and its file:\n{done}"
     );
+    Ok(())
+}
+
+#[test]
+fn generated_tiff_decodes_in_ffmpeg_like_in_playsim() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let (w, h) = SMALL_PRESET.split_once('x').context("preset is WxH")?;
+    let size = (w.parse()?, h.parse()?);
+    // (flags, canonical format, compared in)
+    let cases: [(&[&str], &str, &str); 2] = [
+        (&["--format", "tiff"], "rgb48le", "rgb48le"),
+        (&["--format", "tiff", "--bit-depth", "8", "--endian", "big", "--alpha"], "rgba64le", "rgba"),
+    ];
+    for (i, (flags, canonical, compared)) in cases.into_iter().enumerate() {
+        let dir = tmp.path().join(i.to_string());
+        generate(&dir, SMALL_PRESET, 3, flags)?;
+        let expected = ffmpeg_canonical_md5s_of(&pattern(&dir), compared, size, tmp.path())?;
+        let ours = playsim_md5s(&dir)?;
+        let got: Vec<(&str, &str)> = ours.iter().map(|d| (d.format.as_str(), d.md5.as_str())).collect();
+        let want: Vec<(&str, &str)> = expected.iter().map(|m| (canonical, m.as_str())).collect();
+        ensure!(got == want, "{flags:?}: playsim decodes {got:?}, ffmpeg {want:?}");
+    }
     Ok(())
 }
