@@ -41,6 +41,7 @@ pub use playsim_engine::{EngineConfig, OutputStage, Simulation};
 pub use playsim_ffmpeg::VideoOptions;
 pub use playsim_media::DecodeOptions;
 pub use playsim_report as report;
+pub use playsim_tiff as tiff;
 pub use {playsim_core as core, playsim_dpx as dpx, playsim_engine as engine, playsim_media as media};
 pub use {playsim_exr as exr, playsim_ffmpeg as ffmpeg, playsim_storage as storage};
 

@@ -95,4 +95,8 @@ impl Source for NamedSource {
     fn frame_rate(&self) -> Option<FrameRate> {
         self.inner.frame_rate()
     }
+
+    fn dimensions(&self) -> Option<(u32, u32)> {
+        self.inner.dimensions()
+    }
 }

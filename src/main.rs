@@ -310,12 +310,12 @@ struct GenerateArgs {
     /// EXR compression: none, rle, zips, zip, piz, pxr24, b44 or b44a.
     #[arg(long, default_value = "piz", value_parser = parse_compression)]
     compression: playsim::exr::Compression,
-    /// Bits per sample (DPX): 8, 10 or 16.
-    #[arg(long, default_value_t = 10, value_parser = parse_bit_depth, allow_hyphen_values = true)]
-    bit_depth: u8,
-    /// Byte order.
-    #[arg(long, value_enum, default_value_t = EndianArg::Big)]
-    endian: EndianArg,
+    /// Bits per sample: DPX 8, 10 or 16 [default: 10]; TIFF 8 or 16 [default: 16].
+    #[arg(long, value_parser = parse_bit_depth, allow_hyphen_values = true)]
+    bit_depth: Option<u8>,
+    /// Byte order [default: big for DPX, little for TIFF].
+    #[arg(long, value_enum)]
+    endian: Option<EndianArg>,
     /// Write RGBA instead of RGB (DPX; EXR is always RGBA).
     #[arg(long)]
     alpha: bool,
@@ -336,6 +336,8 @@ enum FormatArg {
     Dpx,
     /// OpenEXR, half RGBA with film-grain noise.
     Exr,
+    /// TIFF, uncompressed strips.
+    Tiff,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -726,13 +728,20 @@ fn decode(args: DecodeArgs) -> anyhow::Result<ExitCode> {
 fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
     let format = match args.format {
         FormatArg::Dpx => GenerateFormat::Dpx {
-            bit_depth: args.bit_depth,
-            endian: match args.endian {
+            bit_depth: args.bit_depth.unwrap_or(10),
+            endian: match args.endian.unwrap_or(EndianArg::Big) {
                 EndianArg::Big => playsim::dpx::Endian::Big,
                 EndianArg::Little => playsim::dpx::Endian::Little,
             },
         },
         FormatArg::Exr => GenerateFormat::Exr { compression: args.compression },
+        FormatArg::Tiff => GenerateFormat::Tiff {
+            bit_depth: args.bit_depth.unwrap_or(16),
+            endian: match args.endian.unwrap_or(EndianArg::Little) {
+                EndianArg::Big => playsim::tiff::Endian::Big,
+                EndianArg::Little => playsim::tiff::Endian::Little,
+            },
+        },
     };
     let opts = GenerateOptions {
         name: args.name,

@@ -143,6 +143,10 @@ impl Source for Reordered {
     fn frame_rate(&self) -> Option<FrameRate> {
         self.inner.frame_rate()
     }
+
+    fn dimensions(&self) -> Option<(u32, u32)> {
+        self.inner.dimensions()
+    }
 }
 
 #[cfg(test)]

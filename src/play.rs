@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use playsim_core::{Clock, FrameExtent, Pacing, Source, Storage, WithoutDecode};
+use playsim_core::{Clock, FrameExtent, Pacing, Source, WithoutDecode};
 use playsim_engine::{EngineConfig, OwnDecodePool, PreciseClock, Simulation, StreamSpec};
 use playsim_media::DecodeOptions;
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
@@ -180,7 +180,7 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
     for (i, (location, source)) in sources.into_iter().enumerate() {
         let settings = settings_of(i);
         let index = location.index_storage().map_err(Error::Storage)?;
-        let dimensions = probe_dimensions(source.as_ref(), index.as_ref()).await;
+        let dimensions = playsim_media::probe_dimensions(source.as_ref(), index.as_ref()).await;
         let decode_pool =
             settings.decode_threads.map(OwnDecodePool::start).transpose().map_err(Error::Engine)?;
         let n_readers = settings.streams.unwrap_or(request.streams_per_source);
@@ -242,25 +242,6 @@ fn source_paths(source: &dyn Source) -> Vec<PathBuf> {
     // A video file is one path for all its frames.
     paths.dedup();
     paths
-}
-
-/// The frame size from the first readable frame header, when the format allows it cheaply,
-/// read through the source's own storage (an `nfs://` source's paths are the server's).
-async fn probe_dimensions(source: &dyn Source, storage: &dyn Storage) -> Option<(u32, u32)> {
-    for i in 0..source.n_frames().min(16) {
-        let FrameExtent::File { path } = source.extent(i) else { continue };
-        let Ok(file) = storage.open(&path).await else { continue };
-        let mut head = playsim_core::IoBuf::default();
-        let read = file.read_at(0, file.size().min(2048) as usize, &mut head).await;
-        let _ = file.close().await;
-        if read.is_err() {
-            continue;
-        }
-        if let Ok(header) = playsim_dpx::DpxHeader::parse(&head) {
-            return Some((header.width, header.height));
-        }
-    }
-    None
 }
 
 /// What the user should know about how the run's storage read, one line each, without

@@ -12,5 +12,6 @@ mod mount_label;
 mod nfs;
 mod scenario;
 mod sim;
+mod tiff;
 mod util;
 mod video;

@@ -507,3 +507,32 @@ fn garble(bytes: &mut [u8], seed: &mut u64) {
         *byte = (*seed >> 24) as u8;
     }
 }
+
+/// The format registry's `probe_dimensions` (what `--no-decode` reports) takes each clip's
+/// size from its container, with no read beyond those that opened it.
+#[test]
+fn probe_dimensions_takes_each_clips_size_from_its_container() -> Result<()> {
+    use playsim::core::Storage;
+    use std::sync::Arc;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    for clip in &CLIPS {
+        let local = playsim::storage::LocalStorage::new(playsim::storage::LocalOptions::default())?;
+        let storage: Arc<dyn Storage> = Arc::new(local);
+        let (size, reads_to_open, reads_after) = runtime.block_on(async {
+            let options = playsim::DecodeOptions::default();
+            let source =
+                playsim::media::open_location(&clip_path(clip.file), &options, Arc::clone(&storage)).await?;
+            let reads_to_open = storage.stats().n_reads;
+            let size = playsim::media::probe_dimensions(source.as_ref(), storage.as_ref()).await;
+            anyhow::Ok((size, reads_to_open, storage.stats().n_reads))
+        })?;
+        ensure!(size == Some((256, 144)), "{}: probe_dimensions gave {size:?}", clip.file);
+        ensure!(
+            reads_after == reads_to_open,
+            "{}: the probe read {} times",
+            clip.file,
+            reads_after - reads_to_open
+        );
+    }
+    Ok(())
+}

@@ -51,6 +51,10 @@ pub const PACKAGES: &[Package] = &[
     },
     Package { name: "libnfs-dev", why: "libnfs, the bench's NFS anchor (benches/anchors/libnfs_read.c)" },
     Package {
+        name: "libtiff-tools",
+        why: "tiffcp, libtiff's reader and writer, makes the tiled, big-endian and float TIFF files FFmpeg does not",
+    },
+    Package {
         name: "fio",
         why: "the bench's local-read anchor: the same files, block size and reads in flight as playsim",
     },

@@ -96,6 +96,13 @@ pub trait Source: Send + Sync + 'static {
     fn is_keyframe(&self, _idx: u64) -> bool {
         true
     }
+
+    /// The frames' width and height, where the source knows them without reading a frame (a
+    /// video container states them; a `sim://` source made them). `None` for an image
+    /// sequence: the format registry reads them from a frame file's header instead.
+    fn dimensions(&self) -> Option<(u32, u32)> {
+        None
+    }
 }
 
 /// Another source whose frames are read and not decoded: its decoder is
@@ -129,5 +136,9 @@ impl Source for WithoutDecode {
 
     fn frame_rate(&self) -> Option<crate::FrameRate> {
         self.0.frame_rate()
+    }
+
+    fn dimensions(&self) -> Option<(u32, u32)> {
+        self.0.dimensions()
     }
 }

@@ -55,8 +55,44 @@ pub use encode::{header_for_layout, set_file_name, write_dpx, WriteOptions, WRIT
 pub use error::{Error, ErrorKind};
 pub use header::{DpxHeader, Endian, DESCRIPTOR_RGB, DESCRIPTOR_RGBA, MAX_PIXELS, MIN_HEADER_BYTES};
 
+use playsim_core::{FileBytes, FormatDescriptor, Probe};
+
 #[cfg(doc)]
 use playsim_core::PixelFormat;
 
+/// DPX for the format registry: `.dpx` files starting `SDPX` (big-endian) or `XPDS`
+/// (little-endian), whose size is in the header's first kilobyte.
+pub const FORMAT: FormatDescriptor =
+    FormatDescriptor { name: "dpx", extensions: &["dpx"], magic: &[b"SDPX", b"XPDS"], probe };
+
+/// The frame size from a DPX header, when the file's first bytes hold a valid one.
+fn probe(bytes: &FileBytes<'_>) -> Probe {
+    match DpxHeader::parse(bytes.head()) {
+        Ok(header) => Probe::Size { width: header.width, height: header.height },
+        Err(_) => Probe::Unknown,
+    }
+}
+
 #[cfg(test)]
 mod testutil;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{encode, noisy_frame};
+
+    #[test]
+    fn probe_reads_the_size_from_the_header_alone() {
+        for endian in [Endian::Big, Endian::Little] {
+            let file = encode(&noisy_frame(37, 5, true, 16, 1), 16, endian);
+            assert!(FORMAT.matches_magic(&file));
+            let head = [(0, &file[..MIN_HEADER_BYTES])];
+            assert_eq!(
+                (FORMAT.probe)(&FileBytes::new(file.len() as u64, &head)),
+                Probe::Size { width: 37, height: 5 }
+            );
+            let short = [(0, &file[..100])];
+            assert_eq!((FORMAT.probe)(&FileBytes::new(file.len() as u64, &short)), Probe::Unknown);
+        }
+    }
+}

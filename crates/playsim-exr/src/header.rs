@@ -123,3 +123,91 @@ impl ExrInfo {
         (u64::try_from(w).unwrap_or(0), u64::try_from(h).unwrap_or(0))
     }
 }
+
+/// The four bytes every EXR file starts with.
+pub(crate) const MAGIC: [u8; 4] = [0x76, 0x2f, 0x31, 0x01];
+
+/// The size of the (first part's) data window, read from the attributes at the start of an
+/// EXR file, without decoding anything: what a decode's canonical frame measures.
+///
+/// `None` when `head` is not EXR, ends before the `dataWindow` attribute, or the window is
+/// empty or larger than `u32`.
+pub fn probe_data_size(head: &[u8]) -> Option<(u32, u32)> {
+    if !head.starts_with(&MAGIC) {
+        return None;
+    }
+    // Attributes follow the magic and the 4-byte version field: name NUL, type NUL,
+    // little-endian i32 size, value; an empty name ends the header.
+    let mut at = 8;
+    loop {
+        let name = c_string(head, &mut at)?;
+        if name.is_empty() {
+            return None;
+        }
+        let kind = c_string(head, &mut at)?;
+        let size = usize::try_from(i32::from_le_bytes(head.get(at..at + 4)?.try_into().ok()?)).ok()?;
+        at += 4;
+        let value = head.get(at..at.checked_add(size)?)?;
+        at += size;
+        if name == b"dataWindow" && kind == b"box2i" && size == 16 {
+            let v =
+                |i: usize| value.get(4 * i..4 * i + 4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            let (x0, y0, x1, y1) = (v(0)?, v(1)?, v(2)?, v(3)?);
+            let width = u32::try_from(i64::from(x1) - i64::from(x0) + 1).ok()?;
+            let height = u32::try_from(i64::from(y1) - i64::from(y0) + 1).ok()?;
+            return (width > 0 && height > 0).then_some((width, height));
+        }
+    }
+}
+
+/// The NUL-terminated string at `*at`, without its NUL; moves `*at` past it.
+fn c_string<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
+    let rest = bytes.get(*at..)?;
+    let len = rest.iter().position(|&b| b == 0)?;
+    *at += len + 1;
+    Some(&rest[..len])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An EXR header with `attributes` (name, type, value) and the end marker.
+    fn header(attributes: &[(&str, &str, Vec<u8>)]) -> Vec<u8> {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend([2, 0, 0, 0]);
+        for (name, kind, value) in attributes {
+            bytes.extend(name.as_bytes());
+            bytes.push(0);
+            bytes.extend(kind.as_bytes());
+            bytes.push(0);
+            bytes.extend((value.len() as i32).to_le_bytes());
+            bytes.extend(value);
+        }
+        bytes.push(0);
+        bytes
+    }
+
+    fn box2i(x0: i32, y0: i32, x1: i32, y1: i32) -> Vec<u8> {
+        [x0, y0, x1, y1].iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn probe_reads_the_data_window_past_other_attributes() {
+        let file = header(&[
+            ("channels", "chlist", vec![0; 19]),
+            ("compression", "compression", vec![4]),
+            ("dataWindow", "box2i", box2i(-2, 10, 317, 189)),
+            ("displayWindow", "box2i", box2i(0, 0, 1919, 1079)),
+        ]);
+        assert_eq!(probe_data_size(&file), Some((320, 180)));
+        // Cut anywhere before the window's end: no size, and no panic.
+        let end = file.windows(10).position(|w| w == b"dataWindow").unwrap() + 10 + 6 + 4 + 16;
+        for cut in 0..end {
+            assert_eq!(probe_data_size(&file[..cut]), None, "cut at {cut}");
+        }
+        assert_eq!(probe_data_size(&header(&[("dataWindow", "box2i", box2i(5, 0, 4, 0))])), None);
+        assert_eq!(probe_data_size(&header(&[("a", "b", vec![1])])), None);
+        assert_eq!(probe_data_size(b"SDPX"), None);
+    }
+}

@@ -27,12 +27,24 @@ pub mod write;
 
 pub use channels::{select_channels, SelectedChannels, MAX_DECODED_BYTES, MAX_PIXELS};
 pub use error::{Error, ErrorKind};
-pub use header::{ChannelInfo, Compression, ExrInfo, SampleType};
+pub use header::{probe_data_size, ChannelInfo, Compression, ExrInfo, SampleType};
 
 use std::fmt;
 use std::str::FromStr;
 
-use playsim_core::{DecodeError, DecodedFrame, Decoder};
+use playsim_core::{DecodeError, DecodedFrame, Decoder, FileBytes, FormatDescriptor, Probe};
+
+/// OpenEXR for the format registry: `.exr` files starting `76 2f 31 01`, whose size is the
+/// (first part's) data window, read from the header.
+pub const FORMAT: FormatDescriptor =
+    FormatDescriptor { name: "exr", extensions: &["exr"], magic: &[&header::MAGIC], probe };
+
+fn probe(bytes: &FileBytes<'_>) -> Probe {
+    match probe_data_size(bytes.head()) {
+        Some((width, height)) => Probe::Size { width, height },
+        None => Probe::Unknown,
+    }
+}
 
 /// Which library decodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -138,4 +138,9 @@ impl Source for VideoSource {
     fn frame_rate(&self) -> Option<FrameRate> {
         self.rate
     }
+
+    /// The size the container states, so `--no-decode` needs no frame read to report it.
+    fn dimensions(&self) -> Option<(u32, u32)> {
+        Some((self.width, self.height)).filter(|&(w, h)| w > 0 && h > 0)
+    }
 }

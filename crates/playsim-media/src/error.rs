@@ -69,6 +69,28 @@ pub enum Error {
         /// The known formats, comma-separated.
         known: String,
     },
+    /// The format is known, but this build left out the cargo feature that plays it.
+    #[error(
+        "cannot open {}: {format} files need playsim built with the cargo feature '{feature}', \
+         which this build leaves out",
+        .path.display()
+    )]
+    NeedsFeature {
+        /// The location or sequence (its pattern).
+        path: PathBuf,
+        /// The format's name.
+        format: String,
+        /// The cargo feature.
+        feature: String,
+    },
+    /// Numbered files of a container format were found where a sequence was expected.
+    #[error("{}: {format} files each hold a whole clip; give one file, not a sequence of them", .path.display())]
+    NotASequence {
+        /// The sequence (its pattern).
+        path: PathBuf,
+        /// The format's name.
+        format: String,
+    },
     /// A value exceeds what playsim accepts.
     #[error("{}: {reason}", .path.display())]
     Limit {

@@ -31,6 +31,14 @@ pub enum GenerateFormat {
         /// The compression; DWAA and DWAB cannot be written.
         compression: Compression,
     },
+    /// Uncompressed TIFF files of [`render_frame`]'s pixels, in strips of 16 rows, as
+    /// film scans often arrive.
+    Tiff {
+        /// 8 or 16 bits per sample.
+        bit_depth: u8,
+        /// Byte order.
+        endian: playsim_tiff::Endian,
+    },
 }
 
 impl GenerateFormat {
@@ -39,6 +47,7 @@ impl GenerateFormat {
         match self {
             GenerateFormat::Dpx { .. } => "dpx",
             GenerateFormat::Exr { .. } => "exr",
+            GenerateFormat::Tiff { .. } => "tif",
         }
     }
 }
@@ -149,6 +158,11 @@ pub fn generate_sequence(
             )));
         }
     }
+    if let GenerateFormat::Tiff { bit_depth, .. } = opts.format {
+        if bit_depth != 8 && bit_depth != 16 {
+            return Err(invalid(format!("tiff files are written at 8 or 16 bits, not {bit_depth}")));
+        }
+    }
     std::fs::create_dir_all(&opts.dir).map_err(|e| Error::io("create directory", &opts.dir, e))?;
 
     let threads = match opts.threads {
@@ -248,6 +262,13 @@ fn write_frame(
                 playsim_exr::write::WriteOptions { compression, sample: SampleType::Half, parallel: false };
             playsim_exr::write::write_exr(frame, &exr_opts, encoded)
                 .map_err(|e| encode_error(e.to_string()))?;
+        }
+        GenerateFormat::Tiff { bit_depth, endian } => {
+            render_frame(width, height, number, opts.alpha, frame);
+            let sample = if bit_depth == 8 { playsim_tiff::Sample::U8 } else { playsim_tiff::Sample::U16 };
+            let tiff_opts =
+                playsim_tiff::WriteOptions { sample, endian, ..playsim_tiff::WriteOptions::default() };
+            playsim_tiff::write_tiff(frame, &tiff_opts, encoded).map_err(|e| encode_error(e.to_string()))?;
         }
     }
     std::fs::write(&path, &encoded[..]).map_err(|e| Error::io("write", &path, e))?;
@@ -360,6 +381,47 @@ mod tests {
         assert!(summary.mean_frame_bytes >= 320 * 180 * 8, "{summary:?}");
         let bytes = std::fs::read(opts.path_for(99)).unwrap();
         assert_eq!(bytes.get(..4), Some(&b"XPDS"[..]));
+    }
+
+    #[test]
+    fn writes_tiff_that_decodes_to_the_rendered_frames() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (bit_depth, endian, alpha) in
+            [(16, playsim_tiff::Endian::Big, false), (8, playsim_tiff::Endian::Little, true)]
+        {
+            let opts = GenerateOptions {
+                format: GenerateFormat::Tiff { bit_depth, endian },
+                alpha,
+                threads: 1,
+                ..small(&tmp.path().join(format!("{bit_depth}")), 2)
+            };
+            let summary = generate_sequence(&opts, |_| {}).unwrap();
+            assert_eq!(summary.pattern, opts.dir.join("frame.%07d.tif"));
+            let source = open_source(&summary.pattern).unwrap();
+            assert_eq!(source.decoder().name(), "tiff");
+            let mut decoded = DecodedFrame::default();
+            for number in [98, 99] {
+                let bytes = std::fs::read(opts.path_for(number)).unwrap();
+                source.decoder().decode(&bytes, &mut decoded).unwrap();
+                assert_eq!(read_frame_index(&decoded), Some(number));
+                let mut expected = DecodedFrame::default();
+                render_frame(320, 180, number, alpha, &mut expected);
+                if bit_depth == 8 {
+                    // 8 bits keep each sample's high byte, widened back by 257.
+                    expected.data.chunks_exact_mut(2).for_each(|s| s[0] = s[1]);
+                }
+                assert!(decoded.data == expected.data, "{bit_depth}-bit frame {number} differs");
+            }
+        }
+        let err = generate_sequence(
+            &GenerateOptions {
+                format: GenerateFormat::Tiff { bit_depth: 10, endian: playsim_tiff::Endian::Little },
+                ..small(&tmp.path().join("ten"), 1)
+            },
+            |_| {},
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("tiff files are written at 8 or 16 bits, not 10"), "{err}");
     }
 
     fn exr(compression: Compression) -> GenerateFormat {

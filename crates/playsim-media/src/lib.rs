@@ -6,7 +6,9 @@
 //! - [`SequenceSource`] plays a sequence as a [`playsim_core::Source`]: one
 //!   file per frame, gaps as [`playsim_core::FrameExtent::Missing`].
 //! - [`open_source`] does both and picks the decoder from a table of
-//!   [`formats`] by file extension.
+//!   [`formats`] by file extension, or by magic when the extension names none;
+//!   [`open_location`] opens video containers from the same table, and
+//!   [`probe_dimensions`] reads a source's frame size without decoding.
 //! - [`render_frame`] paints synthetic frames that do not compress away and
 //!   carry their index in the pixels ([`read_frame_index`]), and
 //!   [`generate_sequence`] writes them to disk as a test sequence.
@@ -38,7 +40,9 @@ mod synthetic;
 pub use error::Error;
 pub use generate::{generate_sequence, GenerateFormat, GenerateOptions, GenerateSummary, GENERATED_PADDING};
 pub use registry::{
-    format_for_extension, formats, open_location, open_source, open_source_with, DecodeOptions, Format,
+    format_for_extension, format_for_file, format_for_magic, formats, open_location, open_source,
+    open_source_with, probe_dimensions, DecodeOptions, Format, FormatKind, MakeDecoder, OpenContainer,
+    OpenFuture,
 };
 pub use sequence::{Sequence, MAX_FRAME_RANGE};
 pub use sim::{

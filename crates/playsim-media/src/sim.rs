@@ -415,10 +415,9 @@ impl SimFrames {
     /// Plays the frames in order, each at its path, with the format's decoder (`options`
     /// set up DPX and EXR decoding) or, for raw frames, [`BytesOnly`].
     pub fn source(self: &Arc<Self>, options: &DecodeOptions) -> Arc<dyn Source> {
-        let decoder: Arc<dyn Decoder> = match crate::format_for_extension(self.url.extension()) {
-            Some(format) => (format.decoder)(options),
-            None => Arc::new(BytesOnly),
-        };
+        let decoder: Arc<dyn Decoder> = crate::format_for_extension(self.url.extension())
+            .and_then(|format| format.decoder(options))
+            .unwrap_or_else(|| Arc::new(BytesOnly));
         let url = &self.url;
         let info = SourceInfo {
             location: url.url.clone(),
@@ -488,6 +487,12 @@ impl Source for SimSource {
 
     fn decoder(&self) -> Arc<dyn Decoder> {
         Arc::clone(&self.decoder)
+    }
+
+    /// The preset's size, which every made frame has; raw frames have none.
+    fn dimensions(&self) -> Option<(u32, u32)> {
+        let url = &self.frames.url;
+        (!matches!(url.format, SimFormat::Raw { .. })).then(|| url.preset.dimensions())
     }
 }
 
