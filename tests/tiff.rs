@@ -11,7 +11,6 @@
 //! pixels widened the same way.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{ensure, Context, Result};
 use md5::{Digest, Md5};
@@ -154,21 +153,7 @@ fn ffmpeg_written_tiff_decodes_to_ffmpegs_pixels() -> Result<()> {
 
 /// Runs libtiff's `tiffcp` with `args`.
 fn tiffcp(args: &[&str]) -> Result<()> {
-    let output = match Command::new("tiffcp").args(args).output() {
-        Ok(output) => output,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            anyhow::bail!("libtiff's tiffcp is not installed (package libtiff-tools): run `cargo xtask deps`")
-        }
-        Err(e) => return Err(e).context("cannot run tiffcp"),
-    };
-    ensure!(
-        output.status.success(),
-        "tiffcp {} failed ({}): {}",
-        args.join(" "),
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(())
+    crate::util::run_tool("tiffcp", "libtiff's tiffcp (package libtiff-tools)", args).map(drop)
 }
 
 /// A layout tiffcp writes: its options, and what the decoder must find in the file.

@@ -181,25 +181,29 @@ fn patch_u32(path: &Path, offset: usize, value: u32) -> Result<()> {
 
 /// Runs the ffmpeg CLI with `args` and returns its standard output.
 pub fn ffmpeg(args: &[&str]) -> Result<String> {
-    let output = match Command::new("ffmpeg")
-        .args(["-nostdin", "-hide_banner", "-v", "error"])
-        .args(args)
-        .output()
-    {
+    let quiet = ["-nostdin", "-hide_banner", "-v", "error"];
+    let all: Vec<&str> = quiet.iter().chain(args).copied().collect();
+    run_tool("ffmpeg", "the ffmpeg CLI (needed to check media against FFmpeg)", &all)
+}
+
+/// Runs `program` with `args` and returns its standard output; `what` names it, and its
+/// package, for the error when it is not installed (`cargo xtask deps` installs it).
+pub fn run_tool(program: &str, what: &str, args: &[&str]) -> Result<String> {
+    let output = match Command::new(program).args(args).output() {
         Ok(output) => output,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            bail!("the ffmpeg CLI is not installed (needed to check DPX against FFmpeg): run `cargo xtask deps`")
+            bail!("{what} is not installed: run `cargo xtask deps`")
         }
-        Err(e) => return Err(e).context("cannot run ffmpeg"),
+        Err(e) => return Err(e).with_context(|| format!("cannot run {program}")),
     };
     ensure!(
         output.status.success(),
-        "ffmpeg {} failed ({}): {}",
+        "{program} {} failed ({}): {}",
         args.join(" "),
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8(output.stdout).context("ffmpeg printed non-utf-8")
+    String::from_utf8(output.stdout).with_context(|| format!("{program} printed non-utf-8"))
 }
 
 /// Kills the child if the test ends before it does.

@@ -289,6 +289,11 @@ impl Scenario {
     }
 
     async fn run(self) -> Report {
+        self.simulation().run().await
+    }
+
+    /// The scenario's one-stream simulation, built and ready to run.
+    fn simulation(self) -> Simulation {
         let storage: Arc<dyn Storage> = Arc::new(self.storage);
         Simulation::builder()
             .config(self.config)
@@ -302,8 +307,6 @@ impl Scenario {
             ))
             .build()
             .unwrap()
-            .run()
-            .await
     }
 }
 
@@ -508,19 +511,8 @@ async fn duration_and_loop_bound_the_run() {
 async fn cancelling_yields_a_partial_report() {
     let mut sc = Scenario::new(10);
     sc.config.loop_playback = true;
-    let storage: Arc<dyn Storage> = Arc::new(sc.storage);
-    let sim = Simulation::builder()
-        .config(sc.config)
-        .clock(Arc::new(TokioClock::new()))
-        .decode_executor(Arc::new(sc.decode))
-        .output_executor(None)
-        .stream(StreamSpec::new(
-            "s",
-            Arc::new(ScriptedSource { n: 10, gaps: HashSet::new(), long_gop: None }),
-            storage,
-        ))
-        .build()
-        .unwrap();
+    sc.output = None;
+    let sim = sc.simulation();
     let cancel = sim.canceller();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(5)).await;
@@ -535,25 +527,12 @@ async fn cancelling_yields_a_partial_report() {
 /// The report's start time comes from the run's clock: its wall origin plus its time at the start.
 #[tokio::test(start_paused = true)]
 async fn the_start_time_is_the_clocks() {
-    let sc = Scenario::new(10);
-    let storage: Arc<dyn Storage> = Arc::new(sc.storage);
+    let mut sc = Scenario::new(10);
     let origin = Duration::from_secs(1_767_225_600);
     tokio::time::advance(Duration::from_secs(3)).await;
-    let clock = TokioClock::new().with_wall_origin(origin);
+    sc.clock = Some(Arc::new(TokioClock::new().with_wall_origin(origin)));
     tokio::time::advance(Duration::from_secs(2)).await;
-    let sim = Simulation::builder()
-        .config(sc.config)
-        .clock(Arc::new(clock))
-        .decode_executor(Arc::new(sc.decode))
-        .output_executor(None)
-        .stream(StreamSpec::new(
-            "s",
-            Arc::new(ScriptedSource { n: 10, gaps: HashSet::new(), long_gop: None }),
-            storage,
-        ))
-        .build()
-        .unwrap();
-    assert_eq!(sim.run().await.started_at_unix_s, 1_767_225_602);
+    assert_eq!(sc.run().await.started_at_unix_s, 1_767_225_602);
 }
 
 /// `verify` needs to be told how a frame carries its index: the engine knows no media.
