@@ -118,9 +118,10 @@ impl StreamCtx {
         Admission::Reject(cause)
     }
 
-    /// Waits until frame `idx` may start its read: while this stream's frames read and waiting
-    /// for the decode pool, plus its reads in flight weighted by their CPU against a decode's
-    /// ([`StreamCtx::read_cpu_share`]), are fewer than its decode pool's threads. Judges
+    /// Waits until frame `idx` may start its read: when it is the earliest frame waiting, and
+    /// this stream's frames read and waiting for the decode pool, plus its reads in flight and
+    /// this one weighted by their CPU against a decode's ([`StreamCtx::read_cpu_share`]), come
+    /// to at most its decode pool's threads (the frames waiting alone to fewer). Judges
     /// the frame by [`StreamCtx::admission`] each time it looks, so a frame that can no longer
     /// make it leaves the window at once. `None` if the frame is dropped or the run cancelled.
     ///
@@ -142,6 +143,9 @@ impl StreamCtx {
         }
         let threads = self.decode_slots.capacity().max(1);
         self.lock().entry(idx).phase = Phase::ReadAheadQueued;
+        // Admitted to the window, the frame counted as a read in flight until now: a frame
+        // ahead of it that is waiting may have room.
+        self.left_read_side.notify_waiters();
         loop {
             let room = self.left_read_side.notified();
             tokio::pin!(room);
@@ -151,16 +155,32 @@ impl StreamCtx {
                 if st.entry_verdict(idx) != Verdict::Pending {
                     return None;
                 }
+                // A frame looks at the frames ahead of it only, so that the earliest frame
+                // never waits for later ones (which may wait for it to be presented); so the
+                // earliest waiting frame goes first: waiting frames wake together, and a later
+                // frame that started its read first would take the room all the same.
                 let backlog = self
                     .count_ahead(&st, idx, |p| matches!(p, Phase::DecodedSlotQueued | Phase::DecodeQueued));
                 let reading = self.count_ahead(&st, idx, |p| matches!(p, Phase::ReadQueued | Phase::Reading));
-                let read_side = backlog as f64 + reading as f64 * self.read_cpu_share(&st);
+                let first_in_line = self.count_ahead(&st, idx, |p| p == Phase::ReadAheadQueued) == 0;
+                let share = self.read_cpu_share(&st);
                 drop(st);
                 let admission = self.admission(idx, self.now());
-                if read_side < threads as f64 || admission != Admission::Admit {
-                    if admission == Admission::Admit {
-                        let _ = self.advance(idx, Phase::ReadQueued, |_| {});
-                    }
+                if admission != Admission::Admit {
+                    return Some(admission);
+                }
+                // The read this frame would start counts too: two page-cache reads at 0.75 of
+                // a decode's CPU each started together while one decode thread worked (each
+                // was under the bound before the other began), shared the spare core, and
+                // came in late for the decoder, which then idled (S 12% lower than with no
+                // bound). Counted with it, they go one at a time.
+                let threads = threads as f64;
+                let room =
+                    backlog as f64 + (reading + 1) as f64 * share <= threads && (backlog as f64) < threads;
+                if first_in_line && room {
+                    let _ = self.advance(idx, Phase::ReadQueued, |_| {});
+                    // The next frame in line may have room too.
+                    self.left_read_side.notify_waiters();
                     return Some(admission);
                 }
             }
