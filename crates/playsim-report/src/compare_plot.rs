@@ -14,7 +14,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::compare::{Better, Measure, Run, DESCRIPTION};
 use crate::model::DropCauseName;
-use crate::plot::{cause_colour, write_figure, DrawResult, Fonts, PlotError, DECODE, OUTPUT, READ};
+use crate::plot::{cause_colour, shorten, write_figure, DrawResult, Fonts, PlotError, DECODE, OUTPUT, READ};
 
 /// Width and height of the picture, in SVG pixels (and PNG pixels).
 const SIZE: (u32, u32) = (1400, 900);
@@ -172,22 +172,6 @@ fn title(runs: &[Run<'_>], width: u32) -> String {
     let names: Vec<String> =
         runs.iter().map(|r| shorten(r.name.strip_suffix(".json").unwrap_or(r.name), room.max(7))).collect();
     format!("{HEAD}{}", names.join(VS))
-}
-
-/// `name` in at most `max` characters: its start and, longer, its end, with an ellipsis
-/// between (runs' files tend to differ at the end: tcp-1, tcp-2).
-pub(crate) fn shorten(name: &str, max: usize) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    if chars.len() <= max {
-        return name.to_owned();
-    }
-    let keep = max.saturating_sub(1);
-    let head = keep / 3;
-    let tail = keep - head;
-    let mut out: String = chars[..head].iter().collect();
-    out.push('…');
-    out.extend(&chars[chars.len() - tail..]);
-    out
 }
 
 /// A sans-serif text style of `size` pixels.

@@ -209,7 +209,7 @@ fn cause_name(cause: DropCauseName) -> &'static str {
 fn title(report: &Report) -> String {
     let stream = report.streams.first();
     // A long location (a sim:// or nfs:// URL) keeps its ends, so the title fits the picture.
-    let source = crate::compare_plot::shorten(stream.map_or("-", |s| s.source.location.as_str()), 48);
+    let source = shorten(stream.map_or("-", |s| s.source.location.as_str()), 48);
     let transport = stream.map_or_else(
         || "-".to_owned(),
         |s| match &s.storage.mount {
@@ -399,6 +399,22 @@ where
         .label_font(("sans-serif", 14))
         .draw()?;
     Ok(())
+}
+
+/// `name` in at most `max` characters: its start and, longer, its end, with an ellipsis
+/// between (runs' files tend to differ at the end: tcp-1, tcp-2).
+pub(crate) fn shorten(name: &str, max: usize) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= max {
+        return name.to_owned();
+    }
+    let keep = max.saturating_sub(1);
+    let head = keep / 3;
+    let tail = keep - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
 }
 
 #[cfg(test)]

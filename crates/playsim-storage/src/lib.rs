@@ -55,6 +55,7 @@ mod listing;
 mod local;
 pub mod mountinfo;
 pub mod nfs;
+mod read_plan;
 pub mod scripted;
 pub mod sim;
 #[cfg(test)]

@@ -35,7 +35,7 @@ use tokio::sync::oneshot;
 
 use self::fixed::{mb, Choice, Registry, TABLE_SLOTS};
 use self::sys::{Completion, PushError, Ring, WAKE};
-use crate::local::{deliver, thread_cpu_ns, Counters, ReadDone, ReadPlan};
+use crate::read_plan::{deliver, thread_cpu_ns, Counters, ReadDone, ReadPlan};
 use crate::Error;
 
 /// The ring depth used when none is given: reads in flight at most, per storage.

@@ -270,7 +270,7 @@ async fn the_thread_ends_after_the_reads_of_dropped_futures_complete() {
         }
     };
     let file = Arc::new(File::open(&path).expect("open"));
-    let plan = crate::local::plan_read(data.len() as u64, 0, data.len(), false).expect("plan");
+    let plan = crate::read_plan::plan_read(data.len() as u64, 0, data.len(), false).expect("plan");
     for _ in 0..4 {
         let mut buf = IoBuf::default();
         buf.prepare(plan.total);
