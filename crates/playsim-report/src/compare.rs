@@ -23,7 +23,7 @@ pub(crate) enum Better {
 }
 
 /// A number read from a run's report: the one place the table and the plot
-/// ([`crate::compare_plot`]) take their figures from.
+/// (`compare_plot`) take their figures from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Measure {
     Fps,

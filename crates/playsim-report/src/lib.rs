@@ -11,6 +11,9 @@
 //! - [`json`] writes the report as JSON (atomically, to a file) and reads it back.
 //! - [`schema`] gives the JSON schema; `schema/report.schema.json` holds it, and a
 //!   test fails when the model and the file disagree.
+//! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG, behind
+//!   the `render` feature (on by default), so that a crate that fills reports (the engine)
+//!   does not compile plotters and resvg.
 //!
 //! Latencies are gathered in hdrhistogram histograms of nanoseconds, one per
 //! worker, merged at the end and summarised with
@@ -48,9 +51,11 @@ mod percentiles;
 mod testutil;
 
 pub mod compare;
+#[cfg(feature = "render")]
 pub mod compare_plot;
 pub mod csv;
 pub mod json;
+#[cfg(feature = "render")]
 pub mod plot;
 pub mod render;
 pub mod schema;
