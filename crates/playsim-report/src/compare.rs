@@ -64,6 +64,8 @@ impl Measure {
     }
 
     /// How the measure is shown.
+    // Only the comparison plot asks, so a build without `render` leaves it unused.
+    #[cfg_attr(not(feature = "render"), allow(dead_code))]
     pub(crate) fn figure(self) -> &'static Figure {
         // Every measure has its row; the fallback is never taken.
         FIGURES.iter().find(|f| f.measure == self).unwrap_or(&FIGURES[0])

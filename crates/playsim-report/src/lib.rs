@@ -50,6 +50,7 @@ mod percentiles;
 #[cfg(test)]
 mod testutil;
 
+pub mod capacity;
 pub mod compare;
 #[cfg(feature = "render")]
 pub mod compare_plot;
@@ -58,6 +59,7 @@ pub mod json;
 #[cfg(feature = "render")]
 pub mod plot;
 pub mod render;
+pub mod renderer;
 pub mod schema;
 
 pub use error::Error;
