@@ -56,11 +56,13 @@ pub mod compare;
 pub mod compare_plot;
 pub mod csv;
 pub mod json;
+pub mod live_csv;
 #[cfg(feature = "render")]
 pub mod plot;
 pub mod render;
 pub mod renderer;
 pub mod schema;
+pub mod tally;
 
 pub use error::Error;
 pub use model::*;
