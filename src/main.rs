@@ -573,9 +573,10 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     let runs: Vec<playsim::report::compare::Run<'_>> =
         reports.iter().map(|(name, report)| playsim::report::compare::Run { name, report }).collect();
-    print!("{}", playsim::report::compare::compare(&runs));
+    let renderers = renderer::Renderers::compare();
+    renderers.by_name("text")?.render(&runs, &mut std::io::stdout().lock())?;
     if let Some(plot) = &args.plot {
-        playsim::report::compare_plot::write(&runs, plot)?;
+        renderers.write_for_path(&runs, plot)?;
         eprintln!("playsim: comparison plot written to {}", plot.display());
     }
     Ok(ExitCode::SUCCESS)

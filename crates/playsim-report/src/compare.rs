@@ -5,6 +5,7 @@
 //! CPU per GB), whether the change is better or worse.
 
 use crate::model::{DropCauseName, Report, StreamReport};
+use crate::renderer::{RenderError, Renderer};
 
 /// One run to compare: the name it is shown under (its file, say) and its report.
 #[derive(Clone, Copy, Debug)]
@@ -13,6 +14,24 @@ pub struct Run<'a> {
     pub name: &'a str,
     /// The run's report.
     pub report: &'a Report,
+}
+
+/// The runs side by side as a table ([`compare`]'s text): the `text` renderer of a comparison.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CompareText;
+
+impl<'a> Renderer<[Run<'a>]> for CompareText {
+    fn name(&self) -> &'static str {
+        "text"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["txt"]
+    }
+
+    fn render(&self, runs: &[Run<'a>], out: &mut dyn std::io::Write) -> Result<(), RenderError> {
+        Ok(out.write_all(compare(runs).as_bytes())?)
+    }
 }
 
 /// Which way a figure is better.

@@ -28,6 +28,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::compare::Run;
 use crate::model::Report;
 
 /// Renders a model of type `M` as one output format.
@@ -205,6 +206,25 @@ pub fn register_enabled_renderers(renderers: &mut Renderers<Report>) {
     renderers.register(crate::plot::TimelinePlot::png());
 }
 
+/// Registers every renderer of a comparison of runs this build has, one line per format: the
+/// table, and with the `render` feature the figure as SVG and as PNG.
+pub fn register_compare_renderers(renderers: &mut Renderers<[Run<'_>]>) {
+    renderers.register(crate::compare::CompareText);
+    #[cfg(feature = "render")]
+    renderers.register(crate::compare_plot::ComparePlot::svg());
+    #[cfg(feature = "render")]
+    renderers.register(crate::compare_plot::ComparePlot::png());
+}
+
+impl Renderers<[Run<'_>]> {
+    /// The comparison's renderers this build has ([`register_compare_renderers`]).
+    pub fn compare() -> Self {
+        let mut renderers = Renderers::new();
+        register_compare_renderers(&mut renderers);
+        renderers
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -258,6 +278,24 @@ mod tests {
         assert_eq!(rendered("text"), crate::render::summary(&report));
         assert_eq!(rendered("json"), crate::json::to_string_pretty(&report));
         assert_eq!(rendered("csv"), crate::csv::timeline(&report));
+    }
+
+    #[test]
+    fn the_comparison_has_its_table_and_figures() {
+        let report = sample_report();
+        let runs = [Run { name: "a", report: &report }, Run { name: "b", report: &report }];
+        let renderers = Renderers::compare();
+        let mut out = Vec::new();
+        renderers.by_name("text").unwrap().render(&runs, &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), crate::compare::compare(&runs));
+        #[cfg(feature = "render")]
+        {
+            let mut svg = Vec::new();
+            renderers.for_path(Path::new("cmp.svg")).unwrap().render(&runs, &mut svg).unwrap();
+            assert!(String::from_utf8_lossy(&svg).contains("<svg"));
+            let err = renderers.for_path(Path::new("cmp.svg")).unwrap().render(&[], &mut svg).unwrap_err();
+            assert!(err.to_string().contains("no runs to compare"), "{err}");
+        }
     }
 
     #[test]
