@@ -185,7 +185,7 @@ pub(crate) fn figure_bytes(
     }
 }
 
-/// The run's plot ([`write`]'s figure) in one format: the `svg` and `png` renderers.
+/// The run's plot ([`write()`]'s figure) in one format: the `svg` and `png` renderers.
 #[derive(Clone, Debug)]
 pub struct TimelinePlot {
     format: PlotFormat,
