@@ -298,6 +298,48 @@ mod tests {
         }
     }
 
+    /// A new format is a type and a registration: the lookup and the write need nothing else.
+    #[test]
+    fn a_registered_format_is_found_by_its_extension_and_written() {
+        struct Html;
+        impl Renderer<Report> for Html {
+            fn name(&self) -> &'static str {
+                "html"
+            }
+            fn extensions(&self) -> &'static [&'static str] {
+                &["html", "htm"]
+            }
+            fn render(&self, report: &Report, out: &mut dyn Write) -> Result<(), RenderError> {
+                Ok(write!(out, "<p>{} streams</p>", report.streams.len())?)
+            }
+        }
+        let mut renderers = Renderers::<Report>::enabled();
+        renderers.register(Html);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.HTM");
+        renderers.write_for_path(&sample_report(), &path).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("<p>{} streams</p>", sample_report().streams.len())
+        );
+    }
+
+    /// A plot that cannot be drawn fails with the words the plot module has always used.
+    #[cfg(feature = "render")]
+    #[test]
+    fn a_png_with_no_font_fails_as_the_plot_module_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let fonts = dir.path().join("no-fonts");
+        std::fs::create_dir(&fonts).unwrap();
+        let path = dir.path().join("run.png");
+        let png = crate::plot::TimelinePlot::png_with_fonts(crate::plot::Fonts::dir(&fonts));
+        let err = write_atomic(&png, &sample_report(), &path).unwrap_err().to_string();
+        let before = crate::plot::write_with_fonts(&sample_report(), &path, &crate::plot::Fonts::dir(&fonts));
+        assert_eq!(err, before.unwrap_err().to_string());
+        assert!(err.starts_with(&format!("cannot plot to {}: no font found", path.display())), "{err}");
+        assert!(!path.exists());
+    }
+
     #[test]
     fn a_write_goes_to_the_file_whole_and_a_failure_names_it() {
         let dir = tempfile::tempdir().unwrap();
