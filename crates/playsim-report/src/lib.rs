@@ -9,6 +9,8 @@
 //!   broadcast, unreadable), frame and data rates as frametest reports them,
 //!   per-stage latency percentiles and CPU use.
 //! - [`json`] writes the report as JSON (atomically, to a file) and reads it back.
+//! - [`frametest`] is `playsim frametest`'s result: its model, summary, CSV and JSON
+//!   (its shape in `schema/frametest.schema.json`).
 //! - [`schema`] gives the JSON schema; `schema/report.schema.json` holds it, and a
 //!   test fails when the model and the file disagree.
 //! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG, behind
@@ -54,6 +56,7 @@ pub mod compare;
 #[cfg(feature = "render")]
 pub mod compare_plot;
 pub mod csv;
+pub mod frametest;
 pub mod json;
 #[cfg(feature = "render")]
 pub mod plot;
