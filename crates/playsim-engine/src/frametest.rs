@@ -35,6 +35,8 @@ use playsim_core::{
     frame_len, whole_read, BufPool, Clock, DecodedFrame, Decoder, FrameRate, IoBuf, Storage, StorageError,
     StorageErrorKind, StorageFile,
 };
+/// The run's records are the report model's: the engine fills them, the report renders them.
+pub use playsim_report::frametest::{FrameOutcome, FrameRecord, FrametestRun};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
@@ -163,22 +165,25 @@ pub struct FrametestConfig {
 }
 
 impl FrametestConfig {
-    /// Checks the settings; the message names frametest's flag and shows a valid value.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the settings; the error names the field at fault, for the front end to
+    /// name as the user spelled it.
+    pub fn validate(&self) -> Result<(), FrametestError> {
         if self.n_frames == 0 || self.n_frames > MAX_FRAMETEST_FRAMES {
-            return Err(format!(
-                "-n {} is out of range: 1 to {MAX_FRAMETEST_FRAMES} frames (for example -n 2000)",
-                self.n_frames
-            ));
+            return Err(FrametestError::OutOfRange {
+                field: FrametestField::Frames,
+                value: self.n_frames,
+                min: 1,
+                max: MAX_FRAMETEST_FRAMES,
+            });
         }
         if self.n_files == 0 {
-            return Err("there are no files to transfer (for example -n 24 with 24 files)".into());
+            return Err(FrametestError::NoFiles);
         }
         if self.threads == 0 {
-            return Err("-t must be at least 1 thread (for example -t 4)".into());
+            return Err(FrametestError::Zero { field: FrametestField::Threads });
         }
         if self.queue == 0 {
-            return Err("-q must be at least 1 frame (for example -q 4)".into());
+            return Err(FrametestError::Zero { field: FrametestField::Queue });
         }
         Ok(())
     }
@@ -195,6 +200,113 @@ impl FrametestConfig {
     }
 }
 
+/// A setting of [`FrametestConfig`], named for messages; a front end names it as its user
+/// spells it ([`FrametestField::flag`] for frametest's command line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrametestField {
+    /// [`FrametestConfig::n_frames`].
+    Frames,
+    /// [`FrametestConfig::threads`].
+    Threads,
+    /// [`FrametestConfig::queue`].
+    Queue,
+}
+
+impl FrametestField {
+    /// The field's name in [`FrametestConfig`].
+    pub fn name(self) -> &'static str {
+        match self {
+            FrametestField::Frames => "n_frames",
+            FrametestField::Threads => "threads",
+            FrametestField::Queue => "queue",
+        }
+    }
+
+    /// frametest's flag for it: `-n`, `-t`, `-q`.
+    pub fn flag(self) -> &'static str {
+        match self {
+            FrametestField::Frames => "-n",
+            FrametestField::Threads => "-t",
+            FrametestField::Queue => "-q",
+        }
+    }
+
+    /// A valid value, for messages.
+    pub fn example(self) -> u64 {
+        match self {
+            FrametestField::Frames => 2000,
+            FrametestField::Threads | FrametestField::Queue => 4,
+        }
+    }
+
+    /// What its value counts: `frame`, `thread`.
+    fn unit(self) -> &'static str {
+        match self {
+            FrametestField::Threads => "thread",
+            FrametestField::Frames | FrametestField::Queue => "frame",
+        }
+    }
+}
+
+/// Settings a run cannot have. [`Display`](std::fmt::Display) names the field as
+/// [`FrametestField::name`] does; [`FrametestError::message_with`] names it as the front end
+/// spells it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrametestError {
+    /// A count of 0 where at least 1 is needed.
+    Zero {
+        /// The field.
+        field: FrametestField,
+    },
+    /// A count outside `min..=max`.
+    OutOfRange {
+        /// The field.
+        field: FrametestField,
+        /// The value given.
+        value: u64,
+        /// The smallest it may be.
+        min: u64,
+        /// The largest it may be.
+        max: u64,
+    },
+    /// There are no files to go over.
+    NoFiles,
+}
+
+impl FrametestError {
+    /// The message with each field named by `spell` (`FrametestField::flag` on the command
+    /// line), and a valid example.
+    pub fn message_with(&self, spell: impl Fn(FrametestField) -> String) -> String {
+        match *self {
+            FrametestError::Zero { field } => {
+                let name = spell(field);
+                format!("{name} must be at least 1 {} (for example {name} {})", field.unit(), field.example())
+            }
+            FrametestError::OutOfRange { field, value, min, max } => {
+                let name = spell(field);
+                format!(
+                    "{name} {value} is out of range: {min} to {max} {}s (for example {name} {})",
+                    field.unit(),
+                    field.example()
+                )
+            }
+            FrametestError::NoFiles => {
+                "there are no files to transfer (for example -n 24 with 24 files)".into()
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for FrametestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message_with(|field| field.name().to_owned()))
+    }
+}
+
+impl std::error::Error for FrametestError {}
+
 /// What the run does with a frame's bytes after reading them (`--decode`).
 #[derive(Clone)]
 pub struct FrametestDecode {
@@ -202,90 +314,6 @@ pub struct FrametestDecode {
     pub decoder: Arc<dyn Decoder>,
     /// Where decodes run (a [`DecodePool`](crate::DecodePool), or a scripted one in tests).
     pub executor: Arc<dyn DecodeExecutor>,
-}
-
-/// What became of a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FrameOutcome {
-    /// Issued and completed: opened, transferred, closed (and decoded, with a decode).
-    Transferred,
-    /// It fell due while the queue was full, and was skipped.
-    Dropped,
-    /// Issued, but its open, transfer, close or decode failed (see the record's error).
-    Failed,
-}
-
-/// One frame's times, in nanoseconds from the start of the run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FrameRecord {
-    /// Its position in the run, from 0.
-    pub position: u64,
-    /// The file it was (or would have been) transferred from or to.
-    pub file_idx: u64,
-    /// When it fell due (with a rate, after the preroll).
-    pub due_ns: Option<u64>,
-    /// When it entered the queue; `None` for a dropped frame.
-    pub issued_ns: Option<u64>,
-    /// When it got a thread and its open started.
-    pub started_ns: Option<u64>,
-    /// When the open returned.
-    pub opened_ns: Option<u64>,
-    /// When the transfer returned.
-    pub transferred_ns: Option<u64>,
-    /// When the close returned: the frame's I/O is over.
-    pub closed_ns: Option<u64>,
-    /// When its decode returned, with a decode.
-    pub decoded_ns: Option<u64>,
-    /// When it completed and left the queue.
-    pub done_ns: Option<u64>,
-    /// Bytes transferred.
-    pub bytes: u64,
-    /// What became of it.
-    pub outcome: FrameOutcome,
-    /// Why it failed: the frame, the file and the cause.
-    pub error: Option<String>,
-}
-
-impl FrameRecord {
-    fn new(position: u64, file_idx: u64, due_ns: Option<u64>) -> FrameRecord {
-        FrameRecord {
-            position,
-            file_idx,
-            due_ns,
-            issued_ns: None,
-            started_ns: None,
-            opened_ns: None,
-            transferred_ns: None,
-            closed_ns: None,
-            decoded_ns: None,
-            done_ns: None,
-            bytes: 0,
-            outcome: FrameOutcome::Dropped,
-            error: None,
-        }
-    }
-
-    /// Open + transfer + close: the time the frame held a thread (frametest's frame time).
-    pub fn io_time(&self) -> Option<Duration> {
-        Some(Duration::from_nanos(self.closed_ns?.checked_sub(self.started_ns?)?))
-    }
-}
-
-/// The result of a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FrametestRun {
-    /// One record per frame that fell due or was issued, by position.
-    pub records: Vec<FrameRecord>,
-    /// When the clock started: the preroll was complete (0 without a rate).
-    pub t0_ns: u64,
-    /// When the last frame completed.
-    pub end_ns: u64,
-    /// The run was stopped (Ctrl-C, or a transport that gave up) before every frame was due.
-    pub interrupted: bool,
-    /// Why the run stopped early, when an error stopped it.
-    pub failure: Option<String>,
-    /// CPU time the decodes took, with a decode.
-    pub decode_cpu: Duration,
 }
 
 /// frametest's runner: see the [module](self) for the rule.
@@ -303,7 +331,7 @@ impl Frametest {
         config: FrametestConfig,
         io: Arc<dyn FrameIo>,
         clock: Arc<dyn Clock>,
-    ) -> Result<Frametest, String> {
+    ) -> Result<Frametest, FrametestError> {
         config.validate()?;
         Ok(Frametest { config, io, clock, decode: None, cancel: Arc::default() })
     }
@@ -785,11 +813,23 @@ mod tests {
     }
 
     #[test]
-    fn bad_settings_are_refused_with_an_example() {
-        for cfg in [config(0, 1, 1, None), config(4, 0, 1, None), config(4, 1, 0, None)] {
+    fn bad_settings_are_refused_naming_the_field_with_an_example() {
+        let cases = [
+            (
+                config(0, 1, 1, None),
+                "n_frames",
+                "-n 0 is out of range: 1 to 1000000 frames (for example -n 2000)",
+            ),
+            (config(4, 0, 1, None), "threads", "-t must be at least 1 thread (for example -t 4)"),
+            (config(4, 1, 0, None), "queue", "-q must be at least 1 frame (for example -q 4)"),
+        ];
+        for (cfg, field, as_flag) in cases {
             let io = Arc::new(StorageReads::new(Arc::new(storage(MS)), Vec::new()));
             let err = Frametest::new(cfg, io, Arc::new(crate::PreciseClock::new())).err().unwrap();
-            assert!(err.contains("for example"), "{err}");
+            assert!(err.to_string().starts_with(field), "{err}");
+            assert_eq!(err.message_with(|f| f.flag().to_owned()), as_flag);
         }
+        let no_files = FrametestConfig { n_files: 0, ..config(4, 1, 1, None) };
+        assert_eq!(no_files.validate(), Err(FrametestError::NoFiles));
     }
 }
