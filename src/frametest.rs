@@ -28,8 +28,8 @@ use std::sync::Arc;
 use playsim_core::{Clock, EntryKind, FrameRate, IoBuf, StorageError};
 use playsim_dpx::{set_file_name, DpxDecoder, FrameLayout};
 use playsim_engine::frametest::{
-    FrameFile, FrameIo, Frametest, FrametestConfig, FrametestDecode, FrametestError, FrametestOrder,
-    IoFuture, StorageReads,
+    FrameFile, FrameIo, Frametest, FrametestConfig, FrametestDecode, FrametestError, FrametestField,
+    FrametestOrder, IoFuture, StorageReads,
 };
 use playsim_engine::{CancelToken, DecodePool, PreciseClock};
 pub use playsim_report::frametest::{
@@ -187,7 +187,14 @@ impl PreparedFrametest {
 
 /// The engine's refusal, its fields named as frametest's flags.
 fn refused(error: FrametestError) -> Error {
-    Error::Engine(error.message_with(|field| field.flag().to_owned()))
+    Error::Engine(error.message_with(|field| {
+        match field {
+            FrametestField::Frames => "-n",
+            FrametestField::Threads => "-t",
+            FrametestField::Queue => "-q",
+        }
+        .to_owned()
+    }))
 }
 
 /// Checks the request, finds (or creates) the files and sets the run up. Must run inside

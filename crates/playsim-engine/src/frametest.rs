@@ -201,9 +201,8 @@ impl FrametestConfig {
 }
 
 /// A setting of [`FrametestConfig`], named for messages; a front end names it as its user
-/// spells it ([`FrametestField::flag`] for frametest's command line).
+/// spells it (frametest's command line as `-n`, `-t`, `-q`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum FrametestField {
     /// [`FrametestConfig::n_frames`].
     Frames,
@@ -220,15 +219,6 @@ impl FrametestField {
             FrametestField::Frames => "n_frames",
             FrametestField::Threads => "threads",
             FrametestField::Queue => "queue",
-        }
-    }
-
-    /// frametest's flag for it: `-n`, `-t`, `-q`.
-    pub fn flag(self) -> &'static str {
-        match self {
-            FrametestField::Frames => "-n",
-            FrametestField::Threads => "-t",
-            FrametestField::Queue => "-q",
         }
     }
 
@@ -276,8 +266,8 @@ pub enum FrametestError {
 }
 
 impl FrametestError {
-    /// The message with each field named by `spell` (`FrametestField::flag` on the command
-    /// line), and a valid example.
+    /// The message with each field named by `spell` (as a flag, on the command line), and
+    /// a valid example.
     pub fn message_with(&self, spell: impl Fn(FrametestField) -> String) -> String {
         match *self {
             FrametestError::Zero { field } => {
@@ -293,7 +283,10 @@ impl FrametestError {
                 )
             }
             FrametestError::NoFiles => {
-                "there are no files to transfer (for example -n 24 with 24 files)".into()
+                format!(
+                    "there are no files to transfer (for example {} 24 with 24 files)",
+                    spell(FrametestField::Frames)
+                )
             }
         }
     }
@@ -827,7 +820,12 @@ mod tests {
             let io = Arc::new(StorageReads::new(Arc::new(storage(MS)), Vec::new()));
             let err = Frametest::new(cfg, io, Arc::new(crate::PreciseClock::new())).err().unwrap();
             assert!(err.to_string().starts_with(field), "{err}");
-            assert_eq!(err.message_with(|f| f.flag().to_owned()), as_flag);
+            let flag = |f| match f {
+                FrametestField::Frames => "-n".to_owned(),
+                FrametestField::Threads => "-t".to_owned(),
+                FrametestField::Queue => "-q".to_owned(),
+            };
+            assert_eq!(err.message_with(flag), as_flag);
         }
         let no_files = FrametestConfig { n_files: 0, ..config(4, 1, 1, None) };
         assert_eq!(no_files.validate(), Err(FrametestError::NoFiles));
