@@ -28,8 +28,8 @@ use std::sync::Arc;
 use playsim_core::{Clock, EntryKind, FrameRate, IoBuf, StorageError};
 use playsim_dpx::{set_file_name, DpxDecoder, FrameLayout};
 use playsim_engine::frametest::{
-    FrameFile, FrameIo, Frametest, FrametestConfig, FrametestDecode, FrametestError, FrametestField,
-    FrametestOrder, IoFuture, StorageReads,
+    FrameFile, FrameFiles, FrameFilesError, FrameIo, Frametest, FrametestConfig, FrametestDecode,
+    FrametestError, FrametestField, FrametestOrder, IoFuture, StorageReads,
 };
 use playsim_engine::{CancelToken, DecodePool, PreciseClock};
 pub use playsim_report::frametest::{
@@ -349,49 +349,10 @@ async fn prepare_reads(
         .filter(|e| e.kind == EntryKind::File)
         .map(|e| (e.name, e.size))
         .collect();
-    let pattern = match &request.name {
-        Some(p) => p.clone(),
-        None => [NamePattern::playsim(), NamePattern::frametest()]
-            .into_iter()
-            .find(|p| listing.contains_key(&p.name(0)))
-            .ok_or_else(|| {
-                Error::Engine(format!(
-                    "{shown} holds no frametest frames (frame000000.dpx or frame000000.tst): {write_first}"
-                ))
-            })?,
-    };
-    let n_found = (0u64..).take_while(|&i| listing.contains_key(&pattern.name(i))).count() as u64;
-    if n_found == 0 {
-        return Err(Error::Engine(format!(
-            "{shown} holds no {} for frame 0: {write_first}",
-            pattern.name(0)
-        )));
-    }
-    let n = request.n_frames.unwrap_or(n_found);
-    if n > n_found && !request.loop_files {
-        return Err(Error::Engine(format!(
-            "{shown} holds {n_found} frames ({} to {}) and -n {n} needs {n}: read fewer, loop over them \
-             with -l, or write more, for example playsim frametest -w 2k -n {n} {shown}",
-            pattern.name(0),
-            pattern.name(n_found - 1)
-        )));
-    }
-    let n_files = n.min(n_found);
-    let names: Vec<String> = (0..n_files).map(|i| pattern.name(i)).collect();
-    if let Some(size) = expect {
-        if let Some(name) = names.iter().find(|name| listing.get(*name) != Some(&size.file_bytes)) {
-            let actual = listing.get(name).copied().unwrap_or(0);
-            let written =
-                FrameSize::guess(actual).map_or_else(String::new, |s| format!(" {}", s.flag_value()));
-            return Err(Error::Engine(format!(
-                "{name} in {shown} is {} bytes, not the {} of -r {}: give the size it was written with, \
-                 or -r alone to read the files as they are, for example playsim frametest -r{written} {shown}",
-                thousands(actual),
-                thousands(size.file_bytes),
-                size.flag_value()
-            )));
-        }
-    }
+    let files =
+        FrameFiles::find(&listing, request.name.as_ref(), request.n_frames, request.loop_files, expect)
+            .map_err(|e| Error::Engine(files_refused(&e, &shown.to_string(), &write_first)))?;
+    let (n, n_files, names) = (files.n_frames, files.names.len() as u64, files.names);
     let paths: Vec<PathBuf> = names.iter().map(|name| location.path().join(name)).collect();
     let mut notes = Vec::new();
     if request.cold {
@@ -399,22 +360,13 @@ async fn prepare_reads(
     }
     notes.extend(storage.info().warnings.into_iter().map(|w| w.message));
     let transport = location.describe(storage.as_ref());
-    // The size the summary names: the one asked for, else the first file's when all agree.
-    let first_size = names.first().and_then(|name| listing.get(name)).copied().unwrap_or(0);
-    let size = expect.cloned().or_else(|| {
-        names
-            .iter()
-            .all(|name| listing.get(name) == Some(&first_size))
-            .then(|| FrameSize::guess(first_size))
-            .flatten()
-    });
     let info = FrametestInfo {
         write: false,
         parameters: request.parameters(),
         location: dir.display().to_string(),
-        pattern,
+        pattern: files.pattern,
         n_files,
-        size,
+        size: files.size,
         threads: request.threads,
         queue: request.queue.unwrap_or(request.threads),
         fps: request.rate.map(|r| r.to_string()),
@@ -423,6 +375,31 @@ async fn prepare_reads(
         notes,
     };
     Ok((Arc::new(StorageReads::new(storage, paths)), info, n, n_files))
+}
+
+/// Why the directory `shown` holds no frames to read, in frametest's flags.
+fn files_refused(error: &FrameFilesError, shown: &str, write_first: &str) -> String {
+    match error {
+        FrameFilesError::NoFrametestFrames => {
+            format!("{shown} holds no frametest frames (frame000000.dpx or frame000000.tst): {write_first}")
+        }
+        FrameFilesError::NoFirstFrame { name } => format!("{shown} holds no {name} for frame 0: {write_first}"),
+        FrameFilesError::TooFew { n_found, n_frames: n, first, last } => format!(
+            "{shown} holds {n_found} frames ({first} to {last}) and -n {n} needs {n}: read fewer, loop over them \
+             with -l, or write more, for example playsim frametest -w 2k -n {n} {shown}"
+        ),
+        FrameFilesError::WrongSize { name, bytes, expected } => {
+            let written = FrameSize::guess(*bytes).map_or_else(String::new, |s| format!(" {}", s.flag_value()));
+            format!(
+                "{name} in {shown} is {} bytes, not the {} of -r {}: give the size it was written with, \
+                 or -r alone to read the files as they are, for example playsim frametest -r{written} {shown}",
+                thousands(*bytes),
+                thousands(expected.file_bytes),
+                expected.flag_value()
+            )
+        }
+        other => other.to_string(),
+    }
 }
 
 async fn drop_cache(location: Arc<dyn Location>, paths: Vec<PathBuf>) -> Result<String, Error> {

@@ -25,6 +25,7 @@
 //! Every timestamp is read from the [`Clock`] by this module, around the calls into
 //! [`FrameIo`], so reads through a [`Storage`] and the facade's writes are timed the same way.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -37,6 +38,7 @@ use playsim_core::{
 };
 /// The run's records are the report model's: the engine fills them, the report renders them.
 pub use playsim_report::frametest::{FrameOutcome, FrameRecord, FrametestRun};
+use playsim_report::frametest::{FrameSize, NamePattern};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
@@ -299,6 +301,121 @@ impl std::fmt::Display for FrametestError {
 }
 
 impl std::error::Error for FrametestError {}
+
+/// The frame files a read goes over, found in a directory's listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameFiles {
+    /// Their names.
+    pub pattern: NamePattern,
+    /// Frames to read (`n_frames` as asked, or one per file found).
+    pub n_frames: u64,
+    /// The files, by index: file 0 up to as many as the run needs (a loop reads them again).
+    pub names: Vec<String>,
+    /// Their size: the one asked for, else the size all of them share when it is one of
+    /// frametest's; `None` when they differ.
+    pub size: Option<FrameSize>,
+}
+
+/// Why a listing holds no frames to read. [`Display`](std::fmt::Display) names no flag; a
+/// front end words it for its user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrameFilesError {
+    /// No pattern was given and neither of frametest's first files is there.
+    NoFrametestFrames,
+    /// The pattern's file 0 is not there.
+    NoFirstFrame {
+        /// Its name.
+        name: String,
+    },
+    /// More frames are asked for than there are files, without a loop.
+    TooFew {
+        /// Files found, from file 0 on.
+        n_found: u64,
+        /// Frames asked for.
+        n_frames: u64,
+        /// The first file's name.
+        first: String,
+        /// The last file's name.
+        last: String,
+    },
+    /// A file does not have the size asked for.
+    WrongSize {
+        /// The file.
+        name: String,
+        /// Its size.
+        bytes: u64,
+        /// The size asked for.
+        expected: FrameSize,
+    },
+}
+
+impl std::fmt::Display for FrameFilesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameFilesError::NoFrametestFrames => {
+                f.write_str("no frametest frames (frame000000.dpx or frame000000.tst)")
+            }
+            FrameFilesError::NoFirstFrame { name } => write!(f, "no {name} for frame 0"),
+            FrameFilesError::TooFew { n_found, n_frames, first, last } => {
+                write!(f, "{n_found} frames ({first} to {last}) and {n_frames} asked for")
+            }
+            FrameFilesError::WrongSize { name, bytes, expected } => {
+                write!(f, "{name} is {bytes} bytes, not the {} of {}", expected.file_bytes, expected.name)
+            }
+        }
+    }
+}
+
+impl std::error::Error for FrameFilesError {}
+
+impl FrameFiles {
+    /// The files of a read among `listing` (file name → size): named by `pattern`, else by
+    /// playsim's or frametest's own names, whichever has file 0; numbered from 0 up to the
+    /// first gap. `n_frames` (default: one per file) may exceed the files only with
+    /// `loop_files`; with `expect`, every file read must have its size.
+    pub fn find(
+        listing: &HashMap<String, u64>,
+        pattern: Option<&NamePattern>,
+        n_frames: Option<u64>,
+        loop_files: bool,
+        expect: Option<&FrameSize>,
+    ) -> Result<FrameFiles, FrameFilesError> {
+        let pattern = match pattern {
+            Some(p) => p.clone(),
+            None => [NamePattern::playsim(), NamePattern::frametest()]
+                .into_iter()
+                .find(|p| listing.contains_key(&p.name(0)))
+                .ok_or(FrameFilesError::NoFrametestFrames)?,
+        };
+        let n_found = (0u64..).take_while(|&i| listing.contains_key(&pattern.name(i))).count() as u64;
+        if n_found == 0 {
+            return Err(FrameFilesError::NoFirstFrame { name: pattern.name(0) });
+        }
+        let n = n_frames.unwrap_or(n_found);
+        if n > n_found && !loop_files {
+            let (first, last) = (pattern.name(0), pattern.name(n_found - 1));
+            return Err(FrameFilesError::TooFew { n_found, n_frames: n, first, last });
+        }
+        let names: Vec<String> = (0..n.min(n_found)).map(|i| pattern.name(i)).collect();
+        let size_of = |name: &String| listing.get(name).copied().unwrap_or(0);
+        if let Some(expected) = expect {
+            if let Some(name) = names.iter().find(|name| size_of(name) != expected.file_bytes) {
+                let (name, bytes, expected) = (name.clone(), size_of(name), expected.clone());
+                return Err(FrameFilesError::WrongSize { name, bytes, expected });
+            }
+        }
+        let first_size = names.first().map_or(0, size_of);
+        let size = expect.cloned().or_else(|| {
+            names
+                .iter()
+                .all(|name| size_of(name) == first_size)
+                .then(|| FrameSize::guess(first_size))
+                .flatten()
+        });
+        Ok(FrameFiles { pattern, n_frames: n, names, size })
+    }
+}
 
 /// What the run does with a frame's bytes after reading them (`--decode`).
 #[derive(Clone)]
@@ -803,6 +920,42 @@ mod tests {
         let run = ft.run().await;
         assert!(run.interrupted);
         assert!(run.records.is_empty());
+    }
+
+    #[test]
+    fn frame_files_are_found_from_file_zero_to_the_first_gap() {
+        let two_k = FrameSize::preset("2k", playsim_report::frametest::DEFAULT_HEADER_BYTES).unwrap();
+        let listing = |names: &[&str], bytes: u64| -> HashMap<String, u64> {
+            names.iter().map(|n| (n.to_string(), bytes)).collect()
+        };
+        let tst = listing(&["frame000000.tst", "frame000001.tst", "frame000003.tst", "x"], two_k.file_bytes);
+        let found = FrameFiles::find(&tst, None, None, false, None).unwrap();
+        assert_eq!((found.pattern, found.n_frames), (NamePattern::frametest(), 2));
+        assert_eq!(found.names, ["frame000000.tst", "frame000001.tst"]);
+        assert_eq!(found.size, Some(two_k.clone()));
+        // A loop reads the two files again; without one, four frames are too many.
+        let looped = FrameFiles::find(&tst, None, Some(5), true, None).unwrap();
+        assert_eq!((looped.n_frames, looped.names.len()), (5, 2));
+        let too_few = FrameFiles::find(&tst, None, Some(4), false, None).unwrap_err();
+        assert!(matches!(too_few, FrameFilesError::TooFew { n_found: 2, n_frames: 4, .. }), "{too_few}");
+        let one = FrameFiles::find(&tst, None, Some(1), false, None).unwrap();
+        assert_eq!(one.names, ["frame000000.tst"]);
+        // Files of differing sizes have none; a size asked for is checked on each.
+        let mut mixed = listing(&["frame000000.dpx", "frame000001.dpx"], 1000);
+        mixed.insert("frame000001.dpx".into(), 2000);
+        assert_eq!(FrameFiles::find(&mixed, None, None, false, None).unwrap().size, None);
+        let wrong = FrameFiles::find(&mixed, None, None, false, Some(&two_k)).unwrap_err();
+        assert!(
+            matches!(&wrong, FrameFilesError::WrongSize { name, bytes: 1000, .. } if name == "frame000000.dpx")
+        );
+        let empty = HashMap::new();
+        assert_eq!(
+            FrameFiles::find(&empty, None, None, false, None),
+            Err(FrameFilesError::NoFrametestFrames)
+        );
+        let shot: NamePattern = "shot_%d.dpx".parse().unwrap();
+        let missing = FrameFiles::find(&mixed, Some(&shot), None, false, None).unwrap_err();
+        assert_eq!(missing, FrameFilesError::NoFirstFrame { name: "shot_0.dpx".into() });
     }
 
     #[test]
