@@ -18,7 +18,7 @@
 //! - [`scripted`]: a storage whose sizes, latencies and failures follow a
 //!   script, for engine tests under tokio's paused clock.
 //!
-//! [`write`] is the write side: create, write at an offset, sync, rename and remove
+//! [`write`](mod@write) is the write side: create, write at an offset, sync, rename and remove
 //! ([`write::WriteStorage`], local files now; frametest's writes and a record mode go
 //! through it).
 //!
