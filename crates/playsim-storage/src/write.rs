@@ -4,14 +4,19 @@
 //! [`WriteStorage`], shaped after NFSv3's calls so that playsim's NFS client (and an SMB
 //! client after it) can implement it as they stand:
 //!
-//! | call | local files | NFSv3 |
-//! |------|-------------|-------|
-//! | [`WriteStorage::create`] | `open(O_CREAT\|O_TRUNC)` | CREATE (UNCHECKED), or SETATTR size 0 |
-//! | [`WriteFile::write_at`] | `pwrite`, then `fdatasync`/`fsync` for a stable write | WRITE with `stable_how` |
-//! | [`WriteFile::sync`] | `fdatasync` | COMMIT |
-//! | [`WriteStorage::rename`] | `rename` | RENAME |
-//! | [`WriteStorage::remove`] | `unlink` | REMOVE |
-//! | [`WriteStorage::create_dir_all`] | `mkdir -p` | LOOKUP, MKDIR |
+//! | call | local files | NFSv3 | SMB2/3 |
+//! |------|-------------|-------|--------|
+//! | [`WriteStorage::create`] | `open(O_CREAT\|O_TRUNC)` | CREATE (UNCHECKED), or SETATTR size 0 | CREATE (OVERWRITE_IF) |
+//! | [`WriteFile::write_at`] | `pwrite`, then `fdatasync`/`fsync` for a stable write | WRITE with `stable_how` | WRITE, WRITE_THROUGH when stable |
+//! | [`WriteFile::sync`] | `fdatasync` | COMMIT | FLUSH |
+//! | [`WriteStorage::rename`] | `rename` | RENAME | SET_INFO FileRenameInformation |
+//! | [`WriteStorage::remove`] | `unlink` | REMOVE | SET_INFO FileDispositionInformation |
+//! | [`WriteStorage::create_dir_all`] | `mkdir -p` | LOOKUP, MKDIR | CREATE (FILE_DIRECTORY_FILE) |
+//!
+//! The bytes of a write are shared ([`WriteBytes`], an `Arc<[u8]>`), so one image can go to
+//! many files without a copy, and an NFS client can keep its UNSTABLE writes' bytes until
+//! COMMIT and send them again, still without a copy, when the server's write verifier
+//! changed in between (the server restarted and lost them).
 //!
 //! A finished frame is published atomically by writing it under a temporary name and
 //! renaming it into place (what a record mode does, so that a reader never sees half a
