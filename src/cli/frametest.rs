@@ -9,6 +9,7 @@ use clap::Args;
 use playsim::frametest::{
     header_bytes_of_kb, prepare_frametest, FrameSize, FrametestMode, FrametestRequest, NamePattern,
 };
+use playsim::report::frametest;
 use playsim::{FrameRate, PlayOrder};
 
 /// Exit status when Ctrl-C stopped the run; the summary covers the frames done.
@@ -126,16 +127,14 @@ pub fn run(args: FrametestArgs) -> anyhow::Result<ExitCode> {
     });
     let result = runtime.block_on(prepared.run());
     ctrl_c.abort();
-    print!("{}", result.summary());
+    print!("{}", frametest::summary(&result));
     if let Some(path) = &csv {
-        playsim::report::json::write_bytes_atomic(result.csv().as_bytes(), path)
+        playsim::report::json::write_bytes_atomic(frametest::csv(&result).as_bytes(), path)
             .with_context(|| format!("writing the frame times to {}", path.display()))?;
         eprintln!("playsim: frame times written to {}", path.display());
     }
     if let Some(path) = &json {
-        let mut text = serde_json::to_vec_pretty(&result.to_json()).context("encoding the result")?;
-        text.push(b'\n');
-        playsim::report::json::write_bytes_atomic(&text, path)
+        playsim::report::json::write_bytes_atomic(frametest::json(&result).as_bytes(), path)
             .with_context(|| format!("writing the result to {}", path.display()))?;
         eprintln!("playsim: result written to {}", path.display());
     }
@@ -255,7 +254,7 @@ fn parse_fps(s: &str) -> Result<FrameRate, String> {
 }
 
 fn parse_name(s: &str) -> Result<NamePattern, String> {
-    s.parse()
+    s.parse().map_err(|e: frametest::NamePatternError| e.to_string())
 }
 
 fn parse_header(s: &str) -> Result<u64, String> {
@@ -263,5 +262,5 @@ fn parse_header(s: &str) -> Result<u64, String> {
         .trim()
         .parse::<u64>()
         .map_err(|_| format!("'{s}' is not a size in KB (for example --header 64)"))?;
-    header_bytes_of_kb(kb).map(|_| kb)
+    header_bytes_of_kb(kb).map(|_| kb).map_err(|e| e.to_string())
 }

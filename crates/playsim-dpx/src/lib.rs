@@ -14,7 +14,8 @@
 //!
 //! [`write_dpx`] writes canonical frames back as 8-, 10- or 16-bit DPX that
 //! FFmpeg reads; narrowing drops low bits, so a decoded frame round-trips
-//! bit-exactly.
+//! bit-exactly. [`FrameLayout`] makes frametest's files: a 10-bit ramp image at a
+//! fixed offset (64 KiB), for `playsim frametest -w`.
 //!
 //! ```
 //! use playsim_core::{DecodedFrame, Decoder, PixelFormat};
@@ -47,6 +48,7 @@ mod decode;
 mod encode;
 mod error;
 mod header;
+mod layout;
 mod simd;
 mod unpack;
 
@@ -54,6 +56,7 @@ pub use decode::DpxDecoder;
 pub use encode::{header_for_layout, set_file_name, write_dpx, WriteOptions, WRITE_DATA_OFFSET};
 pub use error::{Error, ErrorKind};
 pub use header::{DpxHeader, Endian, DESCRIPTOR_RGB, DESCRIPTOR_RGBA, MAX_PIXELS, MIN_HEADER_BYTES};
+pub use layout::FrameLayout;
 
 use playsim_core::{FileBytes, FormatDescriptor, Probe};
 

@@ -25,6 +25,7 @@
 //! Every timestamp is read from the [`Clock`] by this module, around the calls into
 //! [`FrameIo`], so reads through a [`Storage`] and the facade's writes are timed the same way.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -35,6 +36,9 @@ use playsim_core::{
     frame_len, whole_read, BufPool, Clock, DecodedFrame, Decoder, FrameRate, IoBuf, Storage, StorageError,
     StorageErrorKind, StorageFile,
 };
+/// The run's records are the report model's: the engine fills them, the report renders them.
+pub use playsim_report::frametest::{FrameOutcome, FrameRecord, FrametestRun};
+use playsim_report::frametest::{FrameSize, NamePattern};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
@@ -163,22 +167,25 @@ pub struct FrametestConfig {
 }
 
 impl FrametestConfig {
-    /// Checks the settings; the message names frametest's flag and shows a valid value.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the settings; the error names the field at fault, for the front end to
+    /// name as the user spelled it.
+    pub fn validate(&self) -> Result<(), FrametestError> {
         if self.n_frames == 0 || self.n_frames > MAX_FRAMETEST_FRAMES {
-            return Err(format!(
-                "-n {} is out of range: 1 to {MAX_FRAMETEST_FRAMES} frames (for example -n 2000)",
-                self.n_frames
-            ));
+            return Err(FrametestError::OutOfRange {
+                field: FrametestField::Frames,
+                value: self.n_frames,
+                min: 1,
+                max: MAX_FRAMETEST_FRAMES,
+            });
         }
         if self.n_files == 0 {
-            return Err("there are no files to transfer (for example -n 24 with 24 files)".into());
+            return Err(FrametestError::NoFiles);
         }
         if self.threads == 0 {
-            return Err("-t must be at least 1 thread (for example -t 4)".into());
+            return Err(FrametestError::Zero { field: FrametestField::Threads });
         }
         if self.queue == 0 {
-            return Err("-q must be at least 1 frame (for example -q 4)".into());
+            return Err(FrametestError::Zero { field: FrametestField::Queue });
         }
         Ok(())
     }
@@ -195,6 +202,221 @@ impl FrametestConfig {
     }
 }
 
+/// A setting of [`FrametestConfig`], named for messages; a front end names it as its user
+/// spells it (frametest's command line as `-n`, `-t`, `-q`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrametestField {
+    /// [`FrametestConfig::n_frames`].
+    Frames,
+    /// [`FrametestConfig::threads`].
+    Threads,
+    /// [`FrametestConfig::queue`].
+    Queue,
+}
+
+impl FrametestField {
+    /// The field's name in [`FrametestConfig`].
+    pub fn name(self) -> &'static str {
+        match self {
+            FrametestField::Frames => "n_frames",
+            FrametestField::Threads => "threads",
+            FrametestField::Queue => "queue",
+        }
+    }
+
+    /// A valid value, for messages.
+    pub fn example(self) -> u64 {
+        match self {
+            FrametestField::Frames => 2000,
+            FrametestField::Threads | FrametestField::Queue => 4,
+        }
+    }
+
+    /// What its value counts: `frame`, `thread`.
+    fn unit(self) -> &'static str {
+        match self {
+            FrametestField::Threads => "thread",
+            FrametestField::Frames | FrametestField::Queue => "frame",
+        }
+    }
+}
+
+/// Settings a run cannot have. [`Display`](std::fmt::Display) names the field as
+/// [`FrametestField::name`] does; [`FrametestError::message_with`] names it as the front end
+/// spells it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrametestError {
+    /// A count of 0 where at least 1 is needed.
+    Zero {
+        /// The field.
+        field: FrametestField,
+    },
+    /// A count outside `min..=max`.
+    OutOfRange {
+        /// The field.
+        field: FrametestField,
+        /// The value given.
+        value: u64,
+        /// The smallest it may be.
+        min: u64,
+        /// The largest it may be.
+        max: u64,
+    },
+    /// There are no files to go over.
+    NoFiles,
+}
+
+impl FrametestError {
+    /// The message with each field named by `spell` (as a flag, on the command line), and
+    /// a valid example.
+    pub fn message_with(&self, spell: impl Fn(FrametestField) -> String) -> String {
+        match *self {
+            FrametestError::Zero { field } => {
+                let name = spell(field);
+                format!("{name} must be at least 1 {} (for example {name} {})", field.unit(), field.example())
+            }
+            FrametestError::OutOfRange { field, value, min, max } => {
+                let name = spell(field);
+                format!(
+                    "{name} {value} is out of range: {min} to {max} {}s (for example {name} {})",
+                    field.unit(),
+                    field.example()
+                )
+            }
+            FrametestError::NoFiles => {
+                format!(
+                    "there are no files to transfer (for example {} 24 with 24 files)",
+                    spell(FrametestField::Frames)
+                )
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for FrametestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message_with(|field| field.name().to_owned()))
+    }
+}
+
+impl std::error::Error for FrametestError {}
+
+/// The frame files a read goes over, found in a directory's listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameFiles {
+    /// Their names.
+    pub pattern: NamePattern,
+    /// Frames to read (`n_frames` as asked, or one per file found).
+    pub n_frames: u64,
+    /// The files, by index: file 0 up to as many as the run needs (a loop reads them again).
+    pub names: Vec<String>,
+    /// Their size: the one asked for, else the size all of them share when it is one of
+    /// frametest's; `None` when they differ.
+    pub size: Option<FrameSize>,
+}
+
+/// Why a listing holds no frames to read. [`Display`](std::fmt::Display) names no flag; a
+/// front end words it for its user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrameFilesError {
+    /// No pattern was given and neither of frametest's first files is there.
+    NoFrametestFrames,
+    /// The pattern's file 0 is not there.
+    NoFirstFrame {
+        /// Its name.
+        name: String,
+    },
+    /// More frames are asked for than there are files, without a loop.
+    TooFew {
+        /// Files found, from file 0 on.
+        n_found: u64,
+        /// Frames asked for.
+        n_frames: u64,
+        /// The first file's name.
+        first: String,
+        /// The last file's name.
+        last: String,
+    },
+    /// A file does not have the size asked for.
+    WrongSize {
+        /// The file.
+        name: String,
+        /// Its size.
+        bytes: u64,
+        /// The size asked for.
+        expected: FrameSize,
+    },
+}
+
+impl std::fmt::Display for FrameFilesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameFilesError::NoFrametestFrames => {
+                f.write_str("no frametest frames (frame000000.dpx or frame000000.tst)")
+            }
+            FrameFilesError::NoFirstFrame { name } => write!(f, "no {name} for frame 0"),
+            FrameFilesError::TooFew { n_found, n_frames, first, last } => {
+                write!(f, "{n_found} frames ({first} to {last}) and {n_frames} asked for")
+            }
+            FrameFilesError::WrongSize { name, bytes, expected } => {
+                write!(f, "{name} is {bytes} bytes, not the {} of {}", expected.file_bytes, expected.name)
+            }
+        }
+    }
+}
+
+impl std::error::Error for FrameFilesError {}
+
+impl FrameFiles {
+    /// The files of a read among `listing` (file name → size): named by `pattern`, else by
+    /// playsim's or frametest's own names, whichever has file 0; numbered from 0 up to the
+    /// first gap. `n_frames` (default: one per file) may exceed the files only with
+    /// `loop_files`; with `expect`, every file read must have its size.
+    pub fn find(
+        listing: &HashMap<String, u64>,
+        pattern: Option<&NamePattern>,
+        n_frames: Option<u64>,
+        loop_files: bool,
+        expect: Option<&FrameSize>,
+    ) -> Result<FrameFiles, FrameFilesError> {
+        let pattern = match pattern {
+            Some(p) => p.clone(),
+            None => [NamePattern::playsim(), NamePattern::frametest()]
+                .into_iter()
+                .find(|p| listing.contains_key(&p.name(0)))
+                .ok_or(FrameFilesError::NoFrametestFrames)?,
+        };
+        let n_found = (0u64..).take_while(|&i| listing.contains_key(&pattern.name(i))).count() as u64;
+        if n_found == 0 {
+            return Err(FrameFilesError::NoFirstFrame { name: pattern.name(0) });
+        }
+        let n = n_frames.unwrap_or(n_found);
+        if n > n_found && !loop_files {
+            let (first, last) = (pattern.name(0), pattern.name(n_found - 1));
+            return Err(FrameFilesError::TooFew { n_found, n_frames: n, first, last });
+        }
+        let names: Vec<String> = (0..n.min(n_found)).map(|i| pattern.name(i)).collect();
+        let size_of = |name: &String| listing.get(name).copied().unwrap_or(0);
+        if let Some(expected) = expect {
+            if let Some(name) = names.iter().find(|name| size_of(name) != expected.file_bytes) {
+                let (name, bytes, expected) = (name.clone(), size_of(name), expected.clone());
+                return Err(FrameFilesError::WrongSize { name, bytes, expected });
+            }
+        }
+        let first_size = names.first().map_or(0, size_of);
+        let size = expect.cloned().or_else(|| {
+            names
+                .iter()
+                .all(|name| size_of(name) == first_size)
+                .then(|| FrameSize::guess(first_size))
+                .flatten()
+        });
+        Ok(FrameFiles { pattern, n_frames: n, names, size })
+    }
+}
+
 /// What the run does with a frame's bytes after reading them (`--decode`).
 #[derive(Clone)]
 pub struct FrametestDecode {
@@ -202,90 +424,6 @@ pub struct FrametestDecode {
     pub decoder: Arc<dyn Decoder>,
     /// Where decodes run (a [`DecodePool`](crate::DecodePool), or a scripted one in tests).
     pub executor: Arc<dyn DecodeExecutor>,
-}
-
-/// What became of a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FrameOutcome {
-    /// Issued and completed: opened, transferred, closed (and decoded, with a decode).
-    Transferred,
-    /// It fell due while the queue was full, and was skipped.
-    Dropped,
-    /// Issued, but its open, transfer, close or decode failed (see the record's error).
-    Failed,
-}
-
-/// One frame's times, in nanoseconds from the start of the run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FrameRecord {
-    /// Its position in the run, from 0.
-    pub position: u64,
-    /// The file it was (or would have been) transferred from or to.
-    pub file_idx: u64,
-    /// When it fell due (with a rate, after the preroll).
-    pub due_ns: Option<u64>,
-    /// When it entered the queue; `None` for a dropped frame.
-    pub issued_ns: Option<u64>,
-    /// When it got a thread and its open started.
-    pub started_ns: Option<u64>,
-    /// When the open returned.
-    pub opened_ns: Option<u64>,
-    /// When the transfer returned.
-    pub transferred_ns: Option<u64>,
-    /// When the close returned: the frame's I/O is over.
-    pub closed_ns: Option<u64>,
-    /// When its decode returned, with a decode.
-    pub decoded_ns: Option<u64>,
-    /// When it completed and left the queue.
-    pub done_ns: Option<u64>,
-    /// Bytes transferred.
-    pub bytes: u64,
-    /// What became of it.
-    pub outcome: FrameOutcome,
-    /// Why it failed: the frame, the file and the cause.
-    pub error: Option<String>,
-}
-
-impl FrameRecord {
-    fn new(position: u64, file_idx: u64, due_ns: Option<u64>) -> FrameRecord {
-        FrameRecord {
-            position,
-            file_idx,
-            due_ns,
-            issued_ns: None,
-            started_ns: None,
-            opened_ns: None,
-            transferred_ns: None,
-            closed_ns: None,
-            decoded_ns: None,
-            done_ns: None,
-            bytes: 0,
-            outcome: FrameOutcome::Dropped,
-            error: None,
-        }
-    }
-
-    /// Open + transfer + close: the time the frame held a thread (frametest's frame time).
-    pub fn io_time(&self) -> Option<Duration> {
-        Some(Duration::from_nanos(self.closed_ns?.checked_sub(self.started_ns?)?))
-    }
-}
-
-/// The result of a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FrametestRun {
-    /// One record per frame that fell due or was issued, by position.
-    pub records: Vec<FrameRecord>,
-    /// When the clock started: the preroll was complete (0 without a rate).
-    pub t0_ns: u64,
-    /// When the last frame completed.
-    pub end_ns: u64,
-    /// The run was stopped (Ctrl-C, or a transport that gave up) before every frame was due.
-    pub interrupted: bool,
-    /// Why the run stopped early, when an error stopped it.
-    pub failure: Option<String>,
-    /// CPU time the decodes took, with a decode.
-    pub decode_cpu: Duration,
 }
 
 /// frametest's runner: see the [module](self) for the rule.
@@ -303,7 +441,7 @@ impl Frametest {
         config: FrametestConfig,
         io: Arc<dyn FrameIo>,
         clock: Arc<dyn Clock>,
-    ) -> Result<Frametest, String> {
+    ) -> Result<Frametest, FrametestError> {
         config.validate()?;
         Ok(Frametest { config, io, clock, decode: None, cancel: Arc::default() })
     }
@@ -785,11 +923,64 @@ mod tests {
     }
 
     #[test]
-    fn bad_settings_are_refused_with_an_example() {
-        for cfg in [config(0, 1, 1, None), config(4, 0, 1, None), config(4, 1, 0, None)] {
+    fn frame_files_are_found_from_file_zero_to_the_first_gap() {
+        let two_k = FrameSize::preset("2k", playsim_report::frametest::DEFAULT_HEADER_BYTES).unwrap();
+        let listing = |names: &[&str], bytes: u64| -> HashMap<String, u64> {
+            names.iter().map(|n| (n.to_string(), bytes)).collect()
+        };
+        let tst = listing(&["frame000000.tst", "frame000001.tst", "frame000003.tst", "x"], two_k.file_bytes);
+        let found = FrameFiles::find(&tst, None, None, false, None).unwrap();
+        assert_eq!((found.pattern, found.n_frames), (NamePattern::frametest(), 2));
+        assert_eq!(found.names, ["frame000000.tst", "frame000001.tst"]);
+        assert_eq!(found.size, Some(two_k.clone()));
+        // A loop reads the two files again; without one, four frames are too many.
+        let looped = FrameFiles::find(&tst, None, Some(5), true, None).unwrap();
+        assert_eq!((looped.n_frames, looped.names.len()), (5, 2));
+        let too_few = FrameFiles::find(&tst, None, Some(4), false, None).unwrap_err();
+        assert!(matches!(too_few, FrameFilesError::TooFew { n_found: 2, n_frames: 4, .. }), "{too_few}");
+        let one = FrameFiles::find(&tst, None, Some(1), false, None).unwrap();
+        assert_eq!(one.names, ["frame000000.tst"]);
+        // Files of differing sizes have none; a size asked for is checked on each.
+        let mut mixed = listing(&["frame000000.dpx", "frame000001.dpx"], 1000);
+        mixed.insert("frame000001.dpx".into(), 2000);
+        assert_eq!(FrameFiles::find(&mixed, None, None, false, None).unwrap().size, None);
+        let wrong = FrameFiles::find(&mixed, None, None, false, Some(&two_k)).unwrap_err();
+        assert!(
+            matches!(&wrong, FrameFilesError::WrongSize { name, bytes: 1000, .. } if name == "frame000000.dpx")
+        );
+        let empty = HashMap::new();
+        assert_eq!(
+            FrameFiles::find(&empty, None, None, false, None),
+            Err(FrameFilesError::NoFrametestFrames)
+        );
+        let shot: NamePattern = "shot_%d.dpx".parse().unwrap();
+        let missing = FrameFiles::find(&mixed, Some(&shot), None, false, None).unwrap_err();
+        assert_eq!(missing, FrameFilesError::NoFirstFrame { name: "shot_0.dpx".into() });
+    }
+
+    #[test]
+    fn bad_settings_are_refused_naming_the_field_with_an_example() {
+        let cases = [
+            (
+                config(0, 1, 1, None),
+                "n_frames",
+                "-n 0 is out of range: 1 to 1000000 frames (for example -n 2000)",
+            ),
+            (config(4, 0, 1, None), "threads", "-t must be at least 1 thread (for example -t 4)"),
+            (config(4, 1, 0, None), "queue", "-q must be at least 1 frame (for example -q 4)"),
+        ];
+        for (cfg, field, as_flag) in cases {
             let io = Arc::new(StorageReads::new(Arc::new(storage(MS)), Vec::new()));
             let err = Frametest::new(cfg, io, Arc::new(crate::PreciseClock::new())).err().unwrap();
-            assert!(err.contains("for example"), "{err}");
+            assert!(err.to_string().starts_with(field), "{err}");
+            let flag = |f| match f {
+                FrametestField::Frames => "-n".to_owned(),
+                FrametestField::Threads => "-t".to_owned(),
+                FrametestField::Queue => "-q".to_owned(),
+            };
+            assert_eq!(err.message_with(flag), as_flag);
         }
+        let no_files = FrametestConfig { n_files: 0, ..config(4, 1, 1, None) };
+        assert_eq!(no_files.validate(), Err(FrametestError::NoFiles));
     }
 }

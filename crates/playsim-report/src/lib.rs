@@ -14,7 +14,8 @@
 //! - [`json`] writes the report as JSON (atomically, to a file) and reads it back.
 //! - [`schema`] gives the JSON schemas; `schema/` holds one file per JSON shape, and a
 //!   test fails when a model and its file disagree.
-//! - [`capacity`] (`playsim capacity`'s result), [`tally`] (a scenario's runs over their
+//! - [`frametest`] (`playsim frametest`'s result: its model, summary, CSV and JSON),
+//!   [`capacity`] (`playsim capacity`'s result), [`tally`] (a scenario's runs over their
 //!   repetitions), [`live_csv`] (a row of counters a second) and [`compare`] (runs side by
 //!   side) are the other models, each with its renderers.
 //! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG, behind
@@ -61,6 +62,7 @@ pub mod compare;
 #[cfg(feature = "render")]
 pub mod compare_plot;
 pub mod csv;
+pub mod frametest;
 pub mod json;
 pub mod live_csv;
 #[cfg(feature = "render")]

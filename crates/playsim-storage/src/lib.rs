@@ -18,6 +18,10 @@
 //! - [`scripted`]: a storage whose sizes, latencies and failures follow a
 //!   script, for engine tests under tokio's paused clock.
 //!
+//! [`write`](mod@write) is the write side: create, write at an offset, sync, rename and remove
+//! ([`write::WriteStorage`], local files now; frametest's writes and a record mode go
+//! through it).
+//!
 //! [`mountinfo`] labels a local path by the mount under it (NFS over TCP or
 //! RDMA, SMB, a local filesystem) with the mount's options, for the report.
 //!
@@ -62,6 +66,7 @@ pub mod sim;
 mod testutil;
 pub mod transport;
 mod uring;
+pub mod write;
 
 pub use error::Error;
 pub use local::{ColdOutcome, IoEngine, LocalOptions, LocalStorage, LocalStorageBuilder, DEFAULT_BLOCK_SIZE};

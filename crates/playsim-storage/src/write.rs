@@ -1,0 +1,552 @@
+//! Writing frame files: create, write at an offset, sync, rename into place, remove.
+//!
+//! The read path's [`Storage`](playsim_core::Storage) has a write-side twin here,
+//! [`WriteStorage`], shaped after NFSv3's calls so that playsim's NFS client (and an SMB
+//! client after it) can implement it as they stand:
+//!
+//! | call | local files | NFSv3 | SMB2/3 |
+//! |------|-------------|-------|--------|
+//! | [`WriteStorage::create`] | `open(O_CREAT\|O_TRUNC)` | CREATE (UNCHECKED), or SETATTR size 0 | CREATE (OVERWRITE_IF) |
+//! | [`WriteFile::write_at`] | `pwrite`, then `fdatasync`/`fsync` for a stable write | WRITE with `stable_how` | WRITE, WRITE_THROUGH when stable |
+//! | [`WriteFile::sync`] | `fdatasync` | COMMIT | FLUSH |
+//! | [`WriteStorage::rename`] | `rename` | RENAME | SET_INFO FileRenameInformation |
+//! | [`WriteStorage::remove`] | `unlink` | REMOVE | SET_INFO FileDispositionInformation |
+//! | [`WriteStorage::create_dir_all`] | `mkdir -p` | LOOKUP, MKDIR | CREATE (FILE_DIRECTORY_FILE) |
+//!
+//! The bytes of a write are shared ([`WriteBytes`], an `Arc<[u8]>`), so one image can go to
+//! many files without a copy, and an NFS client can keep its UNSTABLE writes' bytes until
+//! COMMIT and send them again, still without a copy, when the server's write verifier
+//! changed in between (the server restarted and lost them).
+//!
+//! A finished frame is published atomically by writing it under a temporary name and
+//! renaming it into place (what a record mode does, so that a reader never sees half a
+//! frame); frametest writes in place, as frametest does. Writes are positional and take
+//! `&self`, so one file's blocks can be in flight at once, as a frame's reads are.
+//!
+//! Every failure is a [`WriteError`] naming the call and the file. Each storage counts its
+//! writes, bytes, syncs and the CPU time of the threads doing them ([`WriteStats`]), as the
+//! read path counts its reads; like the read path, it never reads the clock (the caller
+//! times the calls).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use playsim_storage::write::{LocalWriteOptions, LocalWriteStorage, Stability, WriteStorage};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let storage: Arc<dyn WriteStorage> = Arc::new(LocalWriteStorage::new(LocalWriteOptions::default()));
+//! let partial = dir.path().join("frame000000.dpx.partial");
+//! let file = storage.create(&partial).await?;
+//! file.write_at(0, Arc::from(&b"header"[..]), Stability::Unstable).await?;
+//! file.write_at(6, Arc::from(&b" and image"[..]), Stability::Unstable).await?;
+//! file.sync().await?;
+//! file.close().await?;
+//! let done = dir.path().join("frame000000.dpx");
+//! storage.rename(&partial, &done).await?;
+//! assert_eq!(std::fs::read(&done)?, b"header and image");
+//! assert_eq!((storage.stats().n_writes, storage.stats().bytes), (2, 16));
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use playsim_core::{IoBuf, StorageError, StorageErrorKind, DIRECT_IO_ALIGN};
+use rustix::fs::OFlags;
+
+use crate::read_plan::thread_cpu_ns;
+
+/// Bytes to write, shared so that one image can go into many files without a copy.
+pub type WriteBytes = Arc<[u8]>;
+
+/// How far a write must have gone before it returns: NFSv3's `stable_how`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Stability {
+    /// Into the server's (or the kernel's) cache; a later [`WriteFile::sync`] makes it
+    /// stable. The fastest, and what a frame written whole then synced once wants.
+    #[default]
+    Unstable,
+    /// The data, and the metadata needed to read it back, on stable storage.
+    DataSync,
+    /// The data and all the file's metadata on stable storage.
+    FileSync,
+}
+
+/// The call a [`WriteError`] happened in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WriteOp {
+    /// Creating (or truncating) a file.
+    Create,
+    /// Creating a directory and its parents.
+    CreateDir,
+    /// Writing at an offset.
+    Write,
+    /// Making earlier writes stable.
+    Sync,
+    /// Closing the file.
+    Close,
+    /// Renaming a file.
+    Rename,
+    /// Removing a file.
+    Remove,
+}
+
+impl WriteOp {
+    /// The call as a verb, for messages: "create", "write", ...
+    pub fn verb(self) -> &'static str {
+        match self {
+            WriteOp::Create => "create",
+            WriteOp::CreateDir => "create the directory",
+            WriteOp::Write => "write",
+            WriteOp::Sync => "sync",
+            WriteOp::Close => "close",
+            WriteOp::Rename => "rename",
+            WriteOp::Remove => "remove",
+        }
+    }
+}
+
+impl fmt::Display for WriteOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.verb())
+    }
+}
+
+/// A write-side call failed: which call, on which file, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot {op} {}: {reason}", path.display())]
+pub struct WriteError {
+    /// What kind of failure, as the read path classes them (`Unavailable` ends a run).
+    pub kind: StorageErrorKind,
+    /// The call.
+    pub op: WriteOp,
+    /// The file (for a rename, the file being renamed).
+    pub path: PathBuf,
+    /// Why, in one line.
+    pub reason: String,
+}
+
+impl WriteError {
+    /// An error of `kind` in `op` on `path`.
+    pub fn new(kind: StorageErrorKind, op: WriteOp, path: &Path, reason: impl Into<String>) -> WriteError {
+        WriteError { kind, op, path: path.to_path_buf(), reason: reason.into() }
+    }
+
+    /// Maps an `io::Error` of `op` on `path`, keeping NotFound apart.
+    pub fn from_io(err: &io::Error, op: WriteOp, path: &Path) -> WriteError {
+        let kind = match err.kind() {
+            io::ErrorKind::NotFound => StorageErrorKind::NotFound,
+            io::ErrorKind::IsADirectory => StorageErrorKind::NotAFile,
+            io::ErrorKind::InvalidInput => StorageErrorKind::Invalid,
+            _ => StorageErrorKind::Io,
+        };
+        WriteError::new(kind, op, path, err.to_string())
+    }
+}
+
+impl From<WriteError> for StorageError {
+    fn from(err: WriteError) -> StorageError {
+        StorageError::new(err.kind, err.to_string())
+    }
+}
+
+/// Counters of a [`WriteStorage`], over all its files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// [`WriteFile::write_at`] calls that succeeded.
+    pub n_writes: u64,
+    /// Bytes written by them.
+    pub bytes: u64,
+    /// Syncs: [`WriteFile::sync`] calls and stable writes.
+    pub n_syncs: u64,
+    /// CPU time of the threads doing the writes and syncs, in nanoseconds, where measurable.
+    pub cpu_ns: u64,
+}
+
+/// Where frame files are written: local files now, playsim's NFS and SMB clients later.
+/// Used as an `Arc<dyn WriteStorage>`; every call names its file in its error.
+#[async_trait::async_trait]
+pub trait WriteStorage: Send + Sync {
+    /// How files are written, in words, for summaries: `local files (page cache)`.
+    fn describe(&self) -> String;
+
+    /// Creates `dir` and any missing parents; an existing directory is fine.
+    async fn create_dir_all(&self, dir: &Path) -> Result<(), WriteError>;
+
+    /// Creates `path` for writing, empty: a file already there is truncated.
+    async fn create(&self, path: &Path) -> Result<Box<dyn WriteFile>, WriteError>;
+
+    /// Renames `from` to `to` atomically, replacing `to` if it exists: how a finished
+    /// frame is published.
+    async fn rename(&self, from: &Path, to: &Path) -> Result<(), WriteError>;
+
+    /// Removes the file `path`.
+    async fn remove(&self, path: &Path) -> Result<(), WriteError>;
+
+    /// The counters so far.
+    fn stats(&self) -> WriteStats;
+}
+
+/// A file open for writing.
+#[async_trait::async_trait]
+pub trait WriteFile: Send + Sync {
+    /// The file, as it was created.
+    fn path(&self) -> &Path;
+
+    /// Writes all of `data` at `offset`, as stable as `stability` asks; returns the bytes
+    /// written.
+    async fn write_at(&self, offset: u64, data: WriteBytes, stability: Stability) -> Result<u64, WriteError>;
+
+    /// Makes every earlier write stable: the data and the metadata needed to read it back.
+    async fn sync(&self) -> Result<(), WriteError>;
+
+    /// Closes the file; writes not synced may still be in a cache.
+    async fn close(self: Box<Self>) -> Result<(), WriteError>;
+}
+
+/// Options of [`LocalWriteStorage`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LocalWriteOptions {
+    /// Open files with O_DIRECT, so that writes bypass the page cache. Each write then
+    /// starts at a multiple of [`DIRECT_IO_ALIGN`]; its bytes are copied through an aligned
+    /// buffer (the copy counts in `cpu_ns`), and a write whose length is not a multiple is
+    /// padded with zeros, which the file's length drops again at the next sync or close. So
+    /// only a file's last write may have such a length.
+    pub direct: bool,
+}
+
+/// Writes local files through the kernel, each call on tokio's blocking pool.
+#[derive(Debug, Default)]
+pub struct LocalWriteStorage {
+    options: LocalWriteOptions,
+    counters: Arc<WriteCounters>,
+}
+
+#[derive(Debug, Default)]
+struct WriteCounters {
+    n_writes: AtomicU64,
+    bytes: AtomicU64,
+    n_syncs: AtomicU64,
+    cpu_ns: AtomicU64,
+}
+
+impl LocalWriteStorage {
+    /// A storage writing local files with `options`.
+    pub fn new(options: LocalWriteOptions) -> LocalWriteStorage {
+        LocalWriteStorage { options, counters: Arc::default() }
+    }
+}
+
+#[async_trait::async_trait]
+impl WriteStorage for LocalWriteStorage {
+    fn describe(&self) -> String {
+        if self.options.direct { "local files with O_DIRECT" } else { "local files (page cache)" }.to_owned()
+    }
+
+    async fn create_dir_all(&self, dir: &Path) -> Result<(), WriteError> {
+        let owned = dir.to_path_buf();
+        blocking(WriteOp::CreateDir, dir, move || std::fs::create_dir_all(owned)).await
+    }
+
+    async fn create(&self, path: &Path) -> Result<Box<dyn WriteFile>, WriteError> {
+        let direct = self.options.direct;
+        let owned = path.to_path_buf();
+        let file = blocking(WriteOp::Create, path, move || {
+            let flags = if direct { OFlags::DIRECT } else { OFlags::empty() };
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(flags.bits() as i32)
+                .open(owned)
+        })
+        .await
+        .map_err(|e| refused_direct(e, direct))?;
+        Ok(Box::new(LocalWriteFile {
+            file: Arc::new(file),
+            path: path.to_path_buf(),
+            direct,
+            end: Arc::new(AtomicU64::new(0)),
+            padded: Arc::new(AtomicBool::new(false)),
+            counters: Arc::clone(&self.counters),
+        }))
+    }
+
+    async fn rename(&self, from: &Path, to: &Path) -> Result<(), WriteError> {
+        let (owned_from, owned_to) = (from.to_path_buf(), to.to_path_buf());
+        blocking(WriteOp::Rename, from, move || std::fs::rename(owned_from, owned_to))
+            .await
+            .map_err(|e| WriteError { reason: format!("to {}: {}", to.display(), e.reason), ..e })
+    }
+
+    async fn remove(&self, path: &Path) -> Result<(), WriteError> {
+        let owned = path.to_path_buf();
+        blocking(WriteOp::Remove, path, move || std::fs::remove_file(owned)).await
+    }
+
+    fn stats(&self) -> WriteStats {
+        let c = &self.counters;
+        WriteStats {
+            n_writes: c.n_writes.load(Ordering::Relaxed),
+            bytes: c.bytes.load(Ordering::Relaxed),
+            n_syncs: c.n_syncs.load(Ordering::Relaxed),
+            cpu_ns: c.cpu_ns.load(Ordering::Relaxed),
+        }
+    }
+}
+
+struct LocalWriteFile {
+    file: Arc<File>,
+    path: PathBuf,
+    direct: bool,
+    /// The end of the furthest write: the file's length once O_DIRECT padding is dropped.
+    end: Arc<AtomicU64>,
+    /// An O_DIRECT write was padded past its data.
+    padded: Arc<AtomicBool>,
+    counters: Arc<WriteCounters>,
+}
+
+impl LocalWriteFile {
+    /// Runs `task` on the blocking pool and counts its thread's CPU time.
+    async fn counted<T: Send + 'static>(
+        &self,
+        op: WriteOp,
+        task: impl FnOnce(&File) -> io::Result<T> + Send + 'static,
+    ) -> Result<T, WriteError> {
+        let (file, counters) = (Arc::clone(&self.file), Arc::clone(&self.counters));
+        blocking(op, &self.path, move || {
+            let cpu_start = thread_cpu_ns();
+            let result = task(&file);
+            counters.cpu_ns.fetch_add(thread_cpu_ns().saturating_sub(cpu_start), Ordering::Relaxed);
+            result
+        })
+        .await
+    }
+
+    /// Drops the zeros an O_DIRECT write padded past the file's data.
+    fn trim(file: &File, end: &AtomicU64, padded: &AtomicBool) -> io::Result<()> {
+        if padded.swap(false, Ordering::AcqRel) {
+            file.set_len(end.load(Ordering::Acquire))?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl WriteFile for LocalWriteFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    async fn write_at(&self, offset: u64, data: WriteBytes, stability: Stability) -> Result<u64, WriteError> {
+        if self.direct && offset % DIRECT_IO_ALIGN as u64 != 0 {
+            return Err(WriteError::new(
+                StorageErrorKind::Invalid,
+                WriteOp::Write,
+                &self.path,
+                format!("offset {offset} is not a multiple of {DIRECT_IO_ALIGN}, which O_DIRECT needs"),
+            ));
+        }
+        let len = data.len() as u64;
+        let (direct, end, padded) = (self.direct, Arc::clone(&self.end), Arc::clone(&self.padded));
+        self.counted(WriteOp::Write, move |file| {
+            if direct {
+                write_direct(file, offset, &data, &padded)?;
+            } else {
+                file.write_all_at(&data, offset)?;
+            }
+            end.fetch_max(offset + len, Ordering::AcqRel);
+            match stability {
+                Stability::Unstable => Ok(()),
+                Stability::DataSync => file.sync_data(),
+                Stability::FileSync => file.sync_all(),
+            }
+        })
+        .await?;
+        self.counters.n_writes.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes.fetch_add(len, Ordering::Relaxed);
+        if stability != Stability::Unstable {
+            self.counters.n_syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(len)
+    }
+
+    async fn sync(&self) -> Result<(), WriteError> {
+        let (end, padded) = (Arc::clone(&self.end), Arc::clone(&self.padded));
+        self.counted(WriteOp::Sync, move |file| {
+            LocalWriteFile::trim(file, &end, &padded)?;
+            file.sync_data()
+        })
+        .await?;
+        self.counters.n_syncs.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn close(self: Box<Self>) -> Result<(), WriteError> {
+        let LocalWriteFile { file, path, end, padded, counters, .. } = *self;
+        blocking(WriteOp::Close, &path, move || {
+            let cpu_start = thread_cpu_ns();
+            let result = LocalWriteFile::trim(&file, &end, &padded);
+            // The descriptor closes here, on the blocking thread: a close can wait (an NFS
+            // mount flushes the file's dirty pages at close).
+            drop(file);
+            counters.cpu_ns.fetch_add(thread_cpu_ns().saturating_sub(cpu_start), Ordering::Relaxed);
+            result
+        })
+        .await
+    }
+}
+
+/// Bytes an O_DIRECT write copies through its aligned buffer at a time.
+const DIRECT_CHUNK: usize = 1 << 20;
+
+/// Writes `data` at the aligned `offset` with O_DIRECT, through an aligned buffer; a last
+/// chunk whose length is not aligned is padded with zeros (and `padded` set).
+fn write_direct(file: &File, offset: u64, data: &[u8], padded: &AtomicBool) -> io::Result<()> {
+    let mut buf = IoBuf::with_capacity(DIRECT_CHUNK.min(data.len()));
+    let mut at = offset;
+    for chunk in data.chunks(DIRECT_CHUNK) {
+        let aligned = chunk.len().next_multiple_of(DIRECT_IO_ALIGN);
+        buf.prepare(aligned);
+        buf[..chunk.len()].copy_from_slice(chunk);
+        buf[chunk.len()..].fill(0);
+        if aligned != chunk.len() {
+            padded.store(true, Ordering::Release);
+        }
+        file.write_all_at(&buf, at)?;
+        at += chunk.len() as u64;
+    }
+    Ok(())
+}
+
+/// Runs `task` on tokio's blocking pool; errors name `op` and `path`.
+async fn blocking<T: Send + 'static>(
+    op: WriteOp,
+    path: &Path,
+    task: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> Result<T, WriteError> {
+    let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
+        WriteError::new(StorageErrorKind::Io, op, path, format!("not inside a tokio runtime ({e})"))
+    })?;
+    match runtime.spawn_blocking(task).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(WriteError::from_io(&e, op, path)),
+        Err(e) => {
+            Err(WriteError::new(StorageErrorKind::Io, op, path, format!("the blocking task failed ({e})")))
+        }
+    }
+}
+
+/// Tells an O_DIRECT that the filesystem refuses (EINVAL at open) apart from other errors.
+fn refused_direct(err: WriteError, direct: bool) -> WriteError {
+    // Linux answers EINVAL to O_DIRECT on a filesystem without direct I/O (tmpfs before 6.6,
+    // some FUSE filesystems).
+    if direct && err.kind == StorageErrorKind::Invalid {
+        return WriteError {
+            reason: format!("O_DIRECT is not supported on its filesystem ({})", err.reason),
+            ..err
+        };
+    }
+    err
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn bytes(data: &[u8]) -> WriteBytes {
+        Arc::from(data)
+    }
+
+    #[tokio::test]
+    async fn writes_at_offsets_syncs_renames_and_removes() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn WriteStorage> = Arc::new(LocalWriteStorage::default());
+        let nested = dir.path().join("a/b");
+        storage.create_dir_all(&nested).await.unwrap();
+        storage.create_dir_all(&nested).await.unwrap();
+        let partial = nested.join("f.partial");
+        std::fs::write(&partial, vec![9u8; 100]).unwrap();
+        let file = storage.create(&partial).await.unwrap();
+        assert_eq!(file.path(), partial);
+        // Out of order, one of them stable: the file is the bytes at their offsets.
+        assert_eq!(file.write_at(4, bytes(b"5678"), Stability::FileSync).await.unwrap(), 4);
+        assert_eq!(file.write_at(0, bytes(b"1234"), Stability::Unstable).await.unwrap(), 4);
+        file.sync().await.unwrap();
+        file.close().await.unwrap();
+        let done = nested.join("f");
+        storage.rename(&partial, &done).await.unwrap();
+        assert_eq!(std::fs::read(&done).unwrap(), b"12345678");
+        assert!(!partial.exists());
+        let stats = storage.stats();
+        assert_eq!((stats.n_writes, stats.bytes, stats.n_syncs), (2, 8, 2));
+        storage.remove(&done).await.unwrap();
+        assert!(!done.exists());
+        assert_eq!(storage.describe(), "local files (page cache)");
+    }
+
+    #[tokio::test]
+    async fn errors_name_the_call_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = LocalWriteStorage::default();
+        let missing = dir.path().join("no/such/dir/f");
+        let err = storage.create(&missing).await.err().unwrap();
+        assert_eq!((err.kind, err.op), (StorageErrorKind::NotFound, WriteOp::Create));
+        assert!(err.to_string().starts_with(&format!("cannot create {}: ", missing.display())), "{err}");
+        let err = storage.remove(&missing).await.unwrap_err();
+        assert!(err.to_string().starts_with("cannot remove "), "{err}");
+        let err = storage.rename(&missing, &dir.path().join("g")).await.unwrap_err();
+        assert!(err.to_string().contains("to ") && err.to_string().contains("/g"), "{err}");
+        let as_storage: StorageError = err.into();
+        assert_eq!(as_storage.kind, StorageErrorKind::NotFound);
+        let err = storage.create(dir.path()).await.err().unwrap();
+        assert!(err.to_string().contains(&dir.path().display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn outside_a_runtime_is_an_error_not_a_panic() {
+        let storage = LocalWriteStorage::default();
+        let done = futures_util::FutureExt::now_or_never(storage.create(Path::new("/tmp/x")));
+        let err = done.unwrap().err().unwrap();
+        assert!(err.reason.contains("not inside a tokio runtime"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn direct_writes_are_aligned_padded_and_trimmed() {
+        // The target directory is on a disk filesystem, which has direct I/O; procfs and old
+        // tmpfs have none, and their refusal is checked instead.
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let storage = LocalWriteStorage::new(LocalWriteOptions { direct: true });
+        assert_eq!(storage.describe(), "local files with O_DIRECT");
+        let path = dir.path().join("direct");
+        let file = match storage.create(&path).await {
+            Ok(file) => file,
+            Err(err) => {
+                assert_eq!(err.kind, StorageErrorKind::Invalid, "{err}");
+                assert!(err.reason.contains("O_DIRECT is not supported"), "{err}");
+                return;
+            }
+        };
+        let head: Vec<u8> = (0..8192u32).map(|i| i as u8).collect();
+        let tail: Vec<u8> = (0..(DIRECT_CHUNK as u32 + 1000)).map(|i| (i % 251) as u8).collect();
+        file.write_at(0, bytes(&head), Stability::Unstable).await.unwrap();
+        let err = file.write_at(100, bytes(b"x"), Stability::Unstable).await.unwrap_err();
+        assert!(err.to_string().contains("offset 100 is not a multiple of 4096"), "{err}");
+        file.write_at(8192, bytes(&tail), Stability::DataSync).await.unwrap();
+        file.close().await.unwrap();
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(written.len(), head.len() + tail.len());
+        assert!(written[..8192] == head[..] && written[8192..] == tail[..]);
+        let stats = storage.stats();
+        assert_eq!((stats.n_writes, stats.bytes, stats.n_syncs), (2, written.len() as u64, 1));
+    }
+}
