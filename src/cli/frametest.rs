@@ -10,6 +10,7 @@ use playsim::frametest::{
     header_bytes_of_kb, prepare_frametest, FrameSize, FrametestMode, FrametestRequest, NamePattern,
 };
 use playsim::report::frametest;
+use playsim::report::renderer::{self, Renderers};
 use playsim::{FrameRate, PlayOrder};
 
 /// Exit status when Ctrl-C stopped the run; the summary covers the frames done.
@@ -128,15 +129,13 @@ pub fn run(args: FrametestArgs) -> anyhow::Result<ExitCode> {
     let result = runtime.block_on(prepared.run());
     ctrl_c.abort();
     print!("{}", frametest::summary(&result));
-    if let Some(path) = &csv {
-        playsim::report::json::write_bytes_atomic(frametest::csv(&result).as_bytes(), path)
-            .with_context(|| format!("writing the frame times to {}", path.display()))?;
-        eprintln!("playsim: frame times written to {}", path.display());
-    }
-    if let Some(path) = &json {
-        playsim::report::json::write_bytes_atomic(frametest::json(&result).as_bytes(), path)
-            .with_context(|| format!("writing the result to {}", path.display()))?;
-        eprintln!("playsim: result written to {}", path.display());
+    let mut renderers = Renderers::new();
+    frametest::register_frametest_renderers(&mut renderers);
+    for (path, format, what) in [(&csv, "csv", "frame times"), (&json, "json", "result")] {
+        if let Some(path) = path {
+            renderer::write_atomic(renderers.by_name(format)?, &result, path)?;
+            eprintln!("playsim: {what} written to {}", path.display());
+        }
     }
     Ok(if result.run.failure.is_some() {
         ExitCode::FAILURE
