@@ -38,7 +38,7 @@ pub struct RunArgs {
 /// Runs `playsim run`.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let scenario = Scenario::load(&args.scenario)?;
-    print!("{}", scenario.plan());
+    print!("{}", playsim::scenario::plan(&scenario));
     if args.check {
         println!(
             "scenario {} is valid ({} run(s), {} play(s))",
@@ -86,7 +86,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         };
         println!("\n== {} run {}: {label} ==", scenario.name, run.name);
         let mut progress = None;
-        let report = runtime.block_on(scenario.play(&pass, |sim| {
+        let report = runtime.block_on(playsim::scenario::play(&scenario, &pass, |sim| {
             let cancel = sim.canceller();
             if interrupted.load(Ordering::SeqCst) {
                 cancel.cancel();

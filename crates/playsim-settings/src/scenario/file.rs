@@ -19,7 +19,7 @@ use super::hints::{toml_error, MINIMAL};
 use super::media::{Generate, ProRes, ProResProfile};
 use super::{CacheMode, Scenario, ScenarioError, ScenarioRun, ScenarioStream};
 use crate::order::{FrameRange, PlayOrder};
-use crate::play::{PlayRequest, SourceSettings};
+use crate::request::{PlayRequest, SourceSettings};
 use crate::units;
 
 /// The most frames `generate` may write for one stream: a guard against a typo filling the disk.
@@ -477,14 +477,16 @@ impl Settings {
         request.direct = self.direct.unwrap_or(false);
         request.io_engine = self.io_engine.unwrap_or_default();
         request.skip_decode = !self.decode.unwrap_or(true);
-        request.decode = DecodeOptions {
+        let mut decode = DecodeOptions {
             exr: playsim_exr::ExrOptions {
                 backend: self.exr_backend.unwrap_or_else(playsim_exr::Backend::default_available),
                 codec_threads,
                 layer: None,
             },
-            video: playsim_ffmpeg::VideoOptions { codec_threads },
+            ..DecodeOptions::default()
         };
+        decode.video.codec_threads = codec_threads;
+        request.decode = decode;
         request.nfs = nfs_options(&NfsOptions::default(), self.nconnect, self.rsize, self.nfs_timeout);
         request.order = match self.order.unwrap_or(OrderKey::Forward) {
             OrderKey::Forward => PlayOrder::Forward,
