@@ -39,6 +39,7 @@ pub use playsim_engine::{EngineConfig, OutputStage, Simulation};
 pub use playsim_ffmpeg::VideoOptions;
 pub use playsim_media::DecodeOptions;
 pub use playsim_report as report;
+pub use playsim_settings as settings;
 pub use playsim_settings::{units, FrameRange, PlayOrder, PlayRequest, SourceSettings};
 pub use playsim_tiff as tiff;
 pub use {playsim_core as core, playsim_dpx as dpx, playsim_engine as engine, playsim_media as media};

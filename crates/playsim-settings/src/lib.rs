@@ -16,10 +16,13 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+pub mod knobs;
 pub mod order;
+pub mod parse;
 pub mod request;
 pub mod scenario;
 pub mod units;
 
+pub use knobs::{DecoderKnobs, Knob, NfsKnobs, PlayKnobs, Settings};
 pub use order::{FrameRange, PlayOrder};
 pub use request::{PlayRequest, SourceSettings};
