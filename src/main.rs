@@ -260,11 +260,14 @@ fn parse_exr_compression(s: &str) -> Result<playsim::exr::Compression, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Play(args) => play(*args),
+        Command::Play(args) => refuse_settings(&args).unwrap_or_else(|| play(*args)),
         Command::Decode(args) => decode(args),
         Command::Generate(args) => generate(args),
         Command::Compare(args) => compare(args),
-        Command::Capacity(args) => capacity(*args),
+        Command::Capacity(args) => match request_of(&args.play).engine.validate() {
+            Err(e) => Err(anyhow::anyhow!(playsim::settings::knobs::as_flags(&e))),
+            Ok(()) => capacity(*args),
+        },
         Command::Frametest(args) => cli::frametest::run(*args),
         Command::Run(args) => cli::run::run(args),
     };
@@ -286,6 +289,19 @@ fn request_of(args: &PlayArgs) -> PlayRequest {
         decode: settings.decode_options(args.decoder.exr_layer.clone()),
         ..settings.request(args.sources.clone())
     }
+}
+
+/// `play`'s settings refused, spelt as their flags (`--preroll 9 cannot exceed --prefetch 8`),
+/// with the failed report written where asked, as a run that cannot start writes it.
+fn refuse_settings(args: &PlayArgs) -> Option<anyhow::Result<ExitCode>> {
+    let request = request_of(args);
+    let message = playsim::settings::knobs::as_flags(&request.engine.validate().err()?);
+    let mut report = playsim::failed_report(&request, &message);
+    report.settings.max_drops = args.max_drops;
+    Some(
+        finish_report(&report, args.json.as_deref(), args.csv.as_deref(), args.plot.as_deref())
+            .and_then(|()| Err(anyhow::anyhow!(message))),
+    )
 }
 
 fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use playsim_core::{FrameRate, Pacing};
-use playsim_engine::{EngineConfig, OutputStage};
+use playsim_engine::{ConfigError, ConfigField, EngineConfig, OutputStage};
 use playsim_media::DecodeOptions;
 use playsim_storage::nfs::NfsOptions;
 use playsim_storage::{IoEngine, DEFAULT_BLOCK_SIZE};
@@ -323,6 +323,53 @@ macro_rules! settings_items {
 
 run_knobs!(settings_items);
 
+impl Knob {
+    /// The knob that sets an engine field.
+    pub fn of_engine_field(field: ConfigField) -> Option<Knob> {
+        match field {
+            ConfigField::Preroll => Some(Knob::Preroll),
+            ConfigField::Prefetch => Some(Knob::Prefetch),
+            ConfigField::IoDepth => Some(Knob::IoDepth),
+            ConfigField::DecodeThreads => Some(Knob::DecodeThreads),
+            ConfigField::OutputThreads => Some(Knob::OutputThreads),
+            ConfigField::CodecThreads => Some(Knob::CodecThreads),
+            _ => None,
+        }
+    }
+
+    /// As the command line spells it: `--prefetch`, or with a value `--prefetch 8`.
+    pub fn as_flag(self, value: Option<impl std::fmt::Display>) -> String {
+        match value {
+            Some(value) => format!("--{} {value}", self.flag()),
+            None => format!("--{}", self.flag()),
+        }
+    }
+
+    /// As a scenario file spells it: `prefetch`, or with a value `prefetch = 8`.
+    pub fn as_key(self, value: Option<impl std::fmt::Display>) -> String {
+        match value {
+            Some(value) => format!("{} = {value}", self.key()),
+            None => self.key().to_owned(),
+        }
+    }
+}
+
+/// The engine's refusal, each field spelt as its flag: `--preroll 9 cannot exceed --prefetch 8 ...`.
+pub fn as_flags(error: &ConfigError) -> String {
+    error.spelt(&|field, value| match Knob::of_engine_field(field) {
+        Some(knob) => knob.as_flag(value),
+        None => value.map_or_else(|| field.name().to_owned(), |v| format!("{} {v}", field.name())),
+    })
+}
+
+/// The engine's refusal, each field spelt as its scenario key: `preroll = 9 cannot exceed prefetch = 8 ...`.
+pub fn as_keys(error: &ConfigError) -> String {
+    error.spelt(&|field, value| match Knob::of_engine_field(field) {
+        Some(knob) => knob.as_key(value),
+        None => value.map_or_else(|| field.name().to_owned(), |v| format!("{} {v}", field.name())),
+    })
+}
+
 impl Settings {
     /// The settings the command line's flag groups give.
     pub fn from_flags(play: &PlayKnobs, decoder: &DecoderKnobs, nfs: &NfsKnobs) -> Settings {
@@ -480,6 +527,19 @@ mod tests {
             let (flag, key) = (knob.flag(), knob.key());
             assert!(flag == key.replace('_', "-") || [("no-decode", "decode")].contains(&(flag, key)));
         }
+    }
+
+    #[test]
+    fn engine_refusals_are_spelt_as_flags_and_as_keys() {
+        let error = EngineConfig { preroll: 9, prefetch: 2, ..EngineConfig::default() }.validate().err();
+        let flags = error.as_ref().map(as_flags).unwrap_or_default();
+        assert!(flags.starts_with("--preroll 9 cannot exceed --prefetch 2"), "{flags}");
+        assert!(flags.contains("for example --preroll 5 and --prefetch 8"), "{flags}");
+        let keys = error.as_ref().map(as_keys).unwrap_or_default();
+        assert!(keys.starts_with("preroll = 9 cannot exceed prefetch = 2"), "{keys}");
+        let zero = EngineConfig { io_depth: 0, ..EngineConfig::default() }.validate().err();
+        let keys = zero.as_ref().map(as_keys).unwrap_or_default();
+        assert_eq!(keys, "io_depth must be at least 1 (for example io_depth = 4)");
     }
 
     #[test]

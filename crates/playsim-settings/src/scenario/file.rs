@@ -15,7 +15,7 @@ use toml::Spanned;
 use super::hints::{toml_error, MINIMAL};
 use super::media::{Generate, ProRes, ProResProfile};
 use super::{CacheMode, Scenario, ScenarioError, ScenarioRun, ScenarioStream};
-use crate::knobs::{keys, run_knobs, Knob, Settings, Text, DEFAULT_FPS};
+use crate::knobs::{self, keys, run_knobs, Knob, Settings, Text, DEFAULT_FPS};
 use crate::parse;
 use crate::request::SourceSettings;
 
@@ -378,8 +378,14 @@ impl Checker<'_> {
     ) -> Result<ScenarioRun, ScenarioError> {
         let mut request = settings.request(Vec::new());
         request.engine.validate().map_err(|e| {
-            let message = format!("run '{name}': {}", scenario_spelling(&e));
-            match offset {
+            let message = format!("run '{name}': {}", knobs::as_keys(&e));
+            // At the value that broke the limit, else at the limit's, else at the run.
+            let given = [Some(e.field()), e.limit_field()]
+                .into_iter()
+                .flatten()
+                .filter_map(Knob::of_engine_field)
+                .find_map(|knob| settings.offset_of(knob));
+            match given.or(offset) {
                 Some(offset) => self.at(offset, message),
                 None => ScenarioError::whole(self.path, message),
             }
@@ -595,22 +601,6 @@ fn lexically_normal(path: &Path) -> PathBuf {
 
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
-}
-
-/// The engine's messages name command-line flags; in a scenario the keys are spelt with `_`.
-fn scenario_spelling(message: &str) -> String {
-    let mut out = message.to_owned();
-    for (flag, key) in [
-        ("--preroll", "preroll"),
-        ("--prefetch", "prefetch"),
-        ("--io-depth", "io_depth"),
-        ("--decode-threads", "decode_threads"),
-        ("--codec-threads", "codec_threads"),
-        ("--output-threads", "output_threads"),
-    ] {
-        out = out.replace(&format!("{flag} "), &format!("{key} = "));
-    }
-    out
 }
 
 /// The byte offset where 1-based `line` starts in `text`.
