@@ -5,7 +5,9 @@
 //! dropped frame by cause: storage, decode, output, unreadable.
 //!
 //! This crate is the facade: it re-exports the layers and wires a local
-//! source to the engine. Embed it like this:
+//! source to the engine. `src/` holds that wiring and the command line only; what a run is
+//! asked to do (the settings list, the request, scenario files) is in `playsim-settings`,
+//! re-exported here. Embed it like this:
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), playsim::Error> {
