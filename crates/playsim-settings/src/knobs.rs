@@ -10,10 +10,9 @@
 //! Adding a knob is one row in the table, plus its use in [`Settings::request`].
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use playsim_core::{FrameRate, Pacing};
-use playsim_engine::{ConfigError, ConfigField, EngineConfig, OutputStage};
+use playsim_engine::{ConfigError, ConfigField, EngineConfig};
 use playsim_media::DecodeOptions;
 use playsim_storage::nfs::NfsOptions;
 use playsim_storage::{IoEngine, DEFAULT_BLOCK_SIZE};
@@ -58,7 +57,7 @@ macro_rules! run_knobs {
                     DecodeThreads decode_threads: u32 = playsim_engine::default_decode_threads(),
                         "all cores", flag "decode-threads", key "decode_threads", parse::count,
                         "Decode threads", [];
-                    OutputStageKnob output_stage: OutputStage = EngineConfig::default().output, "v210",
+                    OutputStage output_stage: playsim_engine::OutputStage = EngineConfig::default().output, "v210",
                         flag "output-stage", key "output_stage", parse::output_stage,
                         "Work done per frame before its deadline: v210 (pack to 10-bit 4:2:2, as an \
                          SDI output driver does) or none", [];
@@ -69,7 +68,7 @@ macro_rules! run_knobs {
                         key "block_size", parse::bytes,
                         "Bytes per read request from local files, e.g. 1M, 512K, 4096 (nfs:// sources \
                          use --rsize)", [];
-                    IoEngineKnob io_engine: IoEngine = IoEngine::default(), "pread", flag "io-engine",
+                    IoEngine io_engine: playsim_storage::IoEngine = IoEngine::default(), "pread", flag "io-engine",
                         key "io_engine", parse::io_engine,
                         "How local files are read: pread (one block after another, a thread per \
                          frame) or io_uring (all of a frame's blocks in flight at once, into \
@@ -83,7 +82,7 @@ macro_rules! run_knobs {
                     Frames frames: u64, flag "frames", key "frames", parse::positive,
                         "Frames to play (with --loop, the source repeats until then)",
                         [, conflicts_with = "duration"];
-                    Length duration: Duration, flag "duration", key "duration", parse::duration,
+                    Duration duration: std::time::Duration, flag "duration", key "duration", parse::duration,
                         "Playback time, e.g. 10s, 1.5m, 600", [];
                     Range range: FrameRange, flag "range", key "range", parse::range,
                         "Play only these frame numbers, e.g. 100-199", [];
@@ -129,7 +128,7 @@ macro_rules! run_knobs {
                          option", [];
                     Rsize rsize: usize = NfsOptions::default().rsize, "1M", flag "rsize", key "rsize",
                         parse::rsize, "Bytes per NFS READ, e.g. 1M, 256K (capped by the server's largest)", [];
-                    NfsTimeout nfs_timeout: Duration = NfsOptions::default().timeout, "30s",
+                    NfsTimeout nfs_timeout: std::time::Duration = NfsOptions::default().timeout, "30s",
                         flag "nfs-timeout", key "nfs_timeout", parse::duration,
                         "How long an NFS call may go unanswered, through reconnects, before the run \
                          ends, e.g. 30s", [];
@@ -500,6 +499,8 @@ impl<'de> Deserialize<'de> for Text {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -511,10 +512,10 @@ mod tests {
         assert_eq!(parse::preroll(shown(Knob::Preroll)), Ok(none.preroll()));
         assert_eq!(parse::count(shown(Knob::Prefetch)), Ok(none.prefetch()));
         assert_eq!(parse::count(shown(Knob::IoDepth)), Ok(none.io_depth()));
-        assert_eq!(parse::output_stage(shown(Knob::OutputStageKnob)), Ok(none.output_stage()));
+        assert_eq!(parse::output_stage(shown(Knob::OutputStage)), Ok(none.output_stage()));
         assert_eq!(parse::count(shown(Knob::OutputThreads)), Ok(none.output_threads()));
         assert_eq!(parse::bytes(shown(Knob::BlockSize)), Ok(none.block_size()));
-        assert_eq!(parse::io_engine(shown(Knob::IoEngineKnob)), Ok(none.io_engine()));
+        assert_eq!(parse::io_engine(shown(Knob::IoEngine)), Ok(none.io_engine()));
         assert_eq!(parse::count(shown(Knob::CodecThreads)), Ok(none.codec_threads()));
         assert_eq!(parse::nconnect(shown(Knob::Nconnect)), Ok(none.nconnect()));
         assert_eq!(parse::rsize(shown(Knob::Rsize)), Ok(none.rsize()));

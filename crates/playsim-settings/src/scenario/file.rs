@@ -141,7 +141,7 @@ struct StreamTable {
     decode: Option<bool>,
     block_size: Option<keys::BlockSize>,
     direct: Option<bool>,
-    io_engine: Option<keys::IoEngineKnob>,
+    io_engine: Option<keys::IoEngine>,
     nconnect: Option<keys::Nconnect>,
     rsize: Option<keys::Rsize>,
     nfs_timeout: Option<keys::NfsTimeout>,
