@@ -90,7 +90,7 @@ pub fn output_stage(s: &str) -> Result<OutputStage, String> {
     match s.trim() {
         "v210" => Ok(OutputStage::V210),
         "none" => Ok(OutputStage::None),
-        _ => Err(format!("output stage '{s}' is not known: v210 or none (for example v210)")),
+        _ => Err(format!("output stage '{s}' is not known: one of v210, none (for example v210)")),
     }
 }
 
@@ -100,13 +100,14 @@ pub fn order(s: &str) -> Result<OrderKind, String> {
         "forward" => Ok(OrderKind::Forward),
         "reverse" => Ok(OrderKind::Reverse),
         "random" => Ok(OrderKind::Random),
-        _ => Err(format!("order '{s}' is not known: forward, reverse or random (for example forward)")),
+        _ => Err(format!("order '{s}' is not known: one of forward, reverse, random (for example forward)")),
     }
 }
 
-/// `pread` or `io_uring`.
+/// `pread` or `io_uring` (also spelt `io-uring`).
 pub fn io_engine(s: &str) -> Result<IoEngine, String> {
     s.parse()
+        .map_err(|_| format!("io engine '{s}' is not known: one of pread, io_uring (for example io_uring)"))
 }
 
 /// `openexr` or `exrs`, refused when not in this build.
