@@ -1,5 +1,5 @@
 //! The one settings list: every run knob that is both a `play` flag and a scenario key is a row
-//! of [`run_knobs!`], with its flag, its key, its parser, its default and its help.
+//! of `run_knobs!` (below), with its flag, its key, its parser, its default and its help.
 //!
 //! From that one table come clap's flag groups ([`PlayKnobs`], [`DecoderKnobs`], [`NfsKnobs`],
 //! flattened by `play`, `capacity` and `decode`), the scenario file's keys (in
@@ -541,6 +541,33 @@ mod tests {
         let zero = EngineConfig { io_depth: 0, ..EngineConfig::default() }.validate().err();
         let keys = zero.as_ref().map(as_keys).unwrap_or_default();
         assert_eq!(keys, "io_depth must be at least 1 (for example io_depth = 4)");
+    }
+
+    #[test]
+    fn a_scenario_and_the_command_line_make_the_same_request() {
+        let text = "prefetch = 12\norder = \"random\"\nrsize = \"256K\"\n[[stream]]\nsource = \"/m/a\"\n";
+        let scenario = crate::scenario::Scenario::parse(text, "t.toml".as_ref());
+        let from_file = scenario.map(|s| s.runs[0].request.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let flags = Settings {
+            prefetch: Some(12),
+            order: Some(OrderKind::Random),
+            rsize: Some(256 << 10),
+            ..Settings::default()
+        };
+        let from_flags = flags.request(vec![PathBuf::from("/m/a")]);
+        assert_eq!(from_file.engine, from_flags.engine);
+        assert_eq!(
+            (from_file.order, from_flags.order),
+            (PlayOrder::Random { seed: 1 }, PlayOrder::Random { seed: 1 })
+        );
+        assert_eq!(
+            (from_file.nfs.rsize, from_file.block_size),
+            (from_flags.nfs.rsize, from_flags.block_size)
+        );
+        assert_eq!(
+            (from_file.io_engine, from_file.direct, from_file.skip_decode, from_file.rate_from_source),
+            (from_flags.io_engine, from_flags.direct, from_flags.skip_decode, from_flags.rate_from_source)
+        );
     }
 
     #[test]
