@@ -5,18 +5,11 @@
 use std::time::Duration;
 
 use playsim_core::{FrameRate, Pacing};
-use playsim_report::{Drops, Report};
+use playsim_report::{DropCauseName, Drops, Report};
+
+pub use playsim_report::capacity::{Capacity, CapacityBy, Trial};
 
 use crate::{Error, PlayRequest};
-
-/// What the search varies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CapacityBy {
-    /// Streams of the source, at the request's frame rate.
-    Streams,
-    /// Whole frames per second, one stream per source.
-    Fps,
-}
 
 /// Settings of a capacity search.
 #[derive(Clone, Debug)]
@@ -33,80 +26,13 @@ pub struct CapacityRequest {
     pub max: u32,
 }
 
-/// One trial of one candidate.
-#[derive(Clone, Debug)]
-pub struct Trial {
-    /// Streams, or frames per second.
-    pub candidate: u32,
-    /// Frames dropped, by cause.
-    pub dropped: Drops,
-    /// Frames that fell due.
-    pub frames_due: u64,
-    /// The worst slack of a presented frame, ms (how close the run came to a drop).
-    pub worst_slack_ms: f64,
-    /// Megabytes (10^6 bytes) read per second of playback, over all streams.
-    pub mb_per_s: f64,
-}
-
-impl Trial {
-    fn passed(&self) -> bool {
-        self.dropped.total() == 0 && self.frames_due > 0
-    }
-}
-
-/// The answer.
-#[derive(Clone, Debug)]
-pub struct Capacity {
-    /// The largest candidate that passed every trial; 0 when even 1 failed.
-    pub best: u32,
-    /// What stopped the next candidate: the cause with the most drops in its failed trial
-    /// ("storage", "decode", "output", "unreadable"), or none when `max` passed.
-    pub limit: Option<&'static str>,
-    /// The worst slack of a presented frame over `best`'s trials, ms.
-    pub margin_ms: Option<f64>,
-    /// Every trial, in the order run.
-    pub trials: Vec<Trial>,
-}
-
-impl Capacity {
-    /// The result as JSON, with what was searched: `capacity --json`.
-    pub fn to_json(&self, request: &CapacityRequest) -> serde_json::Value {
-        let finite = |x: f64| if x.is_finite() { serde_json::json!(x) } else { serde_json::Value::Null };
-        let trials: Vec<serde_json::Value> = self
-            .trials
-            .iter()
-            .map(|t| {
-                let d = &t.dropped;
-                serde_json::json!({
-                    "candidate": t.candidate,
-                    "passed": t.passed(),
-                    "frames_due": t.frames_due,
-                    "dropped": {
-                        "storage": d.storage, "decode": d.decode, "output": d.output, "unreadable": d.unreadable,
-                    },
-                    "worst_slack_ms": finite(t.worst_slack_ms),
-                    "mb_per_s": finite(t.mb_per_s),
-                })
-            })
-            .collect();
-        serde_json::json!({
-            "playsim_capacity": 1,
-            "playsim_version": env!("CARGO_PKG_VERSION"),
-            "sources": request.play.sources.iter().map(|s| s.to_string_lossy()).collect::<Vec<_>>(),
-            "by": match request.by { CapacityBy::Streams => "streams", CapacityBy::Fps => "fps" },
-            "fps": match request.by {
-                CapacityBy::Streams => serde_json::json!(request.play.engine.pacing.to_string()),
-                CapacityBy::Fps => serde_json::Value::Null,
-            },
-            "window_s": request.window.as_secs_f64(),
-            "trials_per_candidate": request.trials,
-            "max": request.max,
-            "best": self.best,
-            "limit": self.limit,
-            "margin_ms": self.margin_ms.map(finite),
-            "trials": trials,
-        })
-    }
+/// What the search found, before what was searched is added to it.
+#[derive(Debug)]
+pub(crate) struct Found {
+    best: u32,
+    limit: Option<DropCauseName>,
+    margin_ms: Option<f64>,
+    trials: Vec<Trial>,
 }
 
 /// Runs the search: candidates 1, 2, 4, ... until one fails (or `max` passes), then bisection
@@ -119,13 +45,34 @@ pub async fn capacity(request: &CapacityRequest) -> Result<Capacity, Error> {
                 .into(),
         ));
     }
-    search(request.max, request.trials, |candidate| run_trial(request, candidate)).await
+    let found = search(request.max, request.trials, |candidate| run_trial(request, candidate)).await?;
+    Ok(result(request, found))
+}
+
+/// The search's answer with what was searched: the model the renderers write.
+fn result(request: &CapacityRequest, found: Found) -> Capacity {
+    Capacity {
+        sources: request.play.sources.iter().map(|s| s.to_string_lossy().into_owned()).collect(),
+        by: request.by,
+        fps: match request.by {
+            CapacityBy::Streams => Some(request.play.engine.pacing.to_string()),
+            CapacityBy::Fps => None,
+        },
+        window_s: request.window.as_secs_f64(),
+        trials_per_candidate: request.trials,
+        max: request.max,
+        best: found.best,
+        limit: found.limit,
+        margin_ms: found.margin_ms,
+        trials: found.trials,
+        ..Capacity::new(env!("CARGO_PKG_VERSION"))
+    }
 }
 
 /// The search itself, over any trial: doubling from 1 until a candidate fails (or `max`
 /// passes), then bisection between the last pass and the first failure. A candidate passes
 /// when `trials_per` trials in a row have no drop.
-pub(crate) async fn search<F, Fut>(max: u32, trials_per: u32, mut trial: F) -> Result<Capacity, Error>
+pub(crate) async fn search<F, Fut>(max: u32, trials_per: u32, mut trial: F) -> Result<Found, Error>
 where
     F: FnMut(u32) -> Fut,
     Fut: std::future::Future<Output = Result<Trial, Error>>,
@@ -134,7 +81,7 @@ where
     let mut try_candidate = async |candidate: u32, trials: &mut Vec<Trial>| -> Result<Option<Drops>, Error> {
         for _ in 0..trials_per {
             let result = trial(candidate).await?;
-            let passed = result.passed();
+            let passed = result.passed;
             let drops = result.dropped;
             trials.push(result);
             if !passed {
@@ -179,7 +126,7 @@ where
         .filter(|t| t.candidate == passed)
         .map(|t| t.worst_slack_ms)
         .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.min(s))));
-    Ok(Capacity { best: passed, limit: failed_at.map(|(_, drops)| main_cause(&drops)), margin_ms, trials })
+    Ok(Found { best: passed, limit: failed_at.map(|(_, drops)| main_cause(&drops)), margin_ms, trials })
 }
 
 async fn run_trial(request: &CapacityRequest, candidate: u32) -> Result<Trial, Error> {
@@ -205,24 +152,24 @@ async fn run_trial(request: &CapacityRequest, candidate: u32) -> Result<Trial, E
 }
 
 fn trial_of(candidate: u32, report: &Report) -> Trial {
-    Trial {
+    Trial::new(
         candidate,
-        dropped: report.totals.dropped,
-        frames_due: report.totals.frames_due,
-        worst_slack_ms: report.streams.iter().map(|s| s.latency.slack.min_ms).fold(f64::INFINITY, f64::min),
-        mb_per_s: report.totals.mb_per_s,
-    }
+        report.totals.dropped,
+        report.totals.frames_due,
+        report.streams.iter().map(|s| s.latency.slack.min_ms).fold(f64::INFINITY, f64::min),
+        report.totals.mb_per_s,
+    )
 }
 
 /// The cause with the most drops.
-fn main_cause(drops: &Drops) -> &'static str {
+fn main_cause(drops: &Drops) -> DropCauseName {
     let causes = [
-        ("storage", drops.storage),
-        ("decode", drops.decode),
-        ("output", drops.output),
-        ("unreadable", drops.unreadable),
+        (DropCauseName::Storage, drops.storage),
+        (DropCauseName::Decode, drops.decode),
+        (DropCauseName::Output, drops.output),
+        (DropCauseName::Unreadable, drops.unreadable),
     ];
-    causes.iter().max_by_key(|(_, n)| *n).map_or("storage", |(name, _)| name)
+    causes.iter().max_by_key(|(_, n)| *n).map_or(DropCauseName::Storage, |(cause, _)| *cause)
 }
 
 #[cfg(test)]
@@ -233,13 +180,13 @@ mod tests {
     fn fake(limit: u32) -> impl FnMut(u32) -> std::future::Ready<Result<Trial, Error>> {
         move |candidate| {
             let dropped = Drops { decode: u64::from(candidate > limit) * 3, ..Drops::default() };
-            std::future::ready(Ok(Trial {
+            std::future::ready(Ok(Trial::new(
                 candidate,
                 dropped,
-                frames_due: 240,
-                worst_slack_ms: 40.0 / f64::from(candidate),
-                mb_per_s: 100.0 * f64::from(candidate),
-            }))
+                240,
+                40.0 / f64::from(candidate),
+                100.0 * f64::from(candidate),
+            )))
         }
     }
 
@@ -254,7 +201,7 @@ mod tests {
     fn doubles_then_bisects_to_the_largest_candidate_that_passes() {
         let found = run(search(64, 2, fake(5))).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(found.best, 5);
-        assert_eq!(found.limit, Some("decode"));
+        assert_eq!(found.limit, Some(DropCauseName::Decode));
         let order: Vec<u32> = found.trials.iter().map(|t| t.candidate).collect();
         // 1, 2, 4 pass twice each; 8 fails at once; bisection tries 6 (fails) then 5 (passes).
         assert_eq!(order, vec![1, 1, 2, 2, 4, 4, 8, 6, 5, 5]);
@@ -266,7 +213,7 @@ mod tests {
             trials: 2,
             max: 64,
         };
-        let json = found.to_json(&request);
+        let json = serde_json::to_value(result(&request, found)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((json["best"].as_u64(), json["limit"].as_str()), (Some(5), Some("decode")));
         assert_eq!(json["trials"].as_array().map(Vec::len), Some(10));
         assert_eq!(json["trials"][6]["candidate"], 8);
@@ -282,6 +229,6 @@ mod tests {
         let all = run(search(4, 1, fake(100))).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((all.best, all.limit), (4, None));
         let none = run(search(64, 1, fake(0))).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((none.best, none.limit, none.margin_ms), (0, Some("decode"), None));
+        assert_eq!((none.best, none.limit, none.margin_ms), (0, Some(DropCauseName::Decode), None));
     }
 }

@@ -12,7 +12,9 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use playsim::engine::LiveCounters;
 use playsim::media::{GenerateFormat, GenerateOptions};
-use playsim::report::{json, render, Report, RunStatus};
+use playsim::report::capacity::{CapacityJson, CapacityText};
+use playsim::report::renderer::{self, Renderer};
+use playsim::report::{json, live_csv, render, Report, RunStatus};
 use playsim::settings::{parse, DecoderKnobs, NfsKnobs, PlayKnobs, Settings};
 use playsim::{units, FramePreset, PlayRequest};
 
@@ -328,7 +330,7 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     };
     report.settings.max_drops = args.max_drops;
     playsim::note_request(&request, &mut report);
-    print!("{}", render::summary(&report));
+    render::SummaryText.render(&report, &mut std::io::stdout().lock())?;
     for warning in playsim::storage_warnings(&report) {
         eprintln!("playsim: warning: {warning}");
     }
@@ -360,46 +362,12 @@ fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         trials: args.trials,
         max: args.max,
     };
-    let what = match by {
-        playsim::CapacityBy::Streams => "streams",
-        playsim::CapacityBy::Fps => "fps",
-    };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     let found = runtime.block_on(playsim::capacity(&request))?;
-    for t in &found.trials {
-        let d = &t.dropped;
-        println!(
-            "trial {:>4} {what}: {} (dropped storage {} decode {} output {} unreadable {} of {} due; worst slack {:.1} ms)",
-            t.candidate,
-            if d.total() == 0 { "pass" } else { "FAIL" },
-            d.storage,
-            d.decode,
-            d.output,
-            d.unreadable,
-            t.frames_due,
-            t.worst_slack_ms
-        );
-    }
-    let margin = found.margin_ms.map_or_else(|| "-".to_owned(), |m| format!("{m:.1} ms"));
-    match found.limit {
-        Some(limit) => println!(
-            "capacity: {} {what} with no drop over {:?} ({} trials each); {} failed for {limit}; margin (worst slack at {}) {margin}",
-            found.best,
-            args.window,
-            args.trials,
-            found.best + 1,
-            found.best
-        ),
-        None => println!(
-            "capacity: at least {} {what} (the --max) with no drop over {:?}; margin {margin}",
-            found.best, args.window
-        ),
-    }
+    CapacityText.render(&found, &mut std::io::stdout().lock())?;
     if let Some(path) = &args.play.json {
-        let mut text = serde_json::to_vec_pretty(&found.to_json(&request)).context("encoding the result")?;
-        text.push(b'\n');
-        json::write_bytes_atomic(&text, path).with_context(|| format!("writing {}", path.display()))?;
+        renderer::write_atomic(&CapacityJson, &found, path)?;
         eprintln!("playsim: capacity result written to {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -425,9 +393,10 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     let runs: Vec<playsim::report::compare::Run<'_>> =
         reports.iter().map(|(name, report)| playsim::report::compare::Run { name, report }).collect();
-    print!("{}", playsim::report::compare::compare(&runs));
+    let renderers = renderer::Renderers::compare();
+    renderers.by_name("text")?.render(&runs, &mut std::io::stdout().lock())?;
     if let Some(plot) = &args.plot {
-        playsim::report::compare_plot::write(&runs, plot)?;
+        renderers.write_for_path(&runs, plot)?;
         eprintln!("playsim: comparison plot written to {}", plot.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -439,14 +408,15 @@ fn finish_report(
     csv: Option<&std::path::Path>,
     plot: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
+    let renderers = renderer::Renderers::<Report>::enabled();
     // A plot that cannot be drawn (no font for a PNG, say) still leaves the CSV and the report.
-    let plotted = plot.map(|plot| playsim::report::plot::write(report, plot).map(|()| plot));
+    let plotted = plot.map(|plot| renderers.write_for_path(report, plot).map(|()| plot));
     if let Some(csv) = csv {
-        playsim::report::csv::write_timeline_atomic(report, csv)?;
+        renderer::write_atomic(renderers.by_name("csv")?, report, csv)?;
         eprintln!("playsim: timeline written to {}", csv.display());
     }
     if let Some(path) = path {
-        json::write_atomic(report, path)
+        renderer::write_atomic(renderers.by_name("json")?, report, path)
             .with_context(|| format!("writing the report to {}", path.display()))?;
         eprintln!("playsim: report written to {}", path.display());
     }
@@ -489,8 +459,7 @@ fn spawn_live_csv(live: Arc<LiveCounters>, file: std::fs::File) -> tokio::task::
     use std::io::Write;
     tokio::spawn(async move {
         let mut out = std::io::LineWriter::new(file);
-        let header = "second,fps,mb_per_s,presented,bytes_read,dropped_storage,dropped_decode,dropped_output,dropped_unreadable";
-        if writeln!(out, "{header}").is_err() {
+        if writeln!(out, "{}", live_csv::HEADER).is_err() {
             return;
         }
         let mut last = live.snapshot();
@@ -499,20 +468,15 @@ fn spawn_live_csv(live: Arc<LiveCounters>, file: std::fs::File) -> tokio::task::
         for second in 1u64.. {
             tick.tick().await;
             let now = live.snapshot();
-            let d = now.dropped;
-            let row = writeln!(
-                out,
-                "{second},{},{:.3},{},{},{},{},{},{}",
-                now.presented - last.presented,
-                (now.bytes_read - last.bytes_read) as f64 / 1e6,
-                now.presented,
-                now.bytes_read,
-                d.storage,
-                d.decode,
-                d.output,
-                d.unreadable
-            );
-            if row.is_err() {
+            let row = live_csv::LiveRow {
+                second,
+                presented_in_second: now.presented - last.presented,
+                bytes_in_second: now.bytes_read - last.bytes_read,
+                presented: now.presented,
+                bytes_read: now.bytes_read,
+                dropped: now.dropped.into(),
+            };
+            if out.write_all(live_csv::row(&row).as_bytes()).is_err() {
                 return;
             }
             last = now;

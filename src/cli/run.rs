@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use clap::Args;
 use playsim::engine::CancelToken;
-use playsim::report::{compare, json, render, Report, RunStatus};
+use playsim::report::renderer::{self, Renderer, Renderers};
+use playsim::report::{compare, Report, RunStatus};
 use playsim::scenario::{Pass, Repetition, Scenario};
 
 /// Exit status when Ctrl-C stopped the scenario; the current run's report is marked partial.
@@ -69,6 +70,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })
     };
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let renderers = Renderers::<Report>::enabled();
 
     let mut outcomes: Vec<(Pass, Report)> = Vec::new();
     let mut not_started: Vec<usize> = Vec::new();
@@ -105,12 +107,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             task.abort();
             bar.finish_and_clear();
         }
-        print!("{}", render::summary(&report));
+        renderers.by_name("text")?.render(&report, &mut std::io::stdout().lock())?;
         for warning in playsim::storage_warnings(&report) {
             eprintln!("playsim: warning: {warning}");
         }
         let path = dir.join(scenario.report_name(&pass));
-        json::write_atomic(&report, &path)
+        renderer::write_atomic(renderers.by_name("json")?, &report, &path)
             .with_context(|| format!("writing the report to {}", path.display()))?;
         eprintln!("playsim: report written to {}", path.display());
         if report.status == RunStatus::Failed && report.streams.is_empty() {
@@ -135,7 +137,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .collect();
     if timed.len() >= 2 {
         println!("\n== {}: every repetition, against the first ==", scenario.name);
-        print!("{}", compare::compare(&timed));
+        compare::CompareText.render(&timed, &mut std::io::stdout().lock())?;
     }
     println!("\n== {}: each run over its repetitions ==", scenario.name);
     print!("{}", playsim::scenario::tally(&scenario, &outcomes));

@@ -18,11 +18,10 @@
 //! # Ok(()) }
 //! ```
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use playsim_engine::Simulation;
-use playsim_report::{Report, RunStatus};
+use playsim_report::Report;
 
 pub use playsim_settings::scenario::*;
 
@@ -61,54 +60,16 @@ pub fn plan(scenario: &Scenario) -> String {
 /// One line per run over its timed repetitions: mean fps (and range), mean MB/s, and the
 /// drops by cause summed over them; failed and interrupted repetitions are counted apart.
 pub fn tally(scenario: &Scenario, outcomes: &[(Pass, Report)]) -> String {
-    let mut out = String::new();
-    for (index, run) in scenario.runs.iter().enumerate() {
-        let timed: Vec<&Report> = outcomes
+    use playsim_report::tally::{Repetition as Figures, Tally, TallyRun};
+    let runs = scenario.runs.iter().enumerate().map(|(index, run)| TallyRun {
+        name: run.name.clone(),
+        timed: outcomes
             .iter()
             .filter(|(p, _)| p.run == index && matches!(p.repetition, Repetition::Timed(_)))
-            .map(|(_, r)| r)
-            .collect();
-        if timed.is_empty() {
-            let _ = writeln!(out, "run {}: not played", run.name);
-            continue;
-        }
-        let n = timed.len() as f64;
-        let fps: Vec<f64> = timed.iter().map(|r| r.totals.fps).collect();
-        let mean_fps = fps.iter().sum::<f64>() / n;
-        let (low, high) =
-            fps.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
-        let mean_mb = timed.iter().map(|r| r.totals.mb_per_s).sum::<f64>() / n;
-        let mut drops = playsim_report::Drops::default();
-        for r in &timed {
-            let d = r.totals.dropped;
-            drops.storage += d.storage;
-            drops.decode += d.decode;
-            drops.output += d.output;
-            drops.unreadable += d.unreadable;
-        }
-        let failed = timed.iter().filter(|r| r.status == RunStatus::Failed).count();
-        let partial = timed.iter().filter(|r| r.status == RunStatus::Partial).count();
-        let _ = write!(
-            out,
-            "run {}: {} repetition(s), mean {mean_fps:.2} fps ({low:.2} to {high:.2}), mean {mean_mb:.1} MB/s; \
-             dropped {} in all (storage {}, decode {}, output {}, unreadable {})",
-            run.name,
-            timed.len(),
-            drops.total(),
-            drops.storage,
-            drops.decode,
-            drops.output,
-            drops.unreadable
-        );
-        if failed > 0 {
-            let _ = write!(out, "; {failed} failed");
-        }
-        if partial > 0 {
-            let _ = write!(out, "; {partial} interrupted");
-        }
-        out.push('\n');
-    }
-    out
+            .map(|(_, r)| Figures::from(r))
+            .collect(),
+    });
+    playsim_report::tally::text(&Tally { runs: runs.collect() })
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
+use playsim_report::{Report as PlaysimReport, RunStatus, StreamReport};
 use serde::Serialize;
 
 use crate::process::ChildCost;
@@ -318,12 +319,9 @@ fn play_measured(bench: &Bench, source: &Path, n_frames: u64, args: &[&str]) -> 
 
 /// The bytes of the first stream's encoded and decoded pools, from a `playsim play` report.
 fn parse_pool_bytes(text: &str) -> Result<u64> {
-    let report: serde_json::Value = serde_json::from_str(text).context("playsim's report is not JSON")?;
-    let pools = &report["streams"][0]["pool_buffers"];
-    ["encoded_bytes", "decoded_bytes"]
-        .iter()
-        .map(|kind| pools[kind].as_u64().with_context(|| format!("no streams[0].pool_buffers.{kind}")))
-        .sum()
+    let report = parse_playsim_report(text)?;
+    let pools = &stream(&report, 0)?.pool_buffers;
+    Ok(pools.encoded_bytes + pools.decoded_bytes)
 }
 
 /// playsim's minor faults per frame once its buffer pools hold all they will: the faults of a
@@ -751,27 +749,55 @@ fn play_video(
 }
 
 fn parse_play_report(text: &str) -> Result<PlayRun> {
-    let report: serde_json::Value = serde_json::from_str(text).context("playsim's report is not JSON")?;
-    let stream = &report["streams"][0];
-    let number = |value: &serde_json::Value, name: &str| {
-        value.as_f64().with_context(|| format!("playsim's report has no number {name}"))
-    };
-    let whole = |value: &serde_json::Value, name: &str| {
-        value.as_u64().with_context(|| format!("playsim's report has no whole number {name}"))
-    };
-    let in_order = match stream["source"]["decode_mode"].as_str() {
-        Some("independent") => false,
-        Some("in_order") => true,
+    let report = parse_playsim_report(text)?;
+    let stream = stream(&report, 0)?;
+    let in_order = match stream.source.decode_mode.as_str() {
+        "independent" => false,
+        "in_order" => true,
         other => bail!("playsim's report has decode_mode {other:?}, not independent or in_order"),
     };
     Ok(PlayRun {
-        n_clip_frames: whole(&stream["source"]["n_frames"], "streams[0].source.n_frames")?,
+        n_clip_frames: stream.source.n_frames,
         in_order,
-        presented: whole(&stream["presented"], "streams[0].presented")?,
-        span_s: whole(&stream["span_ns"], "streams[0].span_ns")? as f64 / 1e9,
-        cpu_s: number(&report["cpu"]["process_user_s"], "cpu.process_user_s")?
-            + number(&report["cpu"]["process_sys_s"], "cpu.process_sys_s")?,
+        presented: stream.presented,
+        span_s: stream.span_ns as f64 / 1e9,
+        cpu_s: report.cpu.process_user_s + report.cpu.process_sys_s,
     })
+}
+
+/// Reads a report that `playsim play --json` (or `playsim run`) wrote, into the report crate's
+/// model.
+pub(crate) fn read_playsim_report(path: &Path) -> Result<PlaysimReport> {
+    let text = fs::read_to_string(path).with_context(|| format!("no report {}", path.display()))?;
+    parse_playsim_report(&text).with_context(|| format!("in {}", path.display()))
+}
+
+/// A playsim report from its JSON text.
+pub(crate) fn parse_playsim_report(text: &str) -> Result<PlaysimReport> {
+    playsim_report::json::from_str(text).context("not a playsim report")
+}
+
+/// A playsim report as JSON, as playsim writes it: a complete run of the current schema with
+/// everything else at its default, changed by `edit` (for the sections' tests).
+#[cfg(test)]
+pub(crate) fn playsim_report_json(edit: impl FnOnce(&mut PlaysimReport)) -> String {
+    let mut report = PlaysimReport { schema_version: playsim_report::SCHEMA_VERSION, ..Default::default() };
+    edit(&mut report);
+    playsim_report::json::to_string_pretty(&report)
+}
+
+/// A run's status as the report writes it: `complete`, `partial` or `failed`.
+pub(crate) fn status_name(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Complete => "complete",
+        RunStatus::Partial => "partial",
+        RunStatus::Failed => "failed",
+    }
+}
+
+/// The report's stream `index`, or an error naming it.
+pub(crate) fn stream(report: &PlaysimReport, index: usize) -> Result<&StreamReport> {
+    report.streams.get(index).with_context(|| format!("playsim's report has no streams[{index}]"))
 }
 
 /// The middle value, or the mean of the two middle ones; NaN for none.
@@ -1033,16 +1059,20 @@ mod tests {
 
     #[test]
     fn parses_playsims_report() {
-        let json = r#"{"cpu":{"process_user_s":3.5,"process_sys_s":0.5},"streams":[{"presented":96,
-            "span_ns":4000000000,"source":{"decode_mode":"in_order","n_frames":48}}]}"#;
-        let run = parse_play_report(json).unwrap();
+        let json = playsim_report_json(|r| {
+            (r.cpu.process_user_s, r.cpu.process_sys_s) = (3.5, 0.5);
+            let mut stream = StreamReport { presented: 96, span_ns: 4_000_000_000, ..Default::default() };
+            (stream.source.decode_mode, stream.source.n_frames) = ("in_order".into(), 48);
+            r.streams.push(stream);
+        });
+        let run = parse_play_report(&json).unwrap();
         let expected = PlayRun { n_clip_frames: 48, in_order: true, presented: 96, span_s: 4.0, cpu_s: 4.0 };
         assert_eq!(run, expected);
         assert_eq!(run.rate(), DecodeRate { fps: 24.0, cpu_s_per_frame: 4.0 / 96.0 });
         let odd = json.replace("in_order", "sideways");
         assert!(parse_play_report(&odd).unwrap_err().to_string().contains("sideways"));
         let no_cpu = json.replace("process_sys_s", "other");
-        assert!(parse_play_report(&no_cpu).unwrap_err().to_string().contains("process_sys_s"));
+        assert!(format!("{:#}", parse_play_report(&no_cpu).unwrap_err()).contains("process_sys_s"));
     }
 
     #[test]
@@ -1062,10 +1092,13 @@ mod tests {
         let steady = marginal_per_frame(short.faults_beyond_pools(), long.faults_beyond_pools(), 16);
         assert_eq!(steady, 10.0);
         // The pools' bytes come from the report.
-        let report = r#"{"streams":[{"pool_buffers":{"encoded":2,"decoded":1,"encoded_bytes":8192,
-            "decoded_bytes":53084160}}]}"#;
-        assert_eq!(parse_pool_bytes(report).unwrap(), 8192 + 53_084_160);
-        assert!(parse_pool_bytes(r#"{"streams":[]}"#).is_err());
+        let report = playsim_report_json(|r| {
+            let mut stream = StreamReport::default();
+            (stream.pool_buffers.encoded_bytes, stream.pool_buffers.decoded_bytes) = (8192, 53_084_160);
+            r.streams.push(stream);
+        });
+        assert_eq!(parse_pool_bytes(&report).unwrap(), 8192 + 53_084_160);
+        assert!(parse_pool_bytes(&playsim_report_json(|_| {})).is_err());
     }
 
     #[test]

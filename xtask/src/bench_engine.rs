@@ -5,13 +5,11 @@
 //! (`frame_bytes=`, read and not decoded) are the null storage and null decoder.
 
 use std::fs;
-use std::path::Path;
 use std::process::Command;
 
-use anyhow::{Context, Result};
-use serde_json::Value;
+use anyhow::Result;
 
-use crate::bench::{Bench, BenchRow};
+use crate::bench::{read_playsim_report, stream, Bench, BenchRow};
 use crate::process;
 
 /// Streams and rate of the overhead run (issue 8: at most 1% of one core per stream, 16 at once).
@@ -70,9 +68,9 @@ fn overhead(bench: &Bench) -> Result<BenchRow> {
             .args(["--duration", &format!("{seconds}s"), "--json"])
             .arg(&json),
     )?;
-    let report = read_report(&json)?;
-    let cpu_s = number(&report, &["cpu", "process_user_s"])? + number(&report, &["cpu", "process_sys_s"])?;
-    let duration_s = number(&report, &["duration_s"])?;
+    let report = read_playsim_report(&json)?;
+    let cpu_s = report.cpu.process_user_s + report.cpu.process_sys_s;
+    let duration_s = report.duration_s;
     let pct = 100.0 * cpu_s / duration_s / f64::from(OVERHEAD_STREAMS);
     println!("engine overhead: {pct:.3}% of a core per stream ({cpu_s:.2} CPU s over {duration_s:.1} s)");
     Ok(BenchRow::time(
@@ -82,8 +80,8 @@ fn overhead(bench: &Bench) -> Result<BenchRow> {
         "ceiling",
         OVERHEAD_CEILING_PCT,
     )
-    .extra("presented", number(&report, &["totals", "presented"])?)
-    .extra("dropped", dropped(&report)?)
+    .extra("presented", report.totals.presented as f64)
+    .extra("dropped", report.totals.dropped.total() as f64)
     .extra("process CPU s", cpu_s))
 }
 
@@ -109,10 +107,10 @@ fn pacing(bench: &Bench) -> Result<Vec<BenchRow>> {
     process::read(
         Command::new(playsim).arg("run").arg(&scenario).arg("--quiet").arg("--json-dir").arg(&reports),
     )?;
-    let report = read_report(&reports.join("pacing-run1-1.json"))?;
-    let error = &report["streams"][0]["latency"]["pacing_error"];
-    let p99 = number(error, &["p99_ms"])?;
-    let p999 = number(error, &["p999_ms"])?;
+    let report = read_playsim_report(&reports.join("pacing-run1-1.json"))?;
+    let (paced, busy) = (stream(&report, 0)?, stream(&report, 1)?);
+    let error = &paced.latency.pacing_error;
+    let (p99, p999) = (error.p99_ms, error.p999_ms);
     println!(
         "pacing at 59.94 fps beside {busy_threads} busy decode threads: p99 {p99:.3} ms, p99.9 {p999:.3} ms"
     );
@@ -125,27 +123,9 @@ fn pacing(bench: &Bench) -> Result<Vec<BenchRow>> {
             "target",
             target,
         )
-        .extra("max ms", number(error, &["max_ms"])?)
-        .extra("presented", number(&report["streams"][0], &["presented"])?)
-        .extra("busy stream fps", number(&report["streams"][1], &["fps_achieved"])?))
+        .extra("max ms", error.max_ms)
+        .extra("presented", paced.presented as f64)
+        .extra("busy stream fps", busy.fps_achieved))
     };
     Ok(vec![row("p99", p99, PACING_P99_MS)?, row("p99.9", p999, PACING_P999_MS)?])
-}
-
-fn read_report(path: &Path) -> Result<Value> {
-    let text = fs::read_to_string(path).with_context(|| format!("no report {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
-}
-
-fn number(value: &Value, path: &[&str]) -> Result<f64> {
-    let mut v = value;
-    for key in path {
-        v = &v[key];
-    }
-    v.as_f64().with_context(|| format!("no number at {}", path.join(".")))
-}
-
-fn dropped(report: &Value) -> Result<f64> {
-    let d = &report["totals"]["dropped"];
-    Ok(["storage", "decode", "output", "unreadable"].iter().filter_map(|k| d[k].as_f64()).sum())
 }

@@ -27,8 +27,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use playsim_report::{DropCauseName, RunStatus};
 use playsim_testserver::NfsServer;
-use serde_json::Value;
 
 use crate::bench::{median, read_through_page_cache, Bench, BenchRow};
 use crate::process;
@@ -400,6 +400,12 @@ struct Drops {
     unreadable: u64,
 }
 
+impl From<playsim_report::Drops> for Drops {
+    fn from(d: playsim_report::Drops) -> Drops {
+        Drops { storage: d.storage, decode: d.decode, output: d.output, unreadable: d.unreadable }
+    }
+}
+
 impl Drops {
     const CAUSES: [&'static str; 4] = ["storage", "decode", "output", "unreadable"];
 
@@ -412,26 +418,13 @@ impl Drops {
         [0, 1, 2, 3].map(|i| (Drops::CAUSES[i], n[i]))
     }
 
-    fn add(&mut self, cause: &str) -> Result<()> {
+    fn add(&mut self, cause: DropCauseName) {
         match cause {
-            "storage" => self.storage += 1,
-            "decode" => self.decode += 1,
-            "output" => self.output += 1,
-            "unreadable" => self.unreadable += 1,
-            other => bail!("unknown drop cause {other:?}"),
+            DropCauseName::Storage => self.storage += 1,
+            DropCauseName::Decode => self.decode += 1,
+            DropCauseName::Output => self.output += 1,
+            DropCauseName::Unreadable => self.unreadable += 1,
         }
-        Ok(())
-    }
-
-    /// `{storage, decode, output, unreadable}` in a report, when it has them.
-    fn parse(value: &Value) -> Option<Drops> {
-        let n = |cause: &str| value.get(cause)?.as_u64();
-        Some(Drops {
-            storage: n("storage")?,
-            decode: n("decode")?,
-            output: n("output")?,
-            unreadable: n("unreadable")?,
-        })
     }
 
     fn sum(self, other: Drops) -> Drops {
@@ -502,14 +495,15 @@ struct RunFigures {
 
 impl RunFigures {
     fn parse(text: &str) -> Result<RunFigures> {
-        let report: Value = serde_json::from_str(text).context("not JSON")?;
-        let status = report["status"].as_str().context("no status in the report")?;
-        if status != "complete" {
-            bail!("the run is {status}: {}", report["error"].as_str().unwrap_or("no reason given"));
+        let report = crate::bench::parse_playsim_report(text)?;
+        if report.status != RunStatus::Complete {
+            let status = crate::bench::status_name(report.status);
+            bail!("the run is {status}: {}", report.error.as_deref().unwrap_or("no reason given"));
         }
-        let preroll = report["settings"]["preroll"].as_u64().context("no settings.preroll in the report")?;
-        let streams =
-            report["streams"].as_array().filter(|s| !s.is_empty()).context("no streams in the report")?;
+        let preroll = u64::from(report.settings.preroll);
+        if report.streams.is_empty() {
+            bail!("no streams in the report");
+        }
         let mut figures = RunFigures {
             fps_achieved: 0.0,
             stream_rates: Vec::new(),
@@ -518,33 +512,23 @@ impl RunFigures {
             dropped: Drops::default(),
             early_drops: Some(Drops::default()),
             utilisation: Some([0.0; 3]),
-            bottleneck: report["totals"]["bottleneck"].as_str().map(str::to_owned),
+            bottleneck: Some(report.totals.bottleneck.clone()).filter(|b| !b.is_empty()),
         };
-        for (stream_idx, stream) in streams.iter().enumerate() {
-            let fps = stream["fps_achieved"].as_f64();
-            figures.fps_achieved += fps.with_context(|| format!("no streams[{stream_idx}].fps_achieved"))?;
-            let timeline = stream["timeline"]
-                .as_array()
-                .with_context(|| format!("no streams[{stream_idx}].timeline"))?;
-            let mut due = Vec::with_capacity(timeline.len());
-            for record in timeline {
-                let field = |name: &str| {
-                    record[name]
-                        .as_u64()
-                        .with_context(|| format!("a timeline record of stream {stream_idx} has no {name}"))
-                };
+        for stream in &report.streams {
+            figures.fps_achieved += stream.fps_achieved;
+            let mut due = Vec::with_capacity(stream.timeline.len());
+            for record in &stream.timeline {
                 let frame = DueFrame {
-                    frame_idx: field("frame_idx")?,
-                    due_ns: field("due_ns")?,
-                    presented: record["presented_ns"].is_u64(),
+                    frame_idx: record.frame_idx,
+                    due_ns: record.due_ns,
+                    presented: record.presented_ns.is_some(),
                 };
                 if frame.frame_idx >= preroll {
                     figures.frames_due += 1;
                     if frame.presented {
                         figures.presented += 1;
                     } else {
-                        let cause = record["cause"].as_str().context("a dropped frame with no cause")?;
-                        figures.dropped.add(cause)?;
+                        figures.dropped.add(record.cause.context("a dropped frame with no cause")?);
                     }
                 }
                 due.push(frame);
@@ -552,21 +536,16 @@ impl RunFigures {
             // A paced run needs two frames due after the preroll; a --fps max run is read for
             // its fps_achieved only.
             figures.stream_rates.push(presented_rate(&due, preroll).unwrap_or(f64::NAN));
-            figures.early_drops =
-                figures.early_drops.zip(Drops::parse(&stream["early_drops"])).map(|(a, b)| a.sum(b));
-            let utilisation = &stream["utilisation"];
-            let stages = ["storage", "decode", "output"].map(|s| utilisation[s].as_f64());
-            figures.utilisation = match (figures.utilisation, stages) {
-                (Some(sum), [Some(r), Some(d), Some(o)]) => Some([sum[0] + r, sum[1] + d, sum[2] + o]),
-                _ => None,
-            };
+            figures.early_drops = figures.early_drops.map(|a| a.sum(Drops::from(stream.early_drops)));
+            let u = &stream.utilisation;
+            figures.utilisation =
+                figures.utilisation.map(|sum| [sum[0] + u.storage, sum[1] + u.decode, sum[2] + u.output]);
             if figures.bottleneck.is_none() {
-                figures.bottleneck = stream["bottleneck"].as_str().map(str::to_owned);
+                figures.bottleneck = Some(stream.bottleneck.clone()).filter(|b| !b.is_empty());
             }
         }
-        let n = streams.len() as f64;
+        let n = report.streams.len() as f64;
         figures.utilisation = figures.utilisation.map(|u| u.map(|x| x / n));
-        figures.bottleneck = figures.bottleneck.filter(|b| !b.is_empty());
         Ok(figures)
     }
 
@@ -840,31 +819,37 @@ mod tests {
         assert!((Plan::new(false).window_s(MIN_FRAMES_DUE_MEASURED, 2.0) - 11.4).abs() < 1e-9);
     }
 
-    /// The parts of a `playsim play` report the section reads: two streams at 100 fps, preroll 2.
-    fn report(extra_stream_fields: &str, totals: &str) -> String {
-        let stream = |dropped_cause: &str, fps: f64| {
-            let timeline: Vec<String> = (0..6)
-                .map(|i| {
-                    let due = 1_000_000_000 + i * 10_000_000;
-                    if i == 4 {
-                        format!(r#"{{"frame_idx":{i},"due_ns":{due},"presented_ns":null,"cause":"{dropped_cause}"}}"#)
-                    } else {
-                        format!(r#"{{"frame_idx":{i},"due_ns":{due},"presented_ns":{due},"cause":null}}"#)
-                    }
-                })
-                .collect();
-            format!(r#"{{"fps_achieved":{fps},"timeline":[{}]{extra_stream_fields}}}"#, timeline.join(","))
-        };
-        format!(
-            r#"{{"status":"complete","settings":{{"preroll":2}},"totals":{{{totals}}},"streams":[{},{}]}}"#,
-            stream("storage", 90.0),
-            stream("decode", 80.0)
-        )
+    /// A `playsim play` report as the section reads it: two streams at 100 fps, preroll 2, each
+    /// dropping frame 4 (for storage, then decode); `edit` changes it before it is written.
+    fn report(edit: impl FnOnce(&mut playsim_report::Report)) -> String {
+        crate::bench::playsim_report_json(|r| {
+            r.settings.preroll = 2;
+            for (dropped_cause, fps) in [(DropCauseName::Storage, 90.0), (DropCauseName::Decode, 80.0)] {
+                let timeline = (0..6u64)
+                    .map(|i| {
+                        let due_ns = 1_000_000_000 + i * 10_000_000;
+                        playsim_report::FrameRecord {
+                            frame_idx: i,
+                            due_ns,
+                            presented_ns: (i != 4).then_some(due_ns),
+                            cause: (i == 4).then_some(dropped_cause),
+                            ..Default::default()
+                        }
+                    })
+                    .collect();
+                r.streams.push(playsim_report::StreamReport {
+                    fps_achieved: fps,
+                    timeline,
+                    ..Default::default()
+                });
+            }
+            edit(r);
+        })
     }
 
     #[test]
     fn reads_a_report() {
-        let figures = RunFigures::parse(&report("", "")).unwrap();
+        let figures = RunFigures::parse(&report(|_| {})).unwrap();
         assert!((figures.fps_achieved - 170.0).abs() < 1e-9);
         // Frames 2..=5 after the preroll, over 30 ms; one dropped in each stream.
         assert_eq!((figures.frames_due, figures.presented), (8, 6));
@@ -872,32 +857,49 @@ mod tests {
         assert!((figures.presented_fps() - 2.0 * 3.0 / 0.03).abs() < 1e-6);
         assert!((figures.drop_fraction() - 0.25).abs() < 1e-12);
         assert!(figures.spread_pct().abs() < 1e-9);
-        // The newer fields are optional.
-        assert_eq!((figures.early_drops, figures.utilisation, figures.bottleneck), (None, None, None));
+        // Fields a report leaves at their defaults read as zeros, and an empty bottleneck as none.
+        assert_eq!(
+            (figures.early_drops, figures.utilisation, figures.bottleneck),
+            (Some(Drops::default()), Some([0.0; 3]), None)
+        );
     }
 
     #[test]
     fn reads_the_newer_fields_when_present() {
-        let extra = r#","early_drops":{"storage":3,"decode":1,"output":0,"unreadable":0},
-            "utilisation":{"storage":0.5,"decode":1.0,"output":0.25},"bottleneck":"decode""#;
-        let figures = RunFigures::parse(&report(extra, r#""bottleneck":"storage""#)).unwrap();
+        let extra = |r: &mut playsim_report::Report| {
+            for stream in &mut r.streams {
+                stream.early_drops =
+                    playsim_report::Drops { storage: 3, decode: 1, output: 0, unreadable: 0 };
+                stream.utilisation =
+                    playsim_report::StageUtilisation { storage: 0.5, decode: 1.0, output: 0.25 };
+                stream.bottleneck = "decode".into();
+            }
+        };
+        let figures = RunFigures::parse(&report(|r| {
+            extra(r);
+            r.totals.bottleneck = "storage".into();
+        }))
+        .unwrap();
         assert_eq!(figures.early_drops, Some(Drops { storage: 6, decode: 2, output: 0, unreadable: 0 }));
         assert_eq!(figures.utilisation, Some([0.5, 1.0, 0.25]));
         assert_eq!(figures.bottleneck.as_deref(), Some("storage"), "the totals' bottleneck first");
-        let figures = RunFigures::parse(&report(extra, "")).unwrap();
+        let figures = RunFigures::parse(&report(extra)).unwrap();
         assert_eq!(figures.bottleneck.as_deref(), Some("decode"), "else the first stream's");
-        let none =
-            extra.replace("\"decode\"}", "\"\"}").replace(r#""bottleneck":"decode""#, r#""bottleneck":"""#);
-        assert_eq!(RunFigures::parse(&report(&none, "")).unwrap().bottleneck, None, "empty means none");
+        let none = RunFigures::parse(&report(|r| {
+            extra(r);
+            r.streams[0].bottleneck.clear();
+            r.streams[1].bottleneck.clear();
+        }));
+        assert_eq!(none.unwrap().bottleneck, None, "empty means none");
     }
 
     #[test]
     fn refuses_reports_it_cannot_read() {
-        let partial = report("", "").replace("\"complete\"", "\"partial\"");
+        let partial = report(|r| r.status = playsim_report::RunStatus::Partial);
         assert!(format!("{:#}", RunFigures::parse(&partial).unwrap_err()).contains("partial"));
-        let odd = report("", "").replace("\"storage\"", "\"gremlins\"");
+        let odd = report(|_| {}).replace("\"cause\": \"storage\"", "\"cause\": \"gremlins\"");
         assert!(format!("{:#}", RunFigures::parse(&odd).unwrap_err()).contains("gremlins"));
-        let old = report("", "").replace("fps_achieved", "fps_later");
+        let old = report(|_| {}).replace("fps_achieved", "fps_later");
         assert!(format!("{:#}", RunFigures::parse(&old).unwrap_err()).contains("fps_achieved"));
     }
 

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use playsim_report::RunStatus;
 
 use crate::bench::{Bench, BenchRow};
 use crate::process;
@@ -487,7 +487,7 @@ fn finite_or_zero(x: f64) -> f64 {
 /// What the bench reads from a `playsim play` report.
 #[derive(Clone, Debug, PartialEq)]
 struct Figures {
-    status: String,
+    status: RunStatus,
     /// Frames presented per second of playback, all streams.
     fps: f64,
     frames_due: u64,
@@ -511,52 +511,45 @@ struct Figures {
 
 impl Figures {
     fn parse(text: &str) -> Result<Figures> {
-        let report: Value = serde_json::from_str(text).context("not JSON")?;
-        let streams = report["streams"].as_array().context("no streams in the report")?;
-        let first = streams.first().context("no stream in the report")?;
-        let sum = |path: &[&str]| -> Result<u64> { streams.iter().map(|s| uint(s, path)).sum() };
-        let dropped = ["storage", "decode", "output", "unreadable"]
-            .iter()
-            .map(|cause| uint(&report, &["totals", "dropped", cause]))
-            .sum::<Result<u64>>()?;
-        let pool = |kind: &str| -> Result<Pool> {
-            Ok(Pool {
-                count: sum(&["pool_buffers", kind])?,
-                bytes: sum(&["pool_buffers", &format!("{kind}_bytes")])?,
-            })
-        };
+        let report = crate::bench::parse_playsim_report(text)?;
+        let streams = &report.streams;
+        let first = crate::bench::stream(&report, 0)?;
+        let sum = |figure: fn(&playsim_report::StreamReport) -> u64| streams.iter().map(figure).sum::<u64>();
         let n_streams = streams.len() as u64;
-        let output_stage = text_at(&report, &["settings", "output_stage"])?;
-        // Output threads a stream (`--output-threads`); reports from before it had one.
-        let output_threads = at(&report, &["settings", "output_threads"]).as_u64().unwrap_or(1);
-        let output_slots = match output_stage.as_str() {
+        // Output threads a stream (`--output-threads`); reports from before it read as 1.
+        let output_threads = u64::from(report.settings.output_threads);
+        let output_slots = match report.settings.output_stage.as_str() {
             "none" => 0,
             "v210" => output_threads * n_streams,
             other => bail!("unknown output stage {other:?} in the report's settings"),
         };
+        let (cpu, settings) = (&report.cpu, &report.settings);
         Ok(Figures {
-            status: text_at(&report, &["status"])?,
-            fps: number(&report, &["totals", "fps"])?,
-            frames_due: uint(&report, &["totals", "frames_due"])?,
-            dropped,
-            decoded: sum(&["latency", "decode", "count"])?,
-            read_s: number(&report, &["cpu", "stages", "read_s"])?,
-            decode_s: number(&report, &["cpu", "stages", "decode_s"])?,
-            output_s: number(&report, &["cpu", "stages", "output_s"])?,
-            process_s: number(&report, &["cpu", "process_user_s"])?
-                + number(&report, &["cpu", "process_sys_s"])?,
-            peak_rss_bytes: uint(&report, &["memory", "peak_rss_bytes"])?,
-            pools: [pool("encoded")?, pool("decoded")?, pool("output")?],
+            status: report.status,
+            fps: report.totals.fps,
+            frames_due: report.totals.frames_due,
+            dropped: report.totals.dropped.total(),
+            decoded: sum(|s| s.latency.decode.count),
+            read_s: cpu.stages.read_s,
+            decode_s: cpu.stages.decode_s,
+            output_s: cpu.stages.output_s,
+            process_s: cpu.process_user_s + cpu.process_sys_s,
+            peak_rss_bytes: report.memory.peak_rss_bytes,
+            pools: [
+                Pool { count: sum(|s| s.pool_buffers.encoded), bytes: sum(|s| s.pool_buffers.encoded_bytes) },
+                Pool { count: sum(|s| s.pool_buffers.decoded), bytes: sum(|s| s.pool_buffers.decoded_bytes) },
+                Pool { count: sum(|s| s.pool_buffers.output), bytes: sum(|s| s.pool_buffers.output_bytes) },
+            ],
             settings: BufferSettings {
                 streams: n_streams,
-                prefetch: uint(&report, &["settings", "prefetch"])?,
-                io_depth: uint(&report, &["settings", "io_depth"])?,
-                decode_threads: uint(&report, &["settings", "decode_threads"])?,
+                prefetch: u64::from(settings.prefetch),
+                io_depth: u64::from(settings.io_depth),
+                decode_threads: u64::from(settings.decode_threads),
                 output_slots,
             },
-            width: uint(first, &["source", "width"])?,
-            height: uint(first, &["source", "height"])?,
-            pixel_format: text_at(first, &["source", "pixel_format"])?,
+            width: u64::from(first.source.width),
+            height: u64::from(first.source.height),
+            pixel_format: first.source.pixel_format.clone(),
             minor_faults: 0,
         })
     }
@@ -572,7 +565,7 @@ impl Figures {
 
     /// Complete, with frames due and none dropped.
     fn played_clean(&self) -> bool {
-        self.status == "complete" && self.frames_due > 0 && self.dropped == 0
+        self.status == RunStatus::Complete && self.frames_due > 0 && self.dropped == 0
     }
 
     fn pool_bytes(&self) -> u64 {
@@ -605,51 +598,40 @@ impl Figures {
     }
 }
 
-fn at<'a>(value: &'a Value, path: &[&str]) -> &'a Value {
-    path.iter().fold(value, |v, key| &v[key])
-}
-
-fn number(value: &Value, path: &[&str]) -> Result<f64> {
-    at(value, path).as_f64().with_context(|| format!("no number at {} in the report", path.join(".")))
-}
-
-fn uint(value: &Value, path: &[&str]) -> Result<u64> {
-    at(value, path).as_u64().with_context(|| {
-        format!("no whole number at {} in the report (a playsim from before this figure?)", path.join("."))
-    })
-}
-
-fn text_at(value: &Value, path: &[&str]) -> Result<String> {
-    Ok(at(value, path)
-        .as_str()
-        .with_context(|| format!("no text at {} in the report", path.join(".")))?
-        .to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The parts of a real `playsim play` report the bench reads (one 4K DCI DPX stream at --fps max).
-    const REPORT: &str = r#"{
-      "status": "complete",
-      "settings": {"fps": "max", "prefetch": 8, "io_depth": 4, "decode_threads": 2, "output_stage": "v210"},
-      "totals": {"frames_due": 96, "presented": 96, "fps": 30.5,
-                 "dropped": {"storage": 0, "decode": 0, "output": 1, "unreadable": 0}},
-      "cpu": {"process_user_s": 4.0, "process_sys_s": 1.0,
-              "stages": {"read_s": 0.75, "decode_s": 0.625, "output_s": 2.875}},
-      "memory": {"peak_rss_bytes": 803628032, "rss_bytes": 512000000, "pool_bytes": 700000000},
-      "streams": [{
-        "source": {"width": 4096, "height": 2160, "pixel_format": "rgb48le"},
-        "latency": {"decode": {"count": 125}},
-        "pool_buffers": {"encoded": 6, "decoded": 7, "output": 2,
-                         "encoded_bytes": 212385792, "decoded_bytes": 371589120, "output_bytes": 47554560}
-      }]
-    }"#;
+    /// A `playsim play` report with the figures of a real one that the bench reads (one 4K DCI
+    /// DPX stream at --fps max), changed by `edit`.
+    fn report(edit: impl FnOnce(&mut playsim_report::Report)) -> String {
+        crate::bench::playsim_report_json(|r| {
+            let settings = &mut r.settings;
+            settings.fps = "max".into();
+            (settings.prefetch, settings.io_depth, settings.decode_threads) = (8, 4, 2);
+            (settings.output_stage, settings.output_threads) = ("v210".into(), 1);
+            (r.totals.frames_due, r.totals.presented, r.totals.fps) = (96, 96, 30.5);
+            r.totals.dropped.output = 1;
+            (r.cpu.process_user_s, r.cpu.process_sys_s) = (4.0, 1.0);
+            (r.cpu.stages.read_s, r.cpu.stages.decode_s, r.cpu.stages.output_s) = (0.75, 0.625, 2.875);
+            (r.memory.peak_rss_bytes, r.memory.rss_bytes, r.memory.pool_bytes) =
+                (803_628_032, 512_000_000, 700_000_000);
+            let mut stream = playsim_report::StreamReport::default();
+            (stream.source.width, stream.source.height) = (4096, 2160);
+            stream.source.pixel_format = "rgb48le".into();
+            stream.latency.decode.count = 125;
+            let pools = &mut stream.pool_buffers;
+            (pools.encoded, pools.decoded, pools.output) = (6, 7, 2);
+            (pools.encoded_bytes, pools.decoded_bytes, pools.output_bytes) =
+                (212_385_792, 371_589_120, 47_554_560);
+            r.streams.push(stream);
+            edit(r);
+        })
+    }
 
     #[test]
     fn reads_a_report() {
-        let f = Figures::parse(REPORT).unwrap();
+        let f = Figures::parse(&report(|_| {})).unwrap();
         assert_eq!(
             f.settings,
             BufferSettings { streams: 1, prefetch: 8, io_depth: 4, decode_threads: 2, output_slots: 1 }
@@ -663,11 +645,13 @@ mod tests {
         let ms = [cost.read_s, cost.decode_s, cost.output_s, cost.other_s].map(|s| (s * 1e6).round() / 1e3);
         assert_eq!(ms, [6.0, 5.0, 23.0, 6.0], "ms per frame: 0.75, 0.625, 2.875 and 0.75 s over 125 frames");
 
-        let two =
-            REPORT.replace("\"output_stage\": \"v210\"", "\"output_stage\": \"v210\", \"output_threads\": 2");
+        let two = report(|r| r.settings.output_threads = 2);
         assert_eq!(Figures::parse(&two).unwrap().settings.output_slots, 2);
 
-        let none = REPORT.replace("\"v210\"", "\"none\"").replace("\"output\": 1", "\"output\": 0");
+        let none = report(|r| {
+            r.settings.output_stage = "none".into();
+            r.totals.dropped.output = 0;
+        });
         let f = Figures::parse(&none).unwrap();
         assert_eq!(f.settings.output_slots, 0);
         assert!(f.played_clean());
@@ -681,14 +665,16 @@ mod tests {
 
     #[test]
     fn refuses_reports_it_cannot_read() {
-        let old = REPORT.replace("\"memory\"", "\"memory_later\"");
+        let old = report(|_| {}).replace("\"cpu\"", "\"cpu_later\"");
         let err = format!("{:#}", Figures::parse(&old).unwrap_err());
-        assert!(err.contains("memory.peak_rss_bytes"), "{err}");
-        let odd = REPORT.replace("\"v210\"", "\"sdi\"");
+        assert!(err.contains("cpu"), "{err}");
+        let odd = report(|r| r.settings.output_stage = "sdi".into());
         assert!(format!("{:#}", Figures::parse(&odd).unwrap_err()).contains("\"sdi\""));
-        let yuv = Figures::parse(&REPORT.replace("rgb48le", "yuv422p10le")).unwrap();
+        let yuv =
+            Figures::parse(&report(|r| r.streams[0].source.pixel_format = "yuv422p10le".into())).unwrap();
         assert!(yuv.decoded_frame_bytes().unwrap_err().to_string().contains("yuv422p10le"));
         assert!(Figures::parse("[]").is_err());
+        assert!(Figures::parse(&report(|r| r.streams.clear())).is_err(), "a report with no stream");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! CPU per GB), whether the change is better or worse.
 
 use crate::model::{DropCauseName, Report, StreamReport};
+use crate::renderer::{RenderError, Renderer};
 
 /// One run to compare: the name it is shown under (its file, say) and its report.
 #[derive(Clone, Copy, Debug)]
@@ -13,6 +14,24 @@ pub struct Run<'a> {
     pub name: &'a str,
     /// The run's report.
     pub report: &'a Report,
+}
+
+/// The runs side by side as a table ([`compare`]'s text): the `text` renderer of a comparison.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CompareText;
+
+impl<'a> Renderer<[Run<'a>]> for CompareText {
+    fn name(&self) -> &'static str {
+        "text"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["txt"]
+    }
+
+    fn render(&self, runs: &[Run<'a>], out: &mut dyn std::io::Write) -> Result<(), RenderError> {
+        Ok(out.write_all(compare(runs).as_bytes())?)
+    }
 }
 
 /// Which way a figure is better.
@@ -64,6 +83,8 @@ impl Measure {
     }
 
     /// How the measure is shown.
+    // Only the comparison plot asks, so a build without `render` leaves it unused.
+    #[cfg_attr(not(feature = "render"), allow(dead_code))]
     pub(crate) fn figure(self) -> &'static Figure {
         // Every measure has its row; the fallback is never taken.
         FIGURES.iter().find(|f| f.measure == self).unwrap_or(&FIGURES[0])

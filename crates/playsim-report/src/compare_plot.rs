@@ -14,8 +14,14 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::compare::{Better, Measure, Run, DESCRIPTION};
 use crate::model::DropCauseName;
-use crate::plot::{cause_colour, shorten, write_figure, DrawResult, Fonts, PlotError, DECODE, OUTPUT, READ};
+use crate::plot::{
+    cause_colour, figure_bytes, shorten, write_figure, DrawResult, Fonts, PlotError, PlotFormat, DECODE,
+    OUTPUT, READ,
+};
+use crate::renderer::{RenderError, Renderer};
 
+/// Why a comparison of nothing is refused.
+const NO_RUNS: &str = "no runs to compare, for example `playsim compare a.json b.json`";
 /// Width and height of the picture, in SVG pixels (and PNG pixels).
 const SIZE: (u32, u32) = (1400, 900);
 /// Height of the band holding the figure's title.
@@ -42,9 +48,56 @@ pub fn write(runs: &[Run<'_>], path: &Path) -> Result<(), PlotError> {
 /// Draws `runs` side by side to `path`, a PNG's text in `fonts`.
 pub fn write_with_fonts(runs: &[Run<'_>], path: &Path, fonts: &Fonts) -> Result<(), PlotError> {
     if runs.is_empty() {
-        return Err(PlotError::new(path, "no runs to compare, for example `playsim compare a.json b.json`"));
+        return Err(PlotError::new(path, NO_RUNS));
     }
     write_figure(path, SIZE, fonts, |root| draw(runs, root))
+}
+
+/// The comparison's figure in one format: the `svg` and `png` renderers of a comparison.
+#[derive(Clone, Debug)]
+pub struct ComparePlot {
+    format: PlotFormat,
+    fonts: Fonts,
+}
+
+impl ComparePlot {
+    /// The figure as SVG.
+    pub fn svg() -> ComparePlot {
+        ComparePlot { format: PlotFormat::Svg, fonts: Fonts::system() }
+    }
+
+    /// The figure as PNG, its text in `fonts`.
+    pub fn png_with_fonts(fonts: Fonts) -> ComparePlot {
+        ComparePlot { format: PlotFormat::Png, fonts }
+    }
+
+    /// The figure as PNG, its text in the system's fonts.
+    pub fn png() -> ComparePlot {
+        ComparePlot::png_with_fonts(Fonts::system())
+    }
+}
+
+impl<'a> Renderer<[Run<'a>]> for ComparePlot {
+    fn name(&self) -> &'static str {
+        self.format.name()
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        self.format.extensions()
+    }
+
+    fn render(&self, runs: &[Run<'a>], out: &mut dyn std::io::Write) -> Result<(), RenderError> {
+        if runs.is_empty() {
+            return Err(RenderError::Draw(NO_RUNS.to_owned()));
+        }
+        let bytes = figure_bytes(self.format, SIZE, &self.fonts, |root| draw(runs, root))
+            .map_err(RenderError::Draw)?;
+        Ok(out.write_all(&bytes)?)
+    }
+
+    fn failure(&self, path: &Path, reason: &dyn std::fmt::Display) -> String {
+        PlotError::new(path, reason.to_string()).to_string()
+    }
 }
 
 /// One part of a bar: what it is called, its colour and the figure it shows.

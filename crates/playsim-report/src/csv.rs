@@ -2,10 +2,11 @@
 //! spreadsheets and scripts.
 
 use std::fmt::Write as _;
-use std::io;
+use std::io::{self, Write};
 use std::path::Path;
 
 use crate::model::{DropCauseName, Report, StreamReport};
+use crate::renderer::{RenderError, Renderer};
 
 /// The header row. Times are milliseconds from the start of the run; a stage the frame never
 /// reached is empty.
@@ -54,8 +55,29 @@ pub fn timeline(report: &Report) -> String {
 
 /// Writes [`timeline`] to `path` atomically (a temporary file and a rename).
 pub fn write_timeline_atomic(report: &Report, path: &Path) -> io::Result<()> {
-    crate::json::write_bytes_atomic(timeline(report).as_bytes(), path)
-        .map_err(|e| io::Error::new(e.kind(), format!("writing csv {}: {e}", path.display())))
+    Ok(crate::renderer::write_atomic(&TimelineCsv, report, path)?)
+}
+
+/// The per-frame timeline ([`timeline`]'s text): the `csv` renderer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TimelineCsv;
+
+impl Renderer<Report> for TimelineCsv {
+    fn name(&self) -> &'static str {
+        "csv"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["csv"]
+    }
+
+    fn render(&self, report: &Report, out: &mut dyn Write) -> Result<(), RenderError> {
+        Ok(out.write_all(timeline(report).as_bytes())?)
+    }
+
+    fn failure(&self, path: &Path, reason: &dyn std::fmt::Display) -> String {
+        format!("writing csv {}: {reason}", path.display())
+    }
 }
 
 /// The stream's transport, with the mount's label when it read through a kernel mount.

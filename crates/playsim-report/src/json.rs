@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Error;
 use crate::model::{Percentiles, Report, SCHEMA_VERSION};
+use crate::renderer::{RenderError, Renderer};
 
 /// The report as pretty-printed JSON, ending with a newline.
 ///
@@ -27,10 +28,30 @@ pub fn to_string_pretty(report: &Report) -> String {
 /// and then renamed over `path`, so a reader (or a crash) never sees half a
 /// report. The temporary file is removed if anything fails.
 pub fn write_atomic(report: &Report, path: &Path) -> io::Result<()> {
-    let context = |e: io::Error| io::Error::new(e.kind(), format!("writing report {}: {e}", path.display()));
-    let mut text = serde_json::to_vec_pretty(&finite(report)).map_err(io::Error::from).map_err(context)?;
-    text.push(b'\n');
-    write_bytes_atomic(&text, path).map_err(context)
+    Ok(crate::renderer::write_atomic(&ReportJson, report, path)?)
+}
+
+/// The run report as pretty-printed JSON ([`to_string_pretty`]'s text): the `json` renderer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReportJson;
+
+impl Renderer<Report> for ReportJson {
+    fn name(&self) -> &'static str {
+        "json"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["json"]
+    }
+
+    fn render(&self, report: &Report, out: &mut dyn Write) -> Result<(), RenderError> {
+        serde_json::to_writer_pretty(&mut *out, &finite(report)).map_err(io::Error::from)?;
+        Ok(out.write_all(b"\n")?)
+    }
+
+    fn failure(&self, path: &Path, reason: &dyn std::fmt::Display) -> String {
+        format!("writing report {}: {reason}", path.display())
+    }
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so

@@ -1,16 +1,22 @@
-//! playsim's run report: one [`Report`] value, rendered as text and JSON.
+//! Every output playsim writes: the run's [`Report`] and the other models, each rendered
+//! through one [`renderer::Renderer`] trait.
 //!
 //! The engine fills a [`Report`] at the end of a run (and on Ctrl-C or an
 //! error, with [`RunStatus::Partial`] or [`RunStatus::Failed`]). Everything
-//! else reads that one value:
+//! else reads that one value, through the renderers that
+//! [`renderer::register_enabled_renderers`] lists (looked up by name or by a file's extension,
+//! and written atomically by [`renderer::write_atomic`]):
 //!
 //! - [`render::summary`] is the plain-text summary printed at the end of a run:
 //!   dropped frames by cause as Flame counts them (video disk, CPU/GPU,
 //!   broadcast, unreadable), frame and data rates as frametest reports them,
 //!   per-stage latency percentiles and CPU use.
 //! - [`json`] writes the report as JSON (atomically, to a file) and reads it back.
-//! - [`schema`] gives the JSON schema; `schema/report.schema.json` holds it, and a
-//!   test fails when the model and the file disagree.
+//! - [`schema`] gives the JSON schemas; `schema/` holds one file per JSON shape, and a
+//!   test fails when a model and its file disagree.
+//! - [`capacity`] (`playsim capacity`'s result), [`tally`] (a scenario's runs over their
+//!   repetitions), [`live_csv`] (a row of counters a second) and [`compare`] (runs side by
+//!   side) are the other models, each with its renderers.
 //! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG, behind
 //!   the `render` feature (on by default), so that a crate that fills reports (the engine)
 //!   does not compile plotters and resvg.
@@ -50,15 +56,19 @@ mod percentiles;
 #[cfg(test)]
 mod testutil;
 
+pub mod capacity;
 pub mod compare;
 #[cfg(feature = "render")]
 pub mod compare_plot;
 pub mod csv;
 pub mod json;
+pub mod live_csv;
 #[cfg(feature = "render")]
 pub mod plot;
 pub mod render;
+pub mod renderer;
 pub mod schema;
+pub mod tally;
 
 pub use error::Error;
 pub use model::*;

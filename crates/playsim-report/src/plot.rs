@@ -19,6 +19,7 @@ use plotters::prelude::*;
 use resvg::usvg::fontdb;
 
 use crate::model::{DropCauseName, FrameRecord, Report};
+use crate::renderer::{RenderError, Renderer};
 
 /// Width and height of the picture, in SVG pixels (and PNG pixels).
 const SIZE: (u32, u32) = (1400, 900);
@@ -50,6 +51,22 @@ pub enum PlotFormat {
 }
 
 impl PlotFormat {
+    /// The format's name as a renderer's: `svg` or `png`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlotFormat::Svg => "svg",
+            PlotFormat::Png => "png",
+        }
+    }
+
+    /// The extensions of its files.
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            PlotFormat::Svg => &["svg"],
+            PlotFormat::Png => &["png"],
+        }
+    }
+
     /// The format a path asks for, by its extension (either case); anything else is refused
     /// with an example.
     pub fn of_path(path: &Path) -> Result<PlotFormat, PlotError> {
@@ -145,17 +162,71 @@ pub(crate) fn write_figure(
 ) -> Result<(), PlotError> {
     let format = PlotFormat::of_path(path)?;
     let fail = |reason: String| PlotError::new(path, reason);
+    let bytes = figure_bytes(format, size, fonts, draw).map_err(fail)?;
+    crate::json::write_bytes_atomic(&bytes, path).map_err(|e| fail(e.to_string()))
+}
+
+/// Draws a figure of `size` as SVG with `draw`, and gives it as `format`'s bytes.
+pub(crate) fn figure_bytes(
+    format: PlotFormat,
+    size: (u32, u32),
+    fonts: &Fonts,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> DrawResult,
+) -> Result<Vec<u8>, String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        draw(&root).map_err(|e| fail(e.to_string()))?;
-        root.present().map_err(|e| fail(e.to_string()))?;
+        draw(&root).map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
     }
-    let bytes = match format {
-        PlotFormat::Svg => svg.into_bytes(),
-        PlotFormat::Png => svg_to_png(&svg, &fonts.load().map_err(fail)?).map_err(fail)?,
-    };
-    crate::json::write_bytes_atomic(&bytes, path).map_err(|e| fail(e.to_string()))
+    match format {
+        PlotFormat::Svg => Ok(svg.into_bytes()),
+        PlotFormat::Png => svg_to_png(&svg, &fonts.load()?),
+    }
+}
+
+/// The run's plot ([`write()`]'s figure) in one format: the `svg` and `png` renderers.
+#[derive(Clone, Debug)]
+pub struct TimelinePlot {
+    format: PlotFormat,
+    fonts: Fonts,
+}
+
+impl TimelinePlot {
+    /// The plot as SVG.
+    pub fn svg() -> TimelinePlot {
+        TimelinePlot { format: PlotFormat::Svg, fonts: Fonts::system() }
+    }
+
+    /// The plot as PNG, its text in the system's fonts.
+    pub fn png() -> TimelinePlot {
+        TimelinePlot::png_with_fonts(Fonts::system())
+    }
+
+    /// The plot as PNG, its text in `fonts`.
+    pub fn png_with_fonts(fonts: Fonts) -> TimelinePlot {
+        TimelinePlot { format: PlotFormat::Png, fonts }
+    }
+}
+
+impl Renderer<Report> for TimelinePlot {
+    fn name(&self) -> &'static str {
+        self.format.name()
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        self.format.extensions()
+    }
+
+    fn render(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), RenderError> {
+        let bytes = figure_bytes(self.format, SIZE, &self.fonts, |root| draw(report, root))
+            .map_err(RenderError::Draw)?;
+        Ok(out.write_all(&bytes)?)
+    }
+
+    fn failure(&self, path: &Path, reason: &dyn std::fmt::Display) -> String {
+        PlotError::new(path, reason.to_string()).to_string()
+    }
 }
 
 /// Renders an SVG to a PNG of the same size in pixels.

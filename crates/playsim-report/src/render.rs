@@ -7,6 +7,25 @@
 use std::collections::BTreeSet;
 
 use crate::model::{Drops, MountReport, Percentiles, PoolBuffers, Report, RunStatus, StreamReport};
+use crate::renderer::{RenderError, Renderer};
+
+/// The end-of-run summary ([`summary`]'s text): the `text` renderer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SummaryText;
+
+impl Renderer<Report> for SummaryText {
+    fn name(&self) -> &'static str {
+        "text"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["txt"]
+    }
+
+    fn render(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), RenderError> {
+        Ok(out.write_all(summary(report).as_bytes())?)
+    }
+}
 
 /// Width of the label column of `label  value` lines.
 const LABEL: usize = 20;

@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use playsim_report::RunStatus;
 
 use crate::bench::{median, Bench, BenchRow};
 use crate::bench_nfs::resident_fraction;
@@ -640,32 +640,29 @@ struct PlaysimFigures {
 }
 
 fn parse_playsim(text: &str) -> Result<PlaysimFigures> {
-    let report: Value = serde_json::from_str(text).context("playsim's report is not JSON")?;
-    let status = report["status"].as_str();
-    if status != Some("complete") {
-        bail!("playsim's run is {status:?}, not complete: {}", report["error"]);
+    let report = crate::bench::parse_playsim_report(text)?;
+    if report.status != RunStatus::Complete {
+        bail!(
+            "playsim's run is {}, not complete: {}",
+            crate::bench::status_name(report.status),
+            report.error.as_deref().unwrap_or("no reason given")
+        );
     }
-    let streams = report["streams"].as_array().context("playsim's report has no streams")?;
-    let [stream] = streams.as_slice() else {
-        bail!("playsim's report has {} streams, expected 1", streams.len());
+    let [stream] = report.streams.as_slice() else {
+        bail!("playsim's report has {} streams, expected 1", report.streams.len());
     };
-    let whole = |value: &Value, what: &str| {
-        value.as_u64().with_context(|| format!("playsim's report has no whole number {what}"))
-    };
-    let number = |value: &Value, what: &str| {
-        value.as_f64().with_context(|| format!("playsim's report has no number {what}"))
-    };
-    let storage = &stream["storage"];
+    let storage = &stream.storage;
+    let option = |name: &str| storage.options.get(name).cloned();
     Ok(PlaysimFigures {
-        bytes: whole(&report["totals"]["bytes_read"], "totals.bytes_read")?,
-        mb_per_s: number(&report["totals"]["mb_per_s"], "totals.mb_per_s")?,
-        n_reads: whole(&storage["n_reads"], "streams[0].storage.n_reads")?,
-        read_mean_ms: number(&stream["latency"]["read"]["mean_ms"], "streams[0].latency.read.mean_ms")?,
-        files_dropped: storage["cold"]["files_dropped"].as_u64().unwrap_or(0),
-        cold_message: storage["cold"]["message"].as_str().map(str::to_owned),
-        io_engine: storage["options"]["io_engine"].as_str().map(str::to_owned),
-        ring_entries: storage["options"]["ring_entries"].as_str().and_then(|text| text.parse().ok()),
-        registered_buffers: storage["options"]["registered_buffers"].as_str().map(str::to_owned),
+        bytes: report.totals.bytes_read,
+        mb_per_s: report.totals.mb_per_s,
+        n_reads: storage.n_reads,
+        read_mean_ms: stream.latency.read.mean_ms,
+        files_dropped: storage.cold.files_dropped,
+        cold_message: storage.cold.message.clone(),
+        io_engine: option("io_engine"),
+        ring_entries: option("ring_entries").and_then(|text| text.parse().ok()),
+        registered_buffers: option("registered_buffers"),
     })
 }
 
@@ -882,10 +879,17 @@ mod tests {
 
     #[test]
     fn parses_playsims_report() {
-        let json = r#"{"status":"complete","error":null,"totals":{"bytes_read":566263808,"mb_per_s":1234.5},
-            "streams":[{"storage":{"n_reads":544,"cold":{"requested":true,"files_dropped":16,"message":null},
-            "options":{}},"latency":{"read":{"mean_ms":25.5}}}]}"#;
-        let report = parse_playsim(json).unwrap();
+        let report = |edit: &dyn Fn(&mut playsim_report::Report)| {
+            crate::bench::playsim_report_json(|r| {
+                (r.totals.bytes_read, r.totals.mb_per_s) = (566_263_808, 1234.5);
+                let mut stream = playsim_report::StreamReport::default();
+                stream.storage.n_reads = 544;
+                (stream.storage.cold.requested, stream.storage.cold.files_dropped) = (true, 16);
+                stream.latency.read.mean_ms = 25.5;
+                r.streams.push(stream);
+                edit(r);
+            })
+        };
         let expected = PlaysimFigures {
             bytes: 566_263_808,
             mb_per_s: 1234.5,
@@ -897,14 +901,17 @@ mod tests {
             ring_entries: None,
             registered_buffers: None,
         };
-        assert_eq!(report, expected);
-        let options =
-            r#""options":{"io_engine":"io_uring","ring_entries":"128","registered_buffers":"yes: 8"}"#;
-        let uring = parse_playsim(&json.replace(r#""options":{}"#, options)).unwrap();
+        assert_eq!(parse_playsim(&report(&|_| {})).unwrap(), expected);
+        let uring = parse_playsim(&report(&|r| {
+            let options =
+                [("io_engine", "io_uring"), ("ring_entries", "128"), ("registered_buffers", "yes: 8")];
+            r.streams[0].storage.options = options.map(|(k, v)| (k.to_owned(), v.to_owned())).into();
+        }))
+        .unwrap();
         assert_eq!(uring.io_engine.as_deref(), Some("io_uring"));
         assert_eq!(uring.ring_entries, Some(128));
         assert_eq!(uring.registered_buffers.as_deref(), Some("yes: 8"));
-        let failed = json.replace(r#""status":"complete""#, r#""status":"failed""#);
+        let failed = report(&|r| r.status = RunStatus::Failed);
         assert!(parse_playsim(&failed).unwrap_err().to_string().contains("not complete"));
     }
 
