@@ -5,7 +5,9 @@
 //! dropped frame by cause: storage, decode, output, unreadable.
 //!
 //! This crate is the facade: it re-exports the layers and wires a local
-//! source to the engine. Embed it like this:
+//! source to the engine. `src/` holds that wiring and the command line only; what a run is
+//! asked to do (the settings list, the request, scenario files) is in `playsim-settings`,
+//! re-exported here. Embed it like this:
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), playsim::Error> {
@@ -29,18 +31,18 @@ mod location;
 mod order;
 mod play;
 pub mod scenario;
-pub mod units;
 
 pub use capacity::{capacity, Capacity, CapacityBy, CapacityRequest, Trial};
 pub use decode::{decode_md5, DecodeSummary};
 pub use location::{register_enabled_transports, transports};
-pub use order::{FrameRange, PlayOrder};
-pub use play::{failed_report, note_request, prepare, storage_warnings, PlayRequest, SourceSettings};
+pub use play::{failed_report, note_request, prepare, storage_warnings};
 pub use playsim_core::{FramePreset, FrameRate, Pacing, ParseError};
 pub use playsim_engine::{EngineConfig, OutputStage, Simulation};
 pub use playsim_ffmpeg::VideoOptions;
 pub use playsim_media::DecodeOptions;
 pub use playsim_report as report;
+pub use playsim_settings as settings;
+pub use playsim_settings::{units, FrameRange, PlayOrder, PlayRequest, SourceSettings};
 pub use playsim_tiff as tiff;
 pub use {playsim_core as core, playsim_dpx as dpx, playsim_engine as engine, playsim_media as media};
 pub use {playsim_exr as exr, playsim_ffmpeg as ffmpeg, playsim_storage as storage};

@@ -10,19 +10,18 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use playsim::engine::{default_decode_threads, LiveCounters};
+use playsim::engine::LiveCounters;
 use playsim::media::{GenerateFormat, GenerateOptions};
 use playsim::report::capacity::{CapacityJson, CapacityText};
 use playsim::report::renderer::{self, Renderer};
 use playsim::report::{json, live_csv, render, Report, RunStatus};
-use playsim::{units, EngineConfig, FramePreset, OutputStage, Pacing, PlayRequest};
+use playsim::settings::{parse, DecoderKnobs, NfsKnobs, PlayKnobs, Settings};
+use playsim::{units, FramePreset, PlayRequest};
 
 /// Exit status when a run completed with more drops than --max-drops allows.
 const EXIT_TOO_MANY_DROPS: u8 = 3;
 /// Exit status when a run was interrupted (Ctrl-C); the report is marked partial.
 const EXIT_INTERRUPTED: u8 = 130;
-/// The rate an image sequence plays at when `--fps` is not given (it states none of its own).
-const DEFAULT_FPS: playsim::FrameRate = playsim::FrameRate::FILM;
 
 #[derive(Parser)]
 #[command(name = "playsim", version, about = "Playback simulator with real decode load, for media storage")]
@@ -61,10 +60,10 @@ struct CapacityArgs {
     #[arg(long, default_value = "10s", value_parser = units::parse_duration, allow_hyphen_values = true)]
     window: Duration,
     /// Trials per candidate: it passes only when every one has no drop.
-    #[arg(long, default_value_t = 2, value_parser = parse_count, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 2, value_parser = parse::count, allow_hyphen_values = true)]
     trials: u32,
     /// The largest candidate tried.
-    #[arg(long, default_value_t = 64, value_parser = parse_count, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 64, value_parser = parse::count, allow_hyphen_values = true)]
     max: u32,
     /// The run to scale (--frames, --duration and --loop are set by the search; --json writes
     /// the search's result: every trial, the answer, the limit and the margin).
@@ -98,72 +97,14 @@ struct PlayArgs {
     #[arg(required = true, num_args = 1..)]
     sources: Vec<PathBuf>,
     /// Independent streams reading each source.
-    #[arg(long, default_value_t = 1, value_parser = parse_count, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 1, value_parser = parse::count, allow_hyphen_values = true)]
     streams: u32,
-    /// Frame rate: 24, 23.976, 25, 29.97, 59.94, 60000/1001, ... or max (no pacing)
-    /// [default: a video file's own rate, else 24].
-    #[arg(long, value_parser = parse_pacing, allow_hyphen_values = true)]
-    fps: Option<Pacing>,
-    /// Frames to play (with --loop, the source repeats until then).
-    #[arg(long, value_parser = parse_positive, conflicts_with = "duration", allow_hyphen_values = true)]
-    frames: Option<u64>,
-    /// Playback time, e.g. 10s, 1.5m, 600.
-    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
-    duration: Option<Duration>,
-    /// Start again at the first frame after the last.
-    #[arg(long = "loop")]
-    loop_playback: bool,
-    /// Play order: forward, reverse, or random (a shuffle, repeatable with --seed).
-    #[arg(long, value_enum, default_value_t = OrderArg::Forward)]
-    order: OrderArg,
-    /// The random order's seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Play only these frame numbers, e.g. 100-199.
-    #[arg(long, value_parser = parse_range, allow_hyphen_values = true)]
-    range: Option<playsim::FrameRange>,
-    /// Frames that must be ready before playback starts (frametest -b).
-    #[arg(long, default_value_t = 5, value_parser = parse_preroll, allow_hyphen_values = true)]
-    preroll: u32,
-    /// Frames the pipeline may hold ahead of presentation.
-    #[arg(long, default_value_t = 8, value_parser = parse_count, allow_hyphen_values = true)]
-    prefetch: u32,
-    /// Frame reads in flight at once.
-    #[arg(long, default_value_t = 4, value_parser = parse_count, allow_hyphen_values = true)]
-    io_depth: u32,
-    /// Decode threads [default: all cores].
-    #[arg(long, value_parser = parse_count, allow_hyphen_values = true)]
-    decode_threads: Option<u32>,
-    /// Work done per frame before its deadline.
-    #[arg(long, value_enum, default_value_t = OutputArg::V210)]
-    output_stage: OutputArg,
-    /// Output threads a stream: frames it packs at once.
-    #[arg(long, default_value_t = 1, value_parser = parse_count, allow_hyphen_values = true)]
-    output_threads: u32,
-    /// Bytes per read request from local files, e.g. 1M, 512K, 4096 (nfs:// sources use --rsize).
-    #[arg(long, default_value = "1M", value_parser = units::parse_bytes, allow_hyphen_values = true)]
-    block_size: usize,
-    /// Read local files with O_DIRECT, bypassing the page cache (playsim's NFS client has no cache).
-    #[arg(long)]
-    direct: bool,
-    /// How local files are read: pread (one block after another, a thread per frame) or
-    /// io_uring (all of a frame's blocks in flight at once, into registered buffers; falls
-    /// back to pread, saying why, where io_uring is disabled).
-    #[arg(long, value_enum, default_value_t = IoEngineArg::Pread)]
-    io_engine: IoEngineArg,
+    /// The run's knobs: each also a scenario key (the settings list, playsim-settings).
+    #[command(flatten)]
+    knobs: PlayKnobs,
     /// Drop the sequence from the page cache before the run.
     #[arg(long)]
     cold: bool,
-    /// Wait for late frames instead of dropping them, and report the stall time.
-    #[arg(long)]
-    no_drop: bool,
-    /// Read the frames and do not decode them (the load frametest and fio put on storage):
-    /// a frame is ready when read, and there is no output stage.
-    #[arg(long)]
-    no_decode: bool,
-    /// Check every decoded frame against the frame index in its pixels (generated media).
-    #[arg(long)]
-    verify: bool,
     /// Write the report as JSON (atomically; also when the run fails or is interrupted).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -179,7 +120,7 @@ struct PlayArgs {
     #[arg(long, value_parser = playsim::report::plot::parse_path)]
     plot: Option<PathBuf>,
     /// Exit with status 3 when more frames than this are dropped.
-    #[arg(long, value_parser = parse_whole, allow_hyphen_values = true)]
+    #[arg(long, value_parser = parse::whole, allow_hyphen_values = true)]
     max_drops: Option<u64>,
     /// No live progress line.
     #[arg(long, short)]
@@ -187,96 +128,32 @@ struct PlayArgs {
     #[command(flatten)]
     decoder: DecoderArgs,
     #[command(flatten)]
-    nfs: NfsArgs,
-}
-
-/// Settings of playsim's own NFS client, for `nfs://` sources (play and decode).
-#[derive(Args)]
-struct NfsArgs {
-    /// TCP connections to the NFS server per stream, like Linux's nconnect mount option.
-    #[arg(long, default_value_t = 1, value_parser = parse_nconnect, allow_hyphen_values = true)]
-    nconnect: u32,
-    /// Bytes per NFS READ, e.g. 1M, 256K (capped by the server's largest).
-    #[arg(long, default_value = "1M", value_parser = parse_rsize, allow_hyphen_values = true)]
-    rsize: usize,
-    /// How long an NFS call may go unanswered, through reconnects, before the run ends, e.g. 30s.
-    #[arg(long, default_value = "30s", value_parser = units::parse_duration, allow_hyphen_values = true)]
-    nfs_timeout: Duration,
-}
-
-impl NfsArgs {
-    fn options(&self) -> playsim::storage::nfs::NfsOptions {
-        playsim::storage::nfs::NfsOptions {
-            nconnect: self.nconnect,
-            rsize: self.rsize,
-            timeout: self.nfs_timeout,
-            ..Default::default()
-        }
-    }
+    nfs: NfsKnobs,
 }
 
 /// Decoder settings shared by `play` and `decode`.
 #[derive(Args)]
 struct DecoderArgs {
-    /// EXR decoding library: openexr (the C++ library the applications use) or exrs (pure Rust)
-    /// [default: openexr when the library was found at build time].
-    #[arg(long, value_parser = parse_exr_backend)]
-    exr_backend: Option<playsim::exr::Backend>,
-    /// Threads inside one frame's decode (OpenEXR's per-file threads, exrs' block decompression).
-    #[arg(long, default_value_t = 1, value_parser = parse_count, allow_hyphen_values = true)]
-    codec_threads: u32,
-    /// The EXR layer to decode: NAME picks channels NAME.R, NAME.G, ...
+    #[command(flatten)]
+    knobs: DecoderKnobs,
+    /// The EXR layer to decode: NAME picks channels NAME.R, NAME.G, ... (not a scenario key).
     #[arg(long)]
     exr_layer: Option<String>,
 }
 
 impl DecoderArgs {
     fn options(&self) -> playsim::DecodeOptions {
-        playsim::DecodeOptions {
-            exr: playsim::exr::ExrOptions {
-                backend: self.exr_backend.unwrap_or_else(playsim::exr::Backend::default_available),
-                codec_threads: self.codec_threads,
-                layer: self.exr_layer.clone(),
-            },
-            video: playsim::VideoOptions { codec_threads: self.codec_threads },
-        }
+        let mut settings = Settings::default();
+        self.knobs.apply(&mut settings);
+        settings.decode_options(self.exr_layer.clone())
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum IoEngineArg {
-    /// One pread per block, on a thread per frame.
-    Pread,
-    /// io_uring: every block of a frame submitted at once.
-    #[value(name = "io_uring", alias = "io-uring")]
-    IoUring,
-}
-
-impl From<IoEngineArg> for playsim::storage::IoEngine {
-    fn from(arg: IoEngineArg) -> Self {
-        match arg {
-            IoEngineArg::Pread => playsim::storage::IoEngine::Pread,
-            IoEngineArg::IoUring => playsim::storage::IoEngine::IoUring,
-        }
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum OrderArg {
-    /// First to last.
-    Forward,
-    /// Last to first.
-    Reverse,
-    /// A shuffle, the same for the same --seed.
-    Random,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum OutputArg {
-    /// Pack to 10-bit 4:2:2 v210, as an SDI output driver does.
-    V210,
-    /// No output work.
-    None,
+/// playsim's NFS client settings for `nfs://` sources.
+fn nfs_options(nfs: &NfsKnobs) -> playsim::storage::nfs::NfsOptions {
+    let mut settings = Settings::default();
+    nfs.apply(&mut settings);
+    settings.nfs_options()
 }
 
 #[derive(Args)]
@@ -288,12 +165,12 @@ struct DecodeArgs {
     #[arg(long, required = true)]
     md5: bool,
     /// Decode at most this many frames.
-    #[arg(long, value_parser = parse_positive, allow_hyphen_values = true)]
+    #[arg(long, value_parser = parse::positive, allow_hyphen_values = true)]
     frames: Option<u64>,
     #[command(flatten)]
     decoder: DecoderArgs,
     #[command(flatten)]
-    nfs: NfsArgs,
+    nfs: NfsKnobs,
 }
 
 #[derive(Args)]
@@ -301,19 +178,19 @@ struct GenerateArgs {
     /// The directory to write into.
     dir: PathBuf,
     /// Frame size: hd, uhd, 2k, 4k, 2k-dci, 4k-dci, 6k, 8k-dci, 8k-uhd or WxH.
-    #[arg(long, default_value = "4k-dci", value_parser = parse_preset)]
+    #[arg(long, default_value = "4k-dci", value_parser = parse::preset)]
     preset: FramePreset,
     /// File format.
     #[arg(long, value_enum, default_value_t = FormatArg::Dpx)]
     format: FormatArg,
     /// Frames to write.
-    #[arg(long, default_value_t = 96, value_parser = parse_positive, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 96, value_parser = parse::positive, allow_hyphen_values = true)]
     frames: u64,
     /// EXR compression: none, rle, zips, zip, piz, pxr24, b44 or b44a.
-    #[arg(long, default_value = "piz", value_parser = parse_compression)]
+    #[arg(long, default_value = "piz", value_parser = parse_exr_compression)]
     compression: playsim::exr::Compression,
     /// Bits per sample: DPX 8, 10 or 16 [default: 10]; TIFF 8 or 16 [default: 16].
-    #[arg(long, value_parser = parse_bit_depth, allow_hyphen_values = true)]
+    #[arg(long, value_parser = parse::bit_depth, allow_hyphen_values = true)]
     bit_depth: Option<u8>,
     /// Byte order [default: big for DPX, little for TIFF].
     #[arg(long, value_enum)]
@@ -322,7 +199,7 @@ struct GenerateArgs {
     #[arg(long)]
     alpha: bool,
     /// Number of the first frame.
-    #[arg(long, default_value_t = 0, value_parser = parse_whole, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 0, value_parser = parse::whole, allow_hyphen_values = true)]
     start: u64,
     /// File name stem: files are NAME.%07d.dpx.
     #[arg(long, default_value = "frame")]
@@ -350,88 +227,49 @@ enum EndianArg {
     Little,
 }
 
-fn parse_pacing(s: &str) -> Result<Pacing, String> {
-    s.parse().map_err(|e: playsim::ParseError| e.to_string())
+/// `frametest --io-engine` (src/cli/frametest.rs keeps its own flags until it flattens the knobs).
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum IoEngineArg {
+    /// One pread per block, on a thread per frame.
+    Pread,
+    /// io_uring: every block of a frame submitted at once.
+    #[value(name = "io_uring", alias = "io-uring")]
+    IoUring,
 }
 
-fn parse_preset(s: &str) -> Result<FramePreset, String> {
-    s.parse().map_err(|e: playsim::ParseError| e.to_string())
-}
-
-fn parse_positive(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("'{s}' is not a positive whole number (for example 96)")),
+impl From<IoEngineArg> for playsim::storage::IoEngine {
+    fn from(arg: IoEngineArg) -> Self {
+        match arg {
+            IoEngineArg::Pread => playsim::storage::IoEngine::Pread,
+            IoEngineArg::IoUring => playsim::storage::IoEngine::IoUring,
+        }
     }
 }
 
-fn parse_exr_backend(s: &str) -> Result<playsim::exr::Backend, String> {
-    s.parse()
-}
-
-fn parse_compression(s: &str) -> Result<playsim::exr::Compression, String> {
-    s.parse()
-}
-
-fn parse_whole(s: &str) -> Result<u64, String> {
-    s.trim().parse::<u64>().map_err(|_| format!("'{s}' is not a whole number (for example 0 or 10)"))
+/// `frametest --nconnect`, through the knob's parser.
+fn parse_nconnect(s: &str) -> Result<u32, String> {
+    parse::nconnect(s)
 }
 
 fn parse_whole_usize(s: &str) -> Result<usize, String> {
     s.trim().parse::<usize>().map_err(|_| format!("'{s}' is not a whole number (for example 0 or 4)"))
 }
 
-fn parse_preroll(s: &str) -> Result<u32, String> {
-    s.trim()
-        .parse::<u32>()
-        .map_err(|_| format!("'{s}' is not a whole number (for example 5, or 0 to start at once)"))
-}
-
-fn parse_range(s: &str) -> Result<playsim::FrameRange, String> {
+fn parse_exr_compression(s: &str) -> Result<playsim::exr::Compression, String> {
     s.parse()
-}
-
-fn parse_nconnect(s: &str) -> Result<u32, String> {
-    match s.trim().parse::<u32>() {
-        Ok(n @ 1..=64) => Ok(n),
-        _ => Err(format!("'{s}' is not a connection count from 1 to 64 (for example --nconnect 4)")),
-    }
-}
-
-fn parse_rsize(s: &str) -> Result<usize, String> {
-    let bytes = units::parse_bytes(s)?;
-    if (4096..=64 << 20).contains(&bytes) {
-        Ok(bytes)
-    } else {
-        Err(format!("read size '{s}' is out of range: 4K to 64M (for example --rsize 1M)"))
-    }
-}
-
-fn parse_count(s: &str) -> Result<u32, String> {
-    match s.trim().parse::<u32>() {
-        Ok(n) if n > 0 => Ok(n),
-        Ok(_) => Err(format!("'{s}' must be at least 1 (for example 8)")),
-        Err(_) => Err(format!("'{s}' is not a positive whole number (for example 8)")),
-    }
-}
-
-fn parse_bit_depth(s: &str) -> Result<u8, String> {
-    match s.trim() {
-        "8" => Ok(8),
-        "10" => Ok(10),
-        "16" => Ok(16),
-        _ => Err(format!("bit depth '{s}' is not supported (for example 10; also 8 or 16)")),
-    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Play(args) => play(*args),
+        Command::Play(args) => refuse_settings(&args).unwrap_or_else(|| play(*args)),
         Command::Decode(args) => decode(args),
         Command::Generate(args) => generate(args),
         Command::Compare(args) => compare(args),
-        Command::Capacity(args) => capacity(*args),
+        Command::Capacity(args) => match request_of(&args.play).engine.validate() {
+            Err(e) => Err(anyhow::anyhow!(playsim::settings::knobs::as_flags(&e))),
+            Ok(()) => capacity(*args),
+        },
         Command::Frametest(args) => cli::frametest::run(*args),
         Command::Run(args) => cli::run::run(args),
     };
@@ -446,44 +284,26 @@ fn main() -> ExitCode {
 
 /// The library's request for `play`'s flags.
 fn request_of(args: &PlayArgs) -> PlayRequest {
-    let engine = EngineConfig {
-        pacing: args.fps.unwrap_or(Pacing::Rate(DEFAULT_FPS)),
-        preroll: args.preroll,
-        prefetch: args.prefetch,
-        io_depth: args.io_depth,
-        decode_threads: args.decode_threads.unwrap_or_else(default_decode_threads),
-        output: match args.output_stage {
-            OutputArg::V210 => OutputStage::V210,
-            OutputArg::None => OutputStage::None,
-        },
-        output_threads: args.output_threads,
-        frames: args.frames,
-        duration: args.duration,
-        loop_playback: args.loop_playback,
-        no_drop: args.no_drop,
-        verify: args.verify,
-        codec_threads: args.decoder.codec_threads,
-    };
+    let settings = Settings::from_flags(&args.knobs, &args.decoder.knobs, &args.nfs);
     PlayRequest {
-        sources: args.sources.clone(),
         streams_per_source: args.streams,
-        engine,
-        block_size: args.block_size,
-        direct: args.direct,
-        io_engine: args.io_engine.into(),
         cold: args.cold,
-        decode: args.decoder.options(),
-        rate_from_source: args.fps.is_none(),
-        nfs: args.nfs.options(),
-        order: match args.order {
-            OrderArg::Forward => playsim::PlayOrder::Forward,
-            OrderArg::Reverse => playsim::PlayOrder::Reverse,
-            OrderArg::Random => playsim::PlayOrder::Random { seed: args.seed },
-        },
-        range: args.range,
-        skip_decode: args.no_decode,
-        per_source: Vec::new(),
+        decode: settings.decode_options(args.decoder.exr_layer.clone()),
+        ..settings.request(args.sources.clone())
     }
+}
+
+/// `play`'s settings refused, spelt as their flags (`--preroll 9 cannot exceed --prefetch 8`),
+/// with the failed report written where asked, as a run that cannot start writes it.
+fn refuse_settings(args: &PlayArgs) -> Option<anyhow::Result<ExitCode>> {
+    let request = request_of(args);
+    let message = playsim::settings::knobs::as_flags(&request.engine.validate().err()?);
+    let mut report = playsim::failed_report(&request, &message);
+    report.settings.max_drops = args.max_drops;
+    Some(
+        finish_report(&report, args.json.as_deref(), args.csv.as_deref(), args.plot.as_deref())
+            .and_then(|()| Err(anyhow::anyhow!(message))),
+    )
 }
 
 fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
@@ -673,7 +493,7 @@ fn decode(args: DecodeArgs) -> anyhow::Result<ExitCode> {
     let summary = runtime.block_on(playsim::decode_md5(
         &args.source,
         &args.decoder.options(),
-        &args.nfs.options(),
+        &nfs_options(&args.nfs),
         args.frames,
         &mut stdout.lock(),
         &mut stderr.lock(),

@@ -39,7 +39,7 @@ pub struct RunArgs {
 /// Runs `playsim run`.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let scenario = Scenario::load(&args.scenario)?;
-    print!("{}", scenario.plan());
+    print!("{}", playsim::scenario::plan(&scenario));
     if args.check {
         println!(
             "scenario {} is valid ({} run(s), {} play(s))",
@@ -88,7 +88,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         };
         println!("\n== {} run {}: {label} ==", scenario.name, run.name);
         let mut progress = None;
-        let report = runtime.block_on(scenario.play(&pass, |sim| {
+        let report = runtime.block_on(playsim::scenario::play(&scenario, &pass, |sim| {
             let cancel = sim.canceller();
             if interrupted.load(Ordering::SeqCst) {
                 cancel.cancel();

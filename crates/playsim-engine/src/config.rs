@@ -24,6 +24,120 @@ impl OutputStage {
     }
 }
 
+/// A setting of [`EngineConfig`] that [`EngineConfig::validate`] can refuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigField {
+    /// [`EngineConfig::preroll`].
+    Preroll,
+    /// [`EngineConfig::prefetch`].
+    Prefetch,
+    /// [`EngineConfig::io_depth`].
+    IoDepth,
+    /// [`EngineConfig::decode_threads`].
+    DecodeThreads,
+    /// [`EngineConfig::output_threads`].
+    OutputThreads,
+    /// [`EngineConfig::codec_threads`].
+    CodecThreads,
+}
+
+impl ConfigField {
+    /// The field's name in [`EngineConfig`].
+    pub fn name(self) -> &'static str {
+        match self {
+            ConfigField::Preroll => "preroll",
+            ConfigField::Prefetch => "prefetch",
+            ConfigField::IoDepth => "io_depth",
+            ConfigField::DecodeThreads => "decode_threads",
+            ConfigField::OutputThreads => "output_threads",
+            ConfigField::CodecThreads => "codec_threads",
+        }
+    }
+
+    /// A valid value, shown in refusals.
+    pub fn example(self) -> u32 {
+        match self {
+            ConfigField::Preroll => 5,
+            ConfigField::Prefetch => 8,
+            ConfigField::IoDepth => 4,
+            ConfigField::DecodeThreads => 4,
+            ConfigField::OutputThreads | ConfigField::CodecThreads => 2,
+        }
+    }
+}
+
+/// Settings the engine refuses: a field, its value and the limit it broke. Its `Display`
+/// names fields as [`EngineConfig`] does; [`ConfigError::spelt`] names them as the user
+/// wrote them (`--prefetch 8` on the command line, `prefetch = 8` in a scenario).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A count that must be 1 or more is 0.
+    #[error("{}", self.spelt(&plain_spelling))]
+    BelowOne {
+        /// The field at 0.
+        field: ConfigField,
+    },
+    /// `field` is `value`, more than `limit_field`'s `limit` allows.
+    #[error("{}", self.spelt(&plain_spelling))]
+    Exceeds {
+        /// The field too large.
+        field: ConfigField,
+        /// Its value.
+        value: u32,
+        /// The field that bounds it.
+        limit_field: ConfigField,
+        /// That field's value.
+        limit: u32,
+    },
+}
+
+impl ConfigError {
+    /// The field at fault (the first to change).
+    pub fn field(&self) -> ConfigField {
+        match self {
+            ConfigError::BelowOne { field } | ConfigError::Exceeds { field, .. } => *field,
+        }
+    }
+
+    /// The other field involved, if any.
+    pub fn limit_field(&self) -> Option<ConfigField> {
+        match self {
+            ConfigError::BelowOne { .. } => None,
+            ConfigError::Exceeds { limit_field, .. } => Some(*limit_field),
+        }
+    }
+
+    /// The message, each field spelt by `spell`: `spell(field, None)` is its name alone,
+    /// `spell(field, Some(8))` the name given a value (`--prefetch 8`, `prefetch = 8`).
+    pub fn spelt(&self, spell: &dyn Fn(ConfigField, Option<u32>) -> String) -> String {
+        match *self {
+            ConfigError::BelowOne { field } => format!(
+                "{} must be at least 1 (for example {})",
+                spell(field, None),
+                spell(field, Some(field.example()))
+            ),
+            ConfigError::Exceeds { field, value, limit_field, limit } => format!(
+                "{} cannot exceed {}: the {} frames must fit in the window (for example {} and {})",
+                spell(field, Some(value)),
+                spell(limit_field, Some(limit)),
+                field.name(),
+                spell(field, Some(field.example().min(limit_field.example()))),
+                spell(limit_field, Some(limit_field.example()))
+            ),
+        }
+    }
+}
+
+/// A field as [`EngineConfig`] names it: `prefetch`, `prefetch 8`.
+fn plain_spelling(field: ConfigField, value: Option<u32>) -> String {
+    match value {
+        Some(value) => format!("{} {value}", field.name()),
+        None => field.name().to_owned(),
+    }
+}
+
 /// How a run is paced and bounded, and how big each stage is.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EngineConfig {
@@ -82,29 +196,27 @@ pub fn default_decode_threads() -> u32 {
 }
 
 impl EngineConfig {
-    /// Checks the settings against each other; the message shows valid values.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.prefetch == 0 {
-            return Err("--prefetch must be at least 1 (for example --prefetch 8)".into());
-        }
-        if self.io_depth == 0 {
-            return Err("--io-depth must be at least 1 (for example --io-depth 4)".into());
-        }
-        if self.decode_threads == 0 {
-            return Err("--decode-threads must be at least 1 (for example --decode-threads 4)".into());
-        }
-        if self.output_threads == 0 {
-            return Err("--output-threads must be at least 1 (for example --output-threads 2)".into());
-        }
-        if self.codec_threads == 0 {
-            return Err("--codec-threads must be at least 1 (for example --codec-threads 2)".into());
+    /// Checks each setting's range and the settings against each other; the error names the
+    /// field, its value and the limit, for the caller to spell as the user wrote it.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (field, value) in [
+            (ConfigField::Prefetch, self.prefetch),
+            (ConfigField::IoDepth, self.io_depth),
+            (ConfigField::DecodeThreads, self.decode_threads),
+            (ConfigField::OutputThreads, self.output_threads),
+            (ConfigField::CodecThreads, self.codec_threads),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::BelowOne { field });
+            }
         }
         if self.preroll > self.prefetch {
-            return Err(format!(
-                "--preroll {} cannot exceed --prefetch {}: the preroll frames must fit in the window \
-                 (for example --preroll 5 --prefetch 8)",
-                self.preroll, self.prefetch
-            ));
+            return Err(ConfigError::Exceeds {
+                field: ConfigField::Preroll,
+                value: self.preroll,
+                limit_field: ConfigField::Prefetch,
+                limit: self.prefetch,
+            });
         }
         Ok(())
     }
@@ -124,5 +236,40 @@ impl EngineConfig {
         } else {
             Some(limit.map_or(source_frames, |l| l.min(source_frames)))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_field_its_value_and_the_limit() {
+        let bad = EngineConfig { preroll: 9, prefetch: 8, ..EngineConfig::default() };
+        let error = bad.validate().err();
+        let expected = ConfigError::Exceeds {
+            field: ConfigField::Preroll,
+            value: 9,
+            limit_field: ConfigField::Prefetch,
+            limit: 8,
+        };
+        assert_eq!(error, Some(expected.clone()));
+        assert!(expected.to_string().starts_with("preroll 9 cannot exceed prefetch 8"), "{expected}");
+        assert!(expected.to_string().contains("for example preroll 5 and prefetch 8"), "{expected}");
+        let bad = EngineConfig { io_depth: 0, ..EngineConfig::default() };
+        assert_eq!(bad.validate(), Err(ConfigError::BelowOne { field: ConfigField::IoDepth }));
+        let flags = |field: ConfigField, value: Option<u32>| {
+            let flag = format!("--{}", field.name().replace('_', "-"));
+            value.map_or_else(|| flag.clone(), |v| format!("{flag} {v}"))
+        };
+        let spelt = EngineConfig { output_threads: 0, ..EngineConfig::default() }
+            .validate()
+            .err()
+            .map(|e| e.spelt(&flags));
+        assert_eq!(
+            spelt.as_deref(),
+            Some("--output-threads must be at least 1 (for example --output-threads 2)")
+        );
+        assert!(EngineConfig::default().validate().is_ok());
     }
 }

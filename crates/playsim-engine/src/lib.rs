@@ -24,7 +24,7 @@ pub mod v210;
 
 pub use cancel::CancelToken;
 pub use clock::{PreciseClock, TokioClock};
-pub use config::{default_decode_threads, EngineConfig, OutputStage};
+pub use config::{default_decode_threads, ConfigError, ConfigField, EngineConfig, OutputStage};
 pub use exec::{
     DecodeExecutor, DecodeJob, DecodePool, InOrderJob, JobFuture, OutputExecutor, OutputJob, V210Output,
 };

@@ -149,7 +149,7 @@ impl SimulationBuilder {
 
     /// Checks the settings and starts the worker pools.
     pub fn build(self) -> Result<Simulation, String> {
-        self.config.validate()?;
+        self.config.validate().map_err(|e| e.to_string())?;
         if self.config.verify && self.frame_index.is_none() {
             return Err(
                 "verify needs a frame index reader: give Simulation::builder().frame_index_reader(...), \

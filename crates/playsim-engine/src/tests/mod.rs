@@ -546,16 +546,6 @@ fn verify_without_a_frame_index_reader_is_refused() {
     assert!(refused.err().unwrap_or_default().contains("frame_index_reader"));
 }
 
-#[test]
-fn settings_are_checked_with_examples() {
-    let bad = EngineConfig { preroll: 9, prefetch: 8, ..EngineConfig::default() };
-    assert!(bad.validate().unwrap_err().contains("for example"));
-    let bad = EngineConfig { io_depth: 0, ..EngineConfig::default() };
-    assert!(bad.validate().unwrap_err().contains("--io-depth 4"));
-    let bad = EngineConfig { output_threads: 0, ..EngineConfig::default() };
-    assert!(bad.validate().unwrap_err().contains("--output-threads 2"));
-}
-
 /// Stream `i`: 60 scripted frames, each read in 2 ms.
 fn scripted_stream(i: u32) -> StreamSpec {
     let storage: Arc<dyn Storage> = Arc::new(ScriptedStorage::new(ScriptedObject::new(1000, 2 * MS)));

@@ -159,6 +159,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_run_knob_has_an_example() {
+        for knob in crate::Knob::ALL {
+            let example = KEY_EXAMPLES.iter().find(|(key, _)| *key == knob.key());
+            assert!(
+                example.is_some_and(|(key, line)| line.starts_with(&format!("{key} = "))),
+                "add an example line for {} to KEY_EXAMPLES",
+                knob.key()
+            );
+        }
+    }
+
+    #[test]
     fn keys_are_found_before_their_values() {
         assert_eq!(key_before("a = 1\nfps = ", 12).as_deref(), Some("fps"));
         assert_eq!(key_before("g = { preset = ", 15).as_deref(), Some("preset"));

@@ -6,27 +6,21 @@ use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use playsim_core::{FramePreset, FrameRate, Pacing};
-use playsim_engine::{default_decode_threads, EngineConfig, OutputStage};
-use playsim_media::{DecodeOptions, GenerateFormat, GenerateOptions};
-use playsim_storage::nfs::NfsOptions;
-use playsim_storage::IoEngine;
-use serde::de::{self, Deserializer, Visitor};
+use playsim_core::{FramePreset, Pacing};
+use playsim_media::{GenerateFormat, GenerateOptions};
+use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::hints::{toml_error, MINIMAL};
 use super::media::{Generate, ProRes, ProResProfile};
 use super::{CacheMode, Scenario, ScenarioError, ScenarioRun, ScenarioStream};
-use crate::order::{FrameRange, PlayOrder};
-use crate::play::{PlayRequest, SourceSettings};
-use crate::units;
+use crate::knobs::{self, keys, run_knobs, Knob, Settings, Text, DEFAULT_FPS};
+use crate::parse;
+use crate::request::SourceSettings;
 
 /// The most frames `generate` may write for one stream: a guard against a typo filling the disk.
 const MAX_GENERATED_FRAMES: u64 = 100_000;
-/// The rate a stream plays at when neither it, its run nor the scenario gives one and the
-/// source states none (an image sequence), as `play` does.
-const DEFAULT_FPS: FrameRate = FrameRate::FILM;
 
 /// Parses `text`, read from `path`, into a scenario. Relative sources are resolved against
 /// `path`'s directory.
@@ -37,43 +31,49 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> 
 
 // ---- the file's shape ----
 
-/// The keys every run takes, at the top of the file (for every run) or in a `[[run]]`.
-/// serde's `flatten` cannot be combined with `deny_unknown_fields`, so the macro writes them
-/// into both tables.
-macro_rules! with_run_keys {
-    ($(#[$meta:meta])* struct $name:ident { $($(#[$fmeta:meta])* $field:ident: $ty:ty,)* }) => {
-        $(#[$meta])*
-        struct $name {
-            $($(#[$fmeta])* $field: $ty,)*
-            fps: Option<Fps>,
-            frames: Option<Spanned<Frames>>,
-            duration: Option<Spanned<Length>>,
-            #[serde(rename = "loop")]
-            loop_playback: Option<bool>,
-            decode_threads: Option<Count>,
-            codec_threads: Option<Count>,
-            preroll: Option<Whole>,
-            prefetch: Option<Count>,
-            io_depth: Option<Count>,
-            output_stage: Option<OutputKey>,
-            output_threads: Option<Count>,
-            no_drop: Option<bool>,
-            decode: Option<bool>,
-            verify: Option<bool>,
-            order: Option<OrderKey>,
-            seed: Option<u64>,
-            range: Option<Range>,
-            exr_backend: Option<ExrBackend>,
-            block_size: Option<Bytes>,
-            direct: Option<bool>,
-            io_engine: Option<IoEngineKey>,
-            nconnect: Option<Nconnect>,
-            rsize: Option<Rsize>,
-            nfs_timeout: Option<Length>,
+/// Generates a table of the scenario file that takes every run knob (at the top of the file
+/// for every run, or in a `[[run]]`), besides its own fields. serde's `flatten` cannot be
+/// combined with `deny_unknown_fields`, so the knobs are written into each table.
+macro_rules! scenario_table {
+    (
+        [$(#[doc = $tdoc:literal])* $table:ident { $($(#[$fmeta:meta])* $tfield:ident : $tty:ty,)* }]
+        $(
+            $(#[doc = $gdoc:literal])*
+            $group:ident {
+                values { $(
+                    $vname:ident $vfield:ident : $vty:ty = $vdefault:expr, $vshown:literal,
+                    flag $vflag:literal, key $vkey:literal, $vparse:expr, $vhelp:literal, [$($vclap:tt)*];
+                )* }
+                options { $(
+                    $oname:ident $ofield:ident : $oty:ty, flag $oflag:literal, key $okey:literal,
+                    $oparse:expr, $ohelp:literal, [$($oclap:tt)*];
+                )* }
+                switches { $(
+                    $sname:ident $sfield:ident, flag $sflag:literal, key $skey:literal,
+                    invert $sinvert:literal, $shelp:literal;
+                )* }
+            }
+        )*
+    ) => {
+        $(#[doc = $tdoc])*
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct $table {
+            $($(#[$fmeta])* $tfield: $tty,)*
+            $($(
+                #[serde(rename = $vkey)]
+                $vfield: Option<Spanned<keys::$vname>>,
+            )* $(
+                #[serde(rename = $okey)]
+                $ofield: Option<Spanned<keys::$oname>>,
+            )* $(
+                #[serde(rename = $skey)]
+                $sfield: Option<Spanned<bool>>,
+            )*)*
         }
 
-        impl $name {
-            /// The run settings this table gives; `None` where it gives none.
+        impl $table {
+            /// The run settings this table gives, each with where it is given.
             fn settings(&self, checker: &Checker<'_>) -> Result<Settings, ScenarioError> {
                 if let (Some(frames), Some(_)) = (&self.frames, &self.duration) {
                     return Err(checker.at(
@@ -81,46 +81,32 @@ macro_rules! with_run_keys {
                         "give frames or duration, not both (for example duration = \"10s\")",
                     ));
                 }
-                let length = match (&self.frames, &self.duration) {
-                    (Some(f), _) => Some(Limit::Frames(f.get_ref().0)),
-                    (_, Some(d)) => Some(Limit::Duration(d.get_ref().0)),
-                    _ => None,
-                };
-                Ok(Settings {
-                    fps: self.fps.map(|f| f.0),
-                    length,
-                    loop_playback: self.loop_playback,
-                    decode_threads: self.decode_threads.map(|c| c.0),
-                    codec_threads: self.codec_threads.map(|c| c.0),
-                    preroll: self.preroll.map(|c| c.0),
-                    prefetch: self.prefetch.map(|c| c.0),
-                    io_depth: self.io_depth.map(|c| c.0),
-                    output_stage: self.output_stage.map(OutputStage::from),
-                    output_threads: self.output_threads.map(|c| c.0),
-                    no_drop: self.no_drop,
-                    decode: self.decode,
-                    verify: self.verify,
-                    order: self.order,
-                    seed: self.seed,
-                    range: self.range.map(|r| r.0),
-                    exr_backend: self.exr_backend.map(|b| b.0),
-                    block_size: self.block_size.map(|b| b.0),
-                    direct: self.direct,
-                    io_engine: self.io_engine.map(|e| e.0),
-                    nconnect: self.nconnect.map(|n| n.0),
-                    rsize: self.rsize.map(|r| r.0),
-                    nfs_timeout: self.nfs_timeout.map(|t| t.0),
-                })
+                let mut settings = Settings::default();
+                $($(
+                    if let Some(given) = &self.$vfield {
+                        settings.$vfield = Some(given.get_ref().0);
+                        settings.given_at.push((Knob::$vname, given.span().start));
+                    }
+                )* $(
+                    if let Some(given) = &self.$ofield {
+                        settings.$ofield = Some(given.get_ref().0);
+                        settings.given_at.push((Knob::$oname, given.span().start));
+                    }
+                )* $(
+                    if let Some(given) = &self.$sfield {
+                        settings.$sfield = Some(*given.get_ref() != $sinvert);
+                        settings.given_at.push((Knob::$sname, given.span().start));
+                    }
+                )*)*
+                Ok(settings)
             }
         }
     };
 }
 
-with_run_keys! {
+run_knobs!(scenario_table
     /// The whole file.
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct FileTable {
+    FileTable {
         name: Option<Spanned<String>>,
         description: Option<String>,
         repeat: Option<Count>,
@@ -130,36 +116,35 @@ with_run_keys! {
         #[serde(default)]
         run: Vec<Spanned<RunTable>>,
     }
-}
+);
 
-with_run_keys! {
+run_knobs!(scenario_table
     /// One `[[run]]`: streams played together on one clock.
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct RunTable {
+    RunTable {
         name: Option<Spanned<String>>,
         description: Option<String>,
         #[serde(default)]
         stream: Vec<Spanned<StreamTable>>,
     }
-}
+);
 
-/// One `[[stream]]` (or `[[run.stream]]`): a source and the streams that read it.
+/// One `[[stream]]` (or `[[run.stream]]`): a source and the streams that read it, with the
+/// run knobs a stream may set for itself.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StreamTable {
     source: Spanned<String>,
     count: Option<Count>,
-    fps: Option<Fps>,
+    fps: Option<keys::Fps>,
     start_offset: Option<Offset>,
-    decode_threads: Option<Count>,
+    decode_threads: Option<keys::DecodeThreads>,
     decode: Option<bool>,
-    block_size: Option<Bytes>,
+    block_size: Option<keys::BlockSize>,
     direct: Option<bool>,
-    io_engine: Option<IoEngineKey>,
-    nconnect: Option<Nconnect>,
-    rsize: Option<Rsize>,
-    nfs_timeout: Option<Length>,
+    io_engine: Option<keys::IoEngine>,
+    nconnect: Option<keys::Nconnect>,
+    rsize: Option<keys::Rsize>,
+    nfs_timeout: Option<keys::NfsTimeout>,
     generate: Option<Spanned<GenerateTable>>,
 }
 
@@ -175,7 +160,7 @@ struct GenerateTable {
     alpha: Option<bool>,
     compression: Option<ExrCompression>,
     profile: Option<ProResProfile>,
-    fps: Option<Fps>,
+    fps: Option<keys::Fps>,
 }
 
 #[derive(Clone, Copy, Deserialize)]
@@ -183,30 +168,6 @@ struct GenerateTable {
 enum CacheKey {
     Cold,
     Warm,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum OutputKey {
-    V210,
-    None,
-}
-
-impl From<OutputKey> for OutputStage {
-    fn from(key: OutputKey) -> OutputStage {
-        match key {
-            OutputKey::V210 => OutputStage::V210,
-            OutputKey::None => OutputStage::None,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum OrderKey {
-    Forward,
-    Reverse,
-    Random,
 }
 
 #[derive(Clone, Copy, Deserialize)]
@@ -224,39 +185,8 @@ enum EndianKey {
     Little,
 }
 
-// ---- values: each read as text (a TOML string, integer, float or boolean) and parsed by
-// the command line's own parser, so both accept the same spellings ----
-
-/// A scalar as the text of a command-line value: `24`, `23.976`, `"10s"`, `true`.
-struct Text(String);
-
-impl<'de> Deserialize<'de> for Text {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Text, D::Error> {
-        struct TextVisitor;
-        impl Visitor<'_> for TextVisitor {
-            type Value = Text;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string or a number")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text, E> {
-                Ok(Text(v.to_owned()))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-        }
-        deserializer.deserialize_any(TextVisitor)
-    }
-}
+// ---- the values that are not run knobs: each read as text (a TOML string, integer, float
+// or boolean) and parsed by the command line's own parser, so both accept the same spellings ----
 
 /// A value type read from [`Text`] by `parse`.
 macro_rules! text_value {
@@ -276,84 +206,19 @@ macro_rules! text_value {
 }
 
 text_value!(
-    /// `fps`: a rate or `max`, as `--fps`.
-    Fps(Pacing),
-    |s| s.parse::<Pacing>().map_err(|e| e.to_string())
-);
-text_value!(
-    /// A positive duration, as `--duration`.
-    Length(Duration),
-    units::parse_duration
-);
-text_value!(
     /// `start_offset`: a duration, or zero.
     Offset(Duration),
-    |s| match s.trim().trim_end_matches(['s', 'm', 'h']).parse::<f64>() {
-        Ok(0.0) => Ok(Duration::ZERO),
-        _ => units::parse_duration(s),
-    }
+    parse::offset
 );
 text_value!(
-    /// A byte size, as `--block-size`.
-    Bytes(usize),
-    units::parse_bytes
-);
-text_value!(
-    /// `io_engine`: pread or io_uring, as `--io-engine`.
-    IoEngineKey(IoEngine),
-    |s| s.parse::<IoEngine>()
-);
-text_value!(
-    /// `rsize`: 4K to 64M, as `--rsize`.
-    Rsize(usize),
-    |s| {
-        let bytes = units::parse_bytes(s)?;
-        if (4096..=64 << 20).contains(&bytes) {
-            Ok(bytes)
-        } else {
-            Err(format!("read size '{s}' is out of range: 4K to 64M (for example rsize = \"1M\")"))
-        }
-    }
-);
-text_value!(
-    /// A whole number of 1 or more.
+    /// `repeat`, `count`: a whole number of 1 or more.
     Count(u32),
-    |s| match s.trim().parse::<u32>() {
-        Ok(n) if n > 0 => Ok(n),
-        Ok(_) => Err(format!("'{s}' must be at least 1 (for example 8)")),
-        Err(_) => Err(format!("'{s}' is not a positive whole number (for example 8)")),
-    }
+    parse::count
 );
 text_value!(
-    /// `frames`: a whole number of 1 or more.
+    /// generate's `frames`: a whole number of 1 or more.
     Frames(u64),
-    |s| match s.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("'{s}' is not a positive whole number of frames (for example 96)")),
-    }
-);
-text_value!(
-    /// `preroll`: a whole number, 0 to start at once.
-    Whole(u32),
-    |s| s.trim().parse::<u32>().map_err(|_| format!("'{s}' is not a whole number (for example 5, or 0)"))
-);
-text_value!(
-    /// `nconnect`: 1 to 64, as `--nconnect`.
-    Nconnect(u32),
-    |s| match s.trim().parse::<u32>() {
-        Ok(n @ 1..=64) => Ok(n),
-        _ => Err(format!("'{s}' is not a connection count from 1 to 64 (for example nconnect = 4)")),
-    }
-);
-text_value!(
-    /// `range`: frame numbers, as `--range`.
-    Range(FrameRange),
-    |s| s.parse::<FrameRange>()
-);
-text_value!(
-    /// `exr_backend`, as `--exr-backend`.
-    ExrBackend(playsim_exr::Backend),
-    |s| s.parse::<playsim_exr::Backend>()
+    parse::positive
 );
 text_value!(
     /// `compression` of generated EXR, as `generate --compression`.
@@ -363,152 +228,13 @@ text_value!(
 text_value!(
     /// `preset`, as `generate --preset`.
     Preset(FramePreset),
-    |s| s.parse::<FramePreset>().map_err(|e| e.to_string())
+    parse::preset
 );
 text_value!(
     /// DPX `bit_depth`: 8, 10 or 16.
     BitDepth(u8),
-    |s| match s.trim() {
-        "8" => Ok(8),
-        "10" => Ok(10),
-        "16" => Ok(16),
-        _ => Err(format!("bit depth '{s}' is not supported (for example 10; also 8 or 16)")),
-    }
+    parse::bit_depth
 );
-
-// ---- settings, merged from the file's top to a run to a stream ----
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Limit {
-    Frames(u64),
-    Duration(Duration),
-}
-
-/// Run settings; `None` takes the enclosing table's, then playsim's default.
-#[derive(Clone, Default)]
-struct Settings {
-    fps: Option<Pacing>,
-    length: Option<Limit>,
-    loop_playback: Option<bool>,
-    decode_threads: Option<u32>,
-    codec_threads: Option<u32>,
-    preroll: Option<u32>,
-    prefetch: Option<u32>,
-    io_depth: Option<u32>,
-    output_stage: Option<OutputStage>,
-    output_threads: Option<u32>,
-    no_drop: Option<bool>,
-    decode: Option<bool>,
-    verify: Option<bool>,
-    order: Option<OrderKey>,
-    seed: Option<u64>,
-    range: Option<FrameRange>,
-    exr_backend: Option<playsim_exr::Backend>,
-    block_size: Option<usize>,
-    direct: Option<bool>,
-    io_engine: Option<IoEngine>,
-    nconnect: Option<u32>,
-    rsize: Option<usize>,
-    nfs_timeout: Option<Duration>,
-}
-
-impl Settings {
-    /// These settings, with `base`'s where these give none.
-    fn over(self, base: &Settings) -> Settings {
-        Settings {
-            fps: self.fps.or(base.fps),
-            length: self.length.or(base.length),
-            loop_playback: self.loop_playback.or(base.loop_playback),
-            decode_threads: self.decode_threads.or(base.decode_threads),
-            codec_threads: self.codec_threads.or(base.codec_threads),
-            preroll: self.preroll.or(base.preroll),
-            prefetch: self.prefetch.or(base.prefetch),
-            io_depth: self.io_depth.or(base.io_depth),
-            output_stage: self.output_stage.or(base.output_stage),
-            output_threads: self.output_threads.or(base.output_threads),
-            no_drop: self.no_drop.or(base.no_drop),
-            decode: self.decode.or(base.decode),
-            verify: self.verify.or(base.verify),
-            order: self.order.or(base.order),
-            seed: self.seed.or(base.seed),
-            range: self.range.or(base.range),
-            exr_backend: self.exr_backend.or(base.exr_backend),
-            block_size: self.block_size.or(base.block_size),
-            direct: self.direct.or(base.direct),
-            io_engine: self.io_engine.or(base.io_engine),
-            nconnect: self.nconnect.or(base.nconnect),
-            rsize: self.rsize.or(base.rsize),
-            nfs_timeout: self.nfs_timeout.or(base.nfs_timeout),
-        }
-    }
-
-    /// The request these settings make, with `play`'s defaults for what they leave out
-    /// (sources and per-source settings are added by the caller).
-    fn request(&self) -> PlayRequest {
-        let codec_threads = self.codec_threads.unwrap_or(1);
-        let engine = EngineConfig {
-            pacing: self.fps.unwrap_or(Pacing::Rate(DEFAULT_FPS)),
-            preroll: self.preroll.unwrap_or(5),
-            prefetch: self.prefetch.unwrap_or(8),
-            io_depth: self.io_depth.unwrap_or(4),
-            decode_threads: self.decode_threads.unwrap_or_else(default_decode_threads),
-            output: self.output_stage.unwrap_or(OutputStage::V210),
-            output_threads: self.output_threads.unwrap_or(1),
-            frames: match self.length {
-                Some(Limit::Frames(n)) => Some(n),
-                _ => None,
-            },
-            duration: match self.length {
-                Some(Limit::Duration(d)) => Some(d),
-                _ => None,
-            },
-            loop_playback: self.loop_playback.unwrap_or(false),
-            no_drop: self.no_drop.unwrap_or(false),
-            verify: self.verify.unwrap_or(false),
-            codec_threads,
-        };
-        let mut request = PlayRequest::new(PathBuf::new());
-        request.sources.clear();
-        request.engine = engine;
-        request.rate_from_source = self.fps.is_none();
-        if let Some(block_size) = self.block_size {
-            request.block_size = block_size;
-        }
-        request.direct = self.direct.unwrap_or(false);
-        request.io_engine = self.io_engine.unwrap_or_default();
-        request.skip_decode = !self.decode.unwrap_or(true);
-        request.decode = DecodeOptions {
-            exr: playsim_exr::ExrOptions {
-                backend: self.exr_backend.unwrap_or_else(playsim_exr::Backend::default_available),
-                codec_threads,
-                layer: None,
-            },
-            video: playsim_ffmpeg::VideoOptions { codec_threads },
-        };
-        request.nfs = nfs_options(&NfsOptions::default(), self.nconnect, self.rsize, self.nfs_timeout);
-        request.order = match self.order.unwrap_or(OrderKey::Forward) {
-            OrderKey::Forward => PlayOrder::Forward,
-            OrderKey::Reverse => PlayOrder::Reverse,
-            OrderKey::Random => PlayOrder::Random { seed: self.seed.unwrap_or(1) },
-        };
-        request.range = self.range;
-        request
-    }
-}
-
-fn nfs_options(
-    base: &NfsOptions,
-    nconnect: Option<u32>,
-    rsize: Option<usize>,
-    timeout: Option<Duration>,
-) -> NfsOptions {
-    NfsOptions {
-        nconnect: nconnect.unwrap_or(base.nconnect),
-        rsize: rsize.unwrap_or(base.rsize),
-        timeout: timeout.unwrap_or(base.timeout),
-        ..base.clone()
-    }
-}
 
 // ---- checks ----
 
@@ -650,10 +376,16 @@ impl Checker<'_> {
         tables: &[Spanned<StreamTable>],
         settings: &Settings,
     ) -> Result<ScenarioRun, ScenarioError> {
-        let mut request = settings.request();
+        let mut request = settings.request(Vec::new());
         request.engine.validate().map_err(|e| {
-            let message = format!("run '{name}': {}", scenario_spelling(&e));
-            match offset {
+            let message = format!("run '{name}': {}", knobs::as_keys(&e));
+            // At the value that broke the limit, else at the limit's, else at the run.
+            let given = [Some(e.field()), e.limit_field()]
+                .into_iter()
+                .flatten()
+                .filter_map(Knob::of_engine_field)
+                .find_map(|knob| settings.offset_of(knob));
+            match given.or(offset) {
                 Some(offset) => self.at(offset, message),
                 None => ScenarioError::whole(self.path, message),
             }
@@ -681,7 +413,12 @@ impl Checker<'_> {
         let is_url = playsim_storage::transport::scheme_of(given).is_some();
         let source = if is_url { PathBuf::from(given) } else { self.resolve(given) };
         let nfs_given = stream.nconnect.is_some() || stream.rsize.is_some() || stream.nfs_timeout.is_some();
-        let run_nfs = nfs_options(&NfsOptions::default(), run.nconnect, run.rsize, run.nfs_timeout);
+        let own = Settings {
+            nconnect: stream.nconnect.map(|n| n.0),
+            rsize: stream.rsize.map(|r| r.0),
+            nfs_timeout: stream.nfs_timeout.map(|t| t.0),
+            ..Settings::default()
+        };
         let settings = SourceSettings {
             streams: Some(stream.count.map_or(1, |c| c.0)),
             pacing: stream.fps.map(|f| f.0),
@@ -691,14 +428,7 @@ impl Checker<'_> {
             direct: stream.direct,
             io_engine: stream.io_engine.map(|e| e.0),
             skip_decode: stream.decode.map(|decode| !decode),
-            nfs: nfs_given.then(|| {
-                nfs_options(
-                    &run_nfs,
-                    stream.nconnect.map(|n| n.0),
-                    stream.rsize.map(|r| r.0),
-                    stream.nfs_timeout.map(|t| t.0),
-                )
-            }),
+            nfs: nfs_given.then(|| own.over(run).nfs_options()),
         };
         let generate = match &stream.generate {
             None => None,
@@ -873,22 +603,6 @@ fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
 }
 
-/// The engine's messages name command-line flags; in a scenario the keys are spelt with `_`.
-fn scenario_spelling(message: &str) -> String {
-    let mut out = message.to_owned();
-    for (flag, key) in [
-        ("--preroll", "preroll"),
-        ("--prefetch", "prefetch"),
-        ("--io-depth", "io_depth"),
-        ("--decode-threads", "decode_threads"),
-        ("--codec-threads", "codec_threads"),
-        ("--output-threads", "output_threads"),
-    ] {
-        out = out.replace(&format!("{flag} "), &format!("{key} = "));
-    }
-    out
-}
-
 /// The byte offset where 1-based `line` starts in `text`.
 fn offset_of_line(text: &str, line: usize) -> usize {
     if line <= 1 {
@@ -923,6 +637,8 @@ impl<'de> Deserialize<'de> for ProResProfile {
 mod tests {
     use super::*;
     use crate::scenario::hints::KEY_EXAMPLES;
+    use playsim_storage::IoEngine;
+    use std::path::PathBuf;
 
     fn parse_text(text: &str) -> Result<Scenario, ScenarioError> {
         parse(text, Path::new("dir/test.toml"))
