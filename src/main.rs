@@ -119,6 +119,11 @@ struct PlayArgs {
     /// histogram per stage. A PNG's text needs a font (Debian: fonts-dejavu-core).
     #[arg(long, value_parser = playsim::report::plot::parse_path)]
     plot: Option<PathBuf>,
+    /// Write the report to FILE in the format its extension names, through the report's
+    /// renderers: .json (the report), .csv (the timeline), .svg or .png (the plot), .txt (the
+    /// summary); repeat it for several, e.g. --output run.json --output run.svg.
+    #[arg(long, value_name = "FILE", value_parser = parse_output)]
+    output: Vec<PathBuf>,
     /// Exit with status 3 when more frames than this are dropped.
     #[arg(long, value_parser = parse::whole, allow_hyphen_values = true)]
     max_drops: Option<u64>,
@@ -300,10 +305,7 @@ fn refuse_settings(args: &PlayArgs) -> Option<anyhow::Result<ExitCode>> {
     let message = playsim::settings::knobs::as_flags(&request.engine.validate().err()?);
     let mut report = playsim::failed_report(&request, &message);
     report.settings.max_drops = args.max_drops;
-    Some(
-        finish_report(&report, args.json.as_deref(), args.csv.as_deref(), args.plot.as_deref())
-            .and_then(|()| Err(anyhow::anyhow!(message))),
-    )
+    Some(finish_report(&report, args).and_then(|()| Err(anyhow::anyhow!(message))))
 }
 
 fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
@@ -324,7 +326,7 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             let mut report = playsim::failed_report(&request, &e.to_string());
             report.settings.max_drops = args.max_drops;
-            finish_report(&report, args.json.as_deref(), args.csv.as_deref(), args.plot.as_deref())?;
+            finish_report(&report, &args)?;
             return Err(anyhow::anyhow!(e));
         }
     };
@@ -334,7 +336,7 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     for warning in playsim::storage_warnings(&report) {
         eprintln!("playsim: warning: {warning}");
     }
-    finish_report(&report, args.json.as_deref(), args.csv.as_deref(), args.plot.as_deref())?;
+    finish_report(&report, &args)?;
     Ok(match report.status {
         RunStatus::Failed => ExitCode::FAILURE,
         RunStatus::Partial => ExitCode::from(EXIT_INTERRUPTED),
@@ -370,6 +372,12 @@ fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         renderer::write_atomic(&CapacityJson, &found, path)?;
         eprintln!("playsim: capacity result written to {}", path.display());
     }
+    let mut renderers = renderer::Renderers::new();
+    playsim::report::capacity::register_capacity_renderers(&mut renderers);
+    for path in &args.play.output {
+        renderers.write_for_path(&found, path)?;
+        eprintln!("playsim: capacity result written to {}", path.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -402,12 +410,16 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn finish_report(
-    report: &Report,
-    path: Option<&std::path::Path>,
-    csv: Option<&std::path::Path>,
-    plot: Option<&std::path::Path>,
-) -> anyhow::Result<()> {
+/// A `--output` file: refused at once when no renderer of the report writes its extension.
+fn parse_output(arg: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(arg);
+    renderer::Renderers::<Report>::enabled().for_path(&path).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// Writes the report where `args` ask: `--plot`, `--csv`, `--json`, then every `--output`.
+fn finish_report(report: &Report, args: &PlayArgs) -> anyhow::Result<()> {
+    let (path, csv, plot) = (args.json.as_deref(), args.csv.as_deref(), args.plot.as_deref());
     let renderers = renderer::Renderers::<Report>::enabled();
     // A plot that cannot be drawn (no font for a PNG, say) still leaves the CSV and the report.
     let plotted = plot.map(|plot| renderers.write_for_path(report, plot).map(|()| plot));
@@ -422,6 +434,10 @@ fn finish_report(
     }
     if let Some(plotted) = plotted {
         eprintln!("playsim: plot written to {}", plotted?.display());
+    }
+    for path in &args.output {
+        renderers.write_for_path(report, path)?;
+        eprintln!("playsim: report as {} written to {}", renderers.for_path(path)?.name(), path.display());
     }
     Ok(())
 }

@@ -419,6 +419,36 @@ fn csv_timeline_and_live_counters() -> Result<()> {
     Ok(())
 }
 
+/// `--output FILE` writes the report in the format its extension names, through the report's
+/// renderers, as many times as it is given; an extension no renderer writes is refused before
+/// the run, with a valid example.
+#[test]
+fn output_picks_the_renderer_by_extension() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let seq = tmp.path().join("seq");
+    generate(&seq, SMALL_PRESET, 4, &[])?;
+    let [json, text, csv, svg] = ["r.json", "r.txt", "r.csv", "r.svg"].map(|name| tmp.path().join(name));
+    let mut play = playsim();
+    play.arg("play").arg(&seq).args(["--fps", "max", "--quiet"]);
+    for path in [&json, &text, &csv, &svg] {
+        play.arg("--output").arg(path);
+    }
+    run(&mut play)?.ensure_code(0)?;
+    let report = read_report(&json)?;
+    ensure!(report.totals.presented == 4, "{report:?}");
+    let summary = std::fs::read_to_string(&text)?;
+    ensure!(summary.contains("dropped frames"), "{summary}");
+    let timeline = std::fs::read_to_string(&csv)?;
+    ensure!(timeline.lines().next() == Some(playsim::report::csv::HEADER), "{timeline}");
+    ensure!(timeline.lines().count() == 5, "{timeline}");
+    ensure!(std::fs::read_to_string(&svg)?.contains("<svg"), "not an SVG");
+
+    let refused = run(playsim().arg("play").arg(&seq).arg("--output").arg(tmp.path().join("r.xlsx")))?;
+    refused.ensure_code(2)?;
+    ensure!(refused.stderr.contains("for example run."), "{refused}");
+    Ok(())
+}
+
 /// The frame numbers of a `--csv` timeline, in play order.
 fn played_frames(csv: &std::path::Path) -> Result<Vec<u64>> {
     let text = std::fs::read_to_string(csv)?;

@@ -30,7 +30,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::model::{DropCauseName, Drops};
-use crate::renderer::{RenderError, Renderer};
+use crate::renderer::{RenderError, Renderer, Renderers};
 
 /// The version of the capacity JSON's shape, written as `playsim_capacity`.
 pub const CAPACITY_SCHEMA_VERSION: u32 = 1;
@@ -156,6 +156,12 @@ impl Renderer<Capacity> for CapacityText {
     fn render(&self, found: &Capacity, out: &mut dyn Write) -> Result<(), RenderError> {
         Ok(out.write_all(text(found).as_bytes())?)
     }
+}
+
+/// Registers the capacity result's renderers, one line per format: its text and its JSON.
+pub fn register_capacity_renderers(renderers: &mut Renderers<Capacity>) {
+    renderers.register(CapacityText);
+    renderers.register(CapacityJson);
 }
 
 /// The result as text: a line per trial, then the answer.

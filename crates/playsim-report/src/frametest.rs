@@ -24,9 +24,9 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::{fmt, io};
 use std::str::FromStr;
 use std::time::Duration;
+use std::{fmt, io};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
