@@ -24,9 +24,11 @@ use playsim_core::{Clock, Source, Storage};
 use crate::{ColdOutcome, Error};
 
 mod local;
+#[cfg(feature = "nfs")]
 mod nfs;
 
 pub use local::LocalTransport;
+#[cfg(feature = "nfs")]
 pub use nfs::NfsTransport;
 
 /// A way to reach storage: local paths through the kernel, `nfs://` through playsim's NFS
