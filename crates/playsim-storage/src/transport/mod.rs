@@ -206,7 +206,11 @@ impl Transports {
             )));
         };
         if let Some((_, feature)) = self.disabled.iter().find(|(s, _)| s.eq_ignore_ascii_case(scheme)) {
-            return Err(Error::Disabled { location: location.to_owned(), feature });
+            return Err(Error::Disabled {
+                location: location.to_owned(),
+                feature,
+                examples: self.examples(),
+            });
         }
         Err(Error::Location(format!(
             "{location}: no transport serves {scheme}://; give a local path or one of: {}",
