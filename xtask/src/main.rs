@@ -173,20 +173,27 @@ fn test_without_default_features() -> Result<()> {
     process::run(cargo().args(["build", "--no-default-features", "--bin", "playsim"]))?;
     let binary = target_dir()?.join("debug").join(format!("playsim{}", std::env::consts::EXE_SUFFIX));
     let ldd = process::read(Command::new("ldd").arg(&binary))?;
-    let native: Vec<&str> = ldd
-        .lines()
-        .map(str::trim)
+    let n_libraries = links_no_native_library(&ldd)
+        .with_context(|| format!("{} was built with --no-default-features", binary.display()))?;
+    println!("ldd {}: {n_libraries} libraries, none of FFmpeg's or OpenEXR's", binary.display());
+    Ok(())
+}
+
+/// Checks `ldd`'s output for [`NATIVE_LIBRARIES`]; returns how many libraries it lists.
+fn links_no_native_library(ldd: &str) -> Result<usize> {
+    let libraries: Vec<&str> = ldd.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+    let native: Vec<&str> = libraries
+        .iter()
+        .copied()
         .filter(|line| NATIVE_LIBRARIES.iter().any(|lib| line.contains(lib)))
         .collect();
     if !native.is_empty() {
-        bail!(
-            "{} built with --no-default-features links native libraries:\n  {}",
-            binary.display(),
-            native.join("\n  ")
-        );
+        bail!("it links native libraries it must not:\n  {}", native.join("\n  "));
     }
-    println!("ldd {}: {} libraries, none of FFmpeg's or OpenEXR's", binary.display(), ldd.lines().count());
-    Ok(())
+    if !libraries.iter().any(|line| line.contains("libc.so")) {
+        bail!("ldd lists no libc, so its output cannot be read as a list of libraries:\n{ldd}");
+    }
+    Ok(libraries.len())
 }
 
 fn demo(args: DemoArgs) -> Result<ExitCode> {
@@ -309,6 +316,23 @@ fn exit_code(status: ExitStatus) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pure_rust_binary_links_no_ffmpeg_and_no_openexr() {
+        let pure = "\tlinux-vdso.so.1 (0x00007fbc86de3000)\n\
+                    \tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x00007fbc86daf000)\n\
+                    \tlibm.so.6 => /lib/x86_64-linux-gnu/libm.so.6 (0x00007fbc86ccf000)\n\
+                    \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007fbc8501e000)\n\
+                    \t/lib64/ld-linux-x86-64.so.2 (0x00007fbc86de5000)";
+        assert_eq!(links_no_native_library(pure).unwrap(), 5);
+        let native = format!(
+            "{pure}\n\tlibavcodec.so.59 => /lib/x86_64-linux-gnu/libavcodec.so.59 (0x1)\n\
+             \tlibOpenEXR-3_1.so.30 => /lib/x86_64-linux-gnu/libOpenEXR-3_1.so.30 (0x2)"
+        );
+        let err = links_no_native_library(&native).unwrap_err().to_string();
+        assert!(err.contains("libavcodec.so.59") && err.contains("libOpenEXR-3_1"), "{err}");
+        assert!(links_no_native_library("not a dynamic executable").is_err());
+    }
 
     #[test]
     fn cli_parses() {
