@@ -17,7 +17,7 @@
 //! `ffmpeg -f framemd5` hashes.
 //!
 //! All of that is the `ffmpeg` cargo feature (on by default), which links the system
-//! FFmpeg; `build.rs` fails the build naming the Debian packages when they are missing.
+//! FFmpeg (ffmpeg-sys-next's build fails when it is missing).
 //! Without it the crate holds only [`VideoOptions`], [`Error`] and [`VIDEO_EXTENSIONS`].
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
