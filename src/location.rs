@@ -6,18 +6,22 @@ use std::sync::{Arc, OnceLock};
 
 use playsim_core::{Clock, Decoder, FrameExtent, FrameRate, Source, SourceInfo};
 use playsim_media::DecodeOptions;
-use playsim_storage::transport::{
-    LocalTransport, Location, NfsTransport, OpenContext, TransportOptions, Transports,
-};
+#[cfg(feature = "nfs")]
+use playsim_storage::transport::NfsTransport;
+use playsim_storage::transport::{LocalTransport, Location, OpenContext, TransportOptions, Transports};
 
 use crate::Error;
 
 /// Adds the transports of this build to `registry`: plain paths through the kernel,
-/// `nfs://` through playsim's NFS client, `sim://` over a simulated link. A new transport is
-/// one line here.
+/// `nfs://` through playsim's NFS client (the `nfs` feature), `sim://` over a simulated link.
+/// A transport behind a cargo feature the build lacks is registered as disabled, so that its
+/// URLs are refused naming the feature. A new transport is one line here (two with a feature).
 pub fn register_enabled_transports(registry: &mut Transports) {
     registry.register(Arc::new(LocalTransport));
+    #[cfg(feature = "nfs")]
     registry.register(Arc::new(NfsTransport));
+    #[cfg(not(feature = "nfs"))]
+    registry.register_disabled("nfs", "nfs");
     registry.register(Arc::new(playsim_media::SimTransport));
 }
 
@@ -98,5 +102,24 @@ impl Source for NamedSource {
 
     fn dimensions(&self) -> Option<(u32, u32)> {
         self.inner.dimensions()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scheme_goes_to_its_transport_or_names_the_feature_it_needs() {
+        let name = |location: &str| transports().find(location).map(|t| t.name());
+        assert_eq!(name("/mnt/shot/frame.%07d.dpx"), Ok("local"));
+        assert_eq!(name("sim://lan?frames=4"), Ok("sim"));
+        #[cfg(feature = "nfs")]
+        assert_eq!(name("nfs://filer/media/shot.%07d.dpx"), Ok("nfs"));
+        #[cfg(not(feature = "nfs"))]
+        {
+            let refused = name("nfs://filer/media/shot.%07d.dpx").unwrap_err().to_string();
+            assert!(refused.contains("`nfs` feature") && refused.contains("--features nfs"), "{refused}");
+        }
     }
 }

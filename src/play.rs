@@ -67,6 +67,7 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
     if let Some(version) = playsim_exr::openexr_version() {
         builder = builder.library("openexr", &version);
     }
+    #[cfg(feature = "ffmpeg")]
     if sources.iter().any(|(_, s)| s.info().index.is_some()) {
         builder = builder.library("ffmpeg", &playsim_ffmpeg::ffmpeg_version());
     }

@@ -1,4 +1,6 @@
-//! playsim's integration tests: one binary, one module per area.
+//! playsim's integration tests: one binary, one module per area. The areas that need a cargo
+//! feature (`nfs`, `ffmpeg`, `io-uring`) are compiled only with it; the rest is what a
+//! `--no-default-features` build tests.
 
 mod bad_input;
 mod cli;
@@ -7,11 +9,14 @@ mod exr_bad_input;
 mod exr_ffmpeg;
 mod fixtures;
 mod frametest;
+#[cfg(feature = "io-uring")]
 mod io_uring;
 mod mount_label;
+#[cfg(feature = "nfs")]
 mod nfs;
 mod scenario;
 mod sim;
 mod tiff;
 mod util;
+#[cfg(feature = "ffmpeg")]
 mod video;

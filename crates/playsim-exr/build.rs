@@ -1,22 +1,21 @@
-//! Builds the OpenEXR shim when the library is installed (found with pkg-config),
-//! and sets `cfg(playsim_openexr)` so the `openexr` backend is compiled in; without
-//! the library the crate builds with the `exrs` backend only, and says so.
-
-use std::env;
+//! With the `openexr` feature (on by default): finds OpenEXR with pkg-config, builds the shim
+//! against it and links it, or fails the build naming the Debian package to install. Without
+//! the feature it does nothing, and the crate decodes EXR with exrs alone.
 
 /// The oldest OpenEXR the shim is written for (the 3.x headers and `Imf::IStream`).
+#[cfg(feature = "openexr")]
 const MIN_VERSION: &str = "3.0";
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(playsim_openexr)");
+    #[cfg(feature = "openexr")]
+    build_shim();
+}
+
+/// Builds and links the shim, or stops the build with a message saying what to install.
+#[cfg(feature = "openexr")]
+fn build_shim() {
     println!("cargo:rerun-if-changed=shim/exr_shim.cpp");
     println!("cargo:rerun-if-changed=shim/exr_shim.h");
-    println!("cargo:rerun-if-env-changed=PLAYSIM_NO_OPENEXR");
-
-    if env::var_os("PLAYSIM_NO_OPENEXR").is_some_and(|v| !v.is_empty() && v != "0") {
-        println!("cargo:warning=the openexr backend is disabled: PLAYSIM_NO_OPENEXR is set (only exrs will decode EXR)");
-        return;
-    }
 
     // Link lines are printed after the shim is compiled, so that the linker sees
     // the static shim before the shared libraries it needs.
@@ -28,18 +27,16 @@ fn main() {
     {
         Ok(library) => library,
         Err(e) => {
-            // Re-probe when a library appears later (`cargo xtask deps` installs it after a
-            // first build): cargo re-runs this script when a watched directory changes.
-            for dir in pkg_config_search_path() {
-                println!("cargo:rerun-if-changed={dir}");
-            }
             let why = reason(&e);
-            println!(
-                "cargo:warning=the openexr backend is disabled: OpenEXR >= {MIN_VERSION} was not found with \
-                 pkg-config ({why}); install libopenexr-dev (Debian/Ubuntu) or openexr-devel and rebuild, \
-                 meanwhile only exrs will decode EXR"
+            eprintln!(
+                "error: playsim-exr's `openexr` feature needs the OpenEXR C++ library >= {MIN_VERSION}, \
+                 which pkg-config cannot find ({why}).\n\
+                 Install it: `apt-get install libopenexr-dev` (Debian/Ubuntu; openexr-devel elsewhere), \
+                 or run `cargo xtask deps`.\n\
+                 Or build without it, decoding EXR with the pure-Rust exrs backend alone: \
+                 `cargo build --no-default-features --features ffmpeg,io-uring,nfs`."
             );
-            return;
+            std::process::exit(1);
         }
     };
 
@@ -59,11 +56,11 @@ fn main() {
     for lib in &library.libs {
         println!("cargo:rustc-link-lib={lib}");
     }
-    println!("cargo:rustc-cfg=playsim_openexr");
 }
 
 /// One line saying why the probe failed: pkg-config's own last word when it ran
 /// (package not found, version too old), else the first line of the error.
+#[cfg(feature = "openexr")]
 fn reason(e: &pkg_config::Error) -> String {
     let text = match e {
         pkg_config::Error::ProbeFailure { output, .. } => {
@@ -77,22 +74,4 @@ fn reason(e: &pkg_config::Error) -> String {
         _ => lines.next(),
     };
     line.unwrap_or("pkg-config failed").to_owned()
-}
-
-/// The directories pkg-config searches for `.pc` files, those that exist.
-fn pkg_config_search_path() -> Vec<String> {
-    let from_tool = std::process::Command::new("pkg-config")
-        .args(["--variable", "pc_path", "pkg-config"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
-    let from_env = std::env::var("PKG_CONFIG_PATH").unwrap_or_default();
-    from_env
-        .split(':')
-        .chain(from_tool.split(':'))
-        .filter(|d| !d.is_empty() && std::path::Path::new(d).is_dir())
-        .map(str::to_owned)
-        .collect()
 }

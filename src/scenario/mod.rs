@@ -104,6 +104,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "nfs")]
     fn the_plan_says_what_is_missing() {
         let s = scenario(
             "io_engine = \"io_uring\"\n[[stream]]\nsource = \"/nonexistent/shot\"\nfps = 30\ncount = 15\n\

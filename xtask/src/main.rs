@@ -38,8 +38,10 @@ enum Task {
     /// Install the Debian packages the project needs (does nothing when all are present).
     Deps,
     /// deps, then `cargo fmt --check`, clippy with `-D warnings`, every test in the workspace, the
-    /// guest tier (`vm`) when this machine can boot the guest (PLAYSIM_SKIP_VM=1 skips it), and
-    /// the bench suite in its short mode (`bench --short`: ratios printed, not asserted).
+    /// pure-Rust build (`--no-default-features`: clippy, the tests of the crates the features
+    /// change, and `ldd` on the binary: no FFmpeg, no OpenEXR), the guest tier (`vm`) when this
+    /// machine can boot the guest (PLAYSIM_SKIP_VM=1 skips it), and the bench suite in its short
+    /// mode (`bench --short`: ratios printed, not asserted).
     Test,
     /// Build playsim, generate a DPX sequence under target/demo/ and play it at 24 fps.
     Demo(DemoArgs),
@@ -97,13 +99,15 @@ fn run(task: Task) -> Result<ExitCode> {
 type Step = (&'static str, fn() -> Result<()>);
 
 fn test() -> Result<ExitCode> {
-    let steps: [Step; 6] = [
+    let steps: [Step; 7] = [
         ("deps", deps::run),
         ("fmt", || process::run(cargo().args(["fmt", "--all", "--", "--check"]))),
         ("clippy", || {
             process::run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))
         }),
         ("test", || process::run(cargo().args(["test", "--workspace"]).env("PLAYSIM_XTASK_TEST", "1"))),
+        // The pure-Rust build, without the native libraries: what the cargo features change.
+        ("no-default-features", test_without_default_features),
         // Kernel NFS over TCP and RDMA in a qemu guest, when this machine can boot one.
         ("vm", vm::test_tier),
         // The bench suite in its short mode, so it cannot rot: it prints its ratios, and fails
@@ -124,6 +128,72 @@ fn test() -> Result<ExitCode> {
     }
     println!("xtask test: ok ({}; total {:.1}s)", times.join(", "), start.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The crates whose code changes with the cargo features (`ffmpeg`, `openexr`, `io-uring`,
+/// `nfs`): those the `no-default-features` step tests again. The others (core, dpx, tiff,
+/// report, engine, testserver, xtask) build the same either way, so the `test` step has
+/// already run their tests.
+const FEATURE_CRATES: &[&str] =
+    &["playsim", "playsim-storage", "playsim-exr", "playsim-ffmpeg", "playsim-media"];
+
+/// Libraries the pure-Rust build must not link: FFmpeg's and OpenEXR's (with its own Iex and
+/// IlmThread), as `ldd` names them.
+const NATIVE_LIBRARIES: &[&str] = &[
+    "libavcodec",
+    "libavformat",
+    "libavutil",
+    "libswscale",
+    "libswresample",
+    "libOpenEXR",
+    "libIex",
+    "libIlmThread",
+];
+
+/// `--no-default-features`: clippy over every crate and target (the features' `cfg`s must leave
+/// no dead code), the tests of [`FEATURE_CRATES`] (DPX, EXR through exrs, TIFF, local files and
+/// `sim://`; the tests of a missing feature are compiled out), and `ldd` on the `playsim`
+/// binary, which must link none of [`NATIVE_LIBRARIES`].
+fn test_without_default_features() -> Result<()> {
+    process::run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--no-default-features",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    let mut test = cargo();
+    test.args(["test", "--no-default-features", "--lib", "--bins", "--tests"]);
+    for package in FEATURE_CRATES {
+        test.args(["-p", package]);
+    }
+    process::run(test.env("PLAYSIM_XTASK_TEST", "1"))?;
+    process::run(cargo().args(["build", "--no-default-features", "--bin", "playsim"]))?;
+    let binary = target_dir()?.join("debug").join(format!("playsim{}", std::env::consts::EXE_SUFFIX));
+    let ldd = process::read(Command::new("ldd").arg(&binary))?;
+    let n_libraries = links_no_native_library(&ldd)
+        .with_context(|| format!("{} was built with --no-default-features", binary.display()))?;
+    println!("ldd {}: {n_libraries} libraries, none of FFmpeg's or OpenEXR's", binary.display());
+    Ok(())
+}
+
+/// Checks `ldd`'s output for [`NATIVE_LIBRARIES`]; returns how many libraries it lists.
+fn links_no_native_library(ldd: &str) -> Result<usize> {
+    let libraries: Vec<&str> = ldd.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+    let native: Vec<&str> = libraries
+        .iter()
+        .copied()
+        .filter(|line| NATIVE_LIBRARIES.iter().any(|lib| line.contains(lib)))
+        .collect();
+    if !native.is_empty() {
+        bail!("it links native libraries it must not:\n  {}", native.join("\n  "));
+    }
+    if !libraries.iter().any(|line| line.contains("libc.so")) {
+        bail!("ldd lists no libc, so its output cannot be read as a list of libraries:\n{ldd}");
+    }
+    Ok(libraries.len())
 }
 
 fn demo(args: DemoArgs) -> Result<ExitCode> {
@@ -246,6 +316,23 @@ fn exit_code(status: ExitStatus) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pure_rust_binary_links_no_ffmpeg_and_no_openexr() {
+        let pure = "\tlinux-vdso.so.1 (0x00007fbc86de3000)\n\
+                    \tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x00007fbc86daf000)\n\
+                    \tlibm.so.6 => /lib/x86_64-linux-gnu/libm.so.6 (0x00007fbc86ccf000)\n\
+                    \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007fbc8501e000)\n\
+                    \t/lib64/ld-linux-x86-64.so.2 (0x00007fbc86de5000)";
+        assert_eq!(links_no_native_library(pure).unwrap(), 5);
+        let native = format!(
+            "{pure}\n\tlibavcodec.so.59 => /lib/x86_64-linux-gnu/libavcodec.so.59 (0x1)\n\
+             \tlibOpenEXR-3_1.so.30 => /lib/x86_64-linux-gnu/libOpenEXR-3_1.so.30 (0x2)"
+        );
+        let err = links_no_native_library(&native).unwrap_err().to_string();
+        assert!(err.contains("libavcodec.so.59") && err.contains("libOpenEXR-3_1"), "{err}");
+        assert!(links_no_native_library("not a dynamic executable").is_err());
+    }
 
     #[test]
     fn cli_parses() {

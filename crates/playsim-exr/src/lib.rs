@@ -3,7 +3,8 @@
 //! - [`Backend::OpenExr`]: the OpenEXR C++ library that Resolve, Flame and Nuke
 //!   use, through a small C++ shim that reads from playsim's buffer (so the
 //!   storage read stays playsim's, and is measured by the engine).
-//! - [`Backend::Exrs`]: the pure-Rust `exr` crate, for machines without the library.
+//!   It is compiled in with the `openexr` cargo feature (on by default).
+//! - [`Backend::Exrs`]: the pure-Rust `exr` crate, in every build.
 //!
 //! Canonical pixels: the data window, row by row; channels R, G, B, A (those that
 //! exist), or, with none of them, all channels in the file's (alphabetical) order;
@@ -65,7 +66,7 @@ impl Backend {
         }
     }
 
-    /// `openexr` when the library was found at build time, else `exrs`.
+    /// `openexr` in a build with the `openexr` feature, else `exrs`.
     pub fn default_available() -> Backend {
         Backend::available()[0]
     }
@@ -103,8 +104,8 @@ impl FromStr for Backend {
         };
         if !Backend::available().contains(&backend) {
             return Err(format!(
-                "the {backend} backend is not in this build: the OpenEXR library was not found when \
-                 playsim was built (install libopenexr-dev and rebuild, or use --exr-backend exrs)"
+                "the {backend} backend needs the cargo feature `{backend}`, which this build of playsim \
+                 was built without (rebuild with --features {backend}, or use exrs)"
             ));
         }
         Ok(backend)

@@ -10,51 +10,53 @@
 //! because OpenEXR 3.1 reads a short uncompressed chunk past its end.
 //! This module and `malloc.rs` (two `mallopt` calls) hold the crate's only `unsafe` code.
 //!
-//! Compiled in when `build.rs` found OpenEXR >= 3.0 with pkg-config
-//! (`cfg(playsim_openexr)`); otherwise every decode is refused as unsupported.
+//! Compiled in with the `openexr` cargo feature (on by default; `build.rs` then finds
+//! OpenEXR >= 3.0 with pkg-config or fails the build); without it every decode is refused
+//! as unsupported, naming the feature.
 
 use playsim_core::DecodedFrame;
 
 use crate::{Error, ExrInfo, ExrOptions};
 
-/// Whether the shim was compiled in (the library was found at build time).
-pub(crate) const AVAILABLE: bool = cfg!(playsim_openexr);
+/// Whether the shim was compiled in (the `openexr` feature).
+pub(crate) const AVAILABLE: bool = cfg!(feature = "openexr");
 
 /// Decodes `encoded` into `out` with OpenEXR, returning the header summary.
-#[cfg(playsim_openexr)]
+#[cfg(feature = "openexr")]
 pub(crate) fn decode(encoded: &[u8], options: &ExrOptions, out: &mut DecodedFrame) -> Result<ExrInfo, Error> {
     shim::decode(encoded, options, out)
 }
 
 /// Without the library, every decode is refused.
-#[cfg(not(playsim_openexr))]
+#[cfg(not(feature = "openexr"))]
 pub(crate) fn decode(
     _encoded: &[u8],
     _options: &ExrOptions,
     _out: &mut DecodedFrame,
 ) -> Result<ExrInfo, Error> {
     Err(Error::unsupported(
-        "the openexr backend is not in this build (libopenexr-dev was not found when playsim was built)",
+        "the openexr backend needs the cargo feature `openexr`, which this build of playsim was built \
+         without (rebuild with --features openexr, or decode with the exrs backend)",
     ))
 }
 
 /// The OpenEXR version the shim was compiled against, e.g. `3.1.5`.
 pub(crate) fn version() -> Option<String> {
-    #[cfg(playsim_openexr)]
+    #[cfg(feature = "openexr")]
     {
         Some(shim::version())
     }
-    #[cfg(not(playsim_openexr))]
+    #[cfg(not(feature = "openexr"))]
     {
         None
     }
 }
 
 /// The most threads one file may ask OpenEXR for.
-#[cfg(playsim_openexr)]
+#[cfg(feature = "openexr")]
 const MAX_CODEC_THREADS: u32 = 1024;
 
-#[cfg(playsim_openexr)]
+#[cfg(feature = "openexr")]
 mod shim {
     use std::ffi::{c_char, c_void, CStr, CString};
 
@@ -334,6 +336,34 @@ mod shim {
 }
 
 #[cfg(test)]
+#[cfg(not(feature = "openexr"))]
+mod tests_without_the_feature {
+    use playsim_core::DecodedFrame;
+
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn without_the_feature_decode_is_unsupported_naming_it() {
+        assert_eq!(crate::Backend::available(), [crate::Backend::Exrs]);
+        let err = decode(b"", &ExrOptions::default(), &mut DecodedFrame::default()).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert!(err.message().contains("feature `openexr`"), "{err}");
+        assert_eq!(version(), None);
+    }
+
+    #[test]
+    fn without_the_feature_the_backend_is_refused_naming_it() {
+        let err = "openexr".parse::<crate::Backend>().unwrap_err();
+        assert!(err.contains("cargo feature `openexr`") && err.contains("exrs"), "{err}");
+        assert_eq!("exrs".parse::<crate::Backend>(), Ok(crate::Backend::Exrs));
+        assert_eq!(ExrOptions::default().backend, crate::Backend::Exrs);
+    }
+}
+
+/// The backend against OpenEXR's own files and damaged ones; only with the library.
+#[cfg(test)]
+#[cfg(feature = "openexr")]
 mod tests {
     use std::path::PathBuf;
 
@@ -342,14 +372,6 @@ mod tests {
 
     use super::*;
     use crate::{Backend, Compression, ErrorKind, SampleType};
-
-    /// Whether the library is here; says so when it is not.
-    fn available() -> bool {
-        if !AVAILABLE {
-            eprintln!("skipped: the openexr backend is not in this build (libopenexr-dev was not found)");
-        }
-        AVAILABLE
-    }
 
     fn data_dir() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data-openexr")
@@ -418,22 +440,7 @@ mod tests {
     }
 
     #[test]
-    fn without_the_library_decode_is_unsupported() {
-        if AVAILABLE {
-            assert!(version().is_some());
-            return;
-        }
-        let err = decode(b"", &ExrOptions::default(), &mut DecodedFrame::default()).unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Unsupported);
-        assert!(err.message().contains("not in this build"), "{err}");
-        assert_eq!(version(), None);
-    }
-
-    #[test]
     fn version_is_the_library_version() {
-        if !available() {
-            return;
-        }
         let v = version().unwrap();
         assert!(v.starts_with("3."), "{v}");
         assert_eq!(v.split('.').count(), 3, "{v}");
@@ -441,9 +448,6 @@ mod tests {
 
     #[test]
     fn canonical_pixels_match_openexr_python_for_every_file() {
-        if !available() {
-            return;
-        }
         let cases = expected();
         assert!(cases.len() >= 30, "expected.tsv has {} lines", cases.len());
         // Every compression is covered, scanline and tiled.
@@ -476,9 +480,6 @@ mod tests {
 
     #[test]
     fn windows_and_channels_come_from_the_header() {
-        if !available() {
-            return;
-        }
         let (info, _) = decode_with(&read("scan-piz-half-rgba.exr"), 1, None).unwrap();
         assert_eq!(info.data_window, (5, 3, 37, 42));
         assert_eq!(info.display_window, (0, 0, 47, 47));
@@ -497,9 +498,6 @@ mod tests {
 
     #[test]
     fn half_converts_exactly_and_the_origin_is_the_data_window_corner() {
-        if !available() {
-            return;
-        }
         // make.py puts exact specials at the start of every half/float channel's first row.
         let (_, out) = decode_with(&read("scan-none-half-rgba.exr"), 1, None).unwrap();
         let first: Vec<f32> = out
@@ -518,9 +516,6 @@ mod tests {
 
     #[test]
     fn a_missing_layer_and_deep_data_are_unsupported() {
-        if !available() {
-            return;
-        }
         let err = decode_with(&read("scan-piz-layers.exr"), 1, Some("specular")).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
         assert!(err.message().contains("diffuse"), "{err}");
@@ -584,9 +579,6 @@ mod tests {
 
     #[test]
     fn empty_and_garbage_input_are_malformed() {
-        if !available() {
-            return;
-        }
         let err = assert_err(b"", ErrorKind::Malformed, "empty");
         assert!(err.message().contains("not an OpenEXR file"), "{err}");
         let garbage: Vec<u8> = (0u32..4096).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
@@ -601,9 +593,6 @@ mod tests {
 
     #[test]
     fn a_truncated_piz_file_is_malformed() {
-        if !available() {
-            return;
-        }
         let bytes = read("scan-piz-half-rgba.exr");
         let cut = &bytes[..bytes.len() * 6 / 10];
         let err = assert_err(cut, ErrorKind::Malformed, "piz cut at 60%");
@@ -612,9 +601,6 @@ mod tests {
 
     #[test]
     fn a_corrupt_offset_table_is_malformed() {
-        if !available() {
-            return;
-        }
         let good = read("scan-piz-half-rgba.exr");
         let table = header_end(&good);
         // 40 lines in 32-line chunks: two entries.
@@ -642,9 +628,6 @@ mod tests {
 
     #[test]
     fn corrupt_piz_huffman_data_is_malformed() {
-        if !available() {
-            return;
-        }
         let good = read("scan-piz-half-rgba.exr");
         let chunk = offsets(&good, 2)[0];
         // A chunk: y (4), size (4), then PIZ data: the bitmap's min and max
@@ -668,9 +651,6 @@ mod tests {
 
     #[test]
     fn a_huge_data_window_is_refused_before_allocating() {
-        if !available() {
-            return;
-        }
         let good = read("scan-piz-half-rgba.exr");
         let at = attribute(&good, "dataWindow");
         let patch = |window: [i32; 4]| {
@@ -689,9 +669,6 @@ mod tests {
 
     #[test]
     fn an_offset_table_larger_than_the_file_is_refused_before_openexr_allocates_it() {
-        if !available() {
-            return;
-        }
         // OpenEXR allocates and zero-fills the offset table first: 2^28 one-pixel
         // tiles in an 8 KB file cost 3 GB and seconds before the shim checked.
         let mut bytes = read("tiled-zip-half-rgb.exr");
@@ -715,9 +692,6 @@ mod tests {
 
     #[test]
     fn a_short_uncompressed_chunk_does_not_read_past_the_buffer() {
-        if !available() {
-            return;
-        }
         // OpenEXR 3.1 reads an uncompressed chunk for as many bytes as its lines
         // need, whatever size the chunk declares; from a memory-mapped stream that
         // read ran past playsim's buffer (a segfault at the end of a mapping). Here
@@ -737,9 +711,6 @@ mod tests {
 
     #[test]
     fn every_truncation_and_many_byte_flips_fail_cleanly() {
-        if !available() {
-            return;
-        }
         let mut n_errors = 0;
         let mut n_runs = 0;
         for name in ["scan-piz-half-rgba.exr", "tiled-dwab-half-rgb.exr", "scan-zip-float-rgb.exr"] {

@@ -72,7 +72,8 @@ pub enum Error {
     /// The format is known, but this build left out the cargo feature that plays it.
     #[error(
         "cannot open {}: {format} files need playsim built with the cargo feature '{feature}', \
-         which this build leaves out",
+         which this build leaves out (build playsim with it, for example \
+         cargo build --release --features {feature})",
         .path.display()
     )]
     NeedsFeature {

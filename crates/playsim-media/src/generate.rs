@@ -488,8 +488,8 @@ mod tests {
         }
     }
 
-    // Needs playsim-exr's decoders: the exrs backend, and the openexr one where
-    // the OpenEXR library was found at build time.
+    // Needs playsim-exr's decoders: the exrs backend, and the openexr one in a build with
+    // playsim-exr's `openexr` feature.
     #[test]
     fn generated_exr_decodes_with_every_backend() {
         use playsim_exr::{Backend, ExrDecoder, ExrOptions};

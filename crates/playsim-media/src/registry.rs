@@ -126,7 +126,10 @@ const FORMATS: &[Format] = &[
         Arc::new(playsim_exr::ExrDecoder::new(options.exr.clone()))
     }),
     Format::sequence(playsim_tiff::FORMAT, |_| Arc::new(playsim_tiff::TiffDecoder)),
+    #[cfg(feature = "ffmpeg")]
     Format::container(VIDEO, open_video),
+    #[cfg(not(feature = "ffmpeg"))]
+    Format::needs_feature(VIDEO, "ffmpeg", true),
 ];
 
 /// Video containers, demuxed and decoded by FFmpeg. The extensions are listed here rather
@@ -141,6 +144,7 @@ const VIDEO: FormatDescriptor = FormatDescriptor {
     probe: |_| Probe::Unknown,
 };
 
+#[cfg(feature = "ffmpeg")]
 fn open_video(path: PathBuf, storage: Arc<dyn Storage>, options: DecodeOptions) -> OpenFuture {
     Box::pin(async move {
         let source = playsim_ffmpeg::open(&path, storage, &options.video).await?;
@@ -298,10 +302,13 @@ fn sequence_source(
     };
     match format.kind {
         FormatKind::Sequence { decoder } => Ok(Arc::new(SequenceSource::new(sequence, decoder(options)))),
-        FormatKind::Container { .. } => {
+        // Numbered container files are no sequence in any build, with the feature or without.
+        FormatKind::Container { .. } | FormatKind::NeedsFeature { container: true, .. } => {
             Err(Error::NotASequence { path: sequence.pattern_path(), format: format.name.to_owned() })
         }
-        FormatKind::NeedsFeature { .. } => Err(needs_feature(sequence.pattern_path(), format)),
+        FormatKind::NeedsFeature { container: false, .. } => {
+            Err(needs_feature(sequence.pattern_path(), format))
+        }
     }
 }
 
@@ -364,7 +371,11 @@ mod tests {
                     assert_eq!(decoder(&DecodeOptions::default()).name(), format.name)
                 }
                 FormatKind::Container { .. } => assert!(format.decoder(&DecodeOptions::default()).is_none()),
-                FormatKind::NeedsFeature { .. } => unreachable!("every format is built in this build"),
+                // Only video, and only in a build without FFmpeg.
+                FormatKind::NeedsFeature { feature, .. } => {
+                    assert!(cfg!(not(feature = "ffmpeg")) && (format.name, feature) == ("video", "ffmpeg"));
+                    assert!(format.decoder(&DecodeOptions::default()).is_none());
+                }
             }
             for magic in format.magic {
                 assert_eq!(format_for_magic(magic).map(|f| f.name), Some(format.name));

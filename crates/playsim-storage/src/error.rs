@@ -26,12 +26,18 @@ pub enum Error {
         reason: String,
     },
     /// The location needs a transport this build was made without.
-    #[error("{location}: this playsim was built without the `{feature}` feature, which reads it; rebuild with --features {feature}")]
+    #[error(
+        "{location}: this playsim was built without the `{feature}` feature, which reads it; rebuild with \
+         --features {feature} (for example cargo build --release --features {feature}), or give a location \
+         this build reads, for example {examples}"
+    )]
     Disabled {
         /// The location as given.
         location: String,
         /// The cargo feature that adds its transport.
         feature: &'static str,
+        /// Valid locations of the transports this build has.
+        examples: String,
     },
     /// The location cannot be used; the message names it and says why.
     #[error("{0}")]

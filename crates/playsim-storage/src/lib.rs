@@ -8,11 +8,12 @@
 //!
 //! - [`LocalStorage`]: files through the kernel, buffered or with O_DIRECT,
 //!   read with pread on tokio's blocking pool or through io_uring ([`IoEngine`]:
-//!   all of a frame's blocks in flight at once, into registered buffers);
-//!   [`LocalStorage::drop_cache`] prepares a cold run.
+//!   all of a frame's blocks in flight at once, into registered buffers; the `io-uring`
+//!   cargo feature); [`LocalStorage::drop_cache`] prepares a cold run.
 //! - [`nfs`]: userspace NFSv3 over TCP from an `nfs://` URL, with no mount and
 //!   no root: a pool of `nconnect` connections, each with many READs of `rsize`
-//!   in flight, and each reply read straight into its frame buffer.
+//!   in flight, and each reply read straight into its frame buffer (the `nfs` cargo
+//!   feature; its options and URLs are in every build).
 //! - [`sim`]: objects held in memory, read over a modelled link (bandwidth shared by
 //!   the streams that name it, latency, seeded jitter), for `sim://` sources.
 //! - [`scripted`]: a storage whose sizes, latencies and failures follow a
@@ -49,7 +50,7 @@
 //! # }
 //! ```
 // `unsafe` is allowed in one module, `uring::sys` (io_uring's submissions and buffer
-// registration), and denied everywhere else.
+// registration, the `io-uring` feature), and denied everywhere else.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]

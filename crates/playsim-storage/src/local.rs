@@ -17,7 +17,9 @@ use rustix::fs::{Advice, OFlags};
 use rustix::io::Errno;
 
 use crate::read_plan::{deliver, plan_read, thread_cpu_ns, Counters, ReadDone, ReadPlan};
-use crate::uring::{UringOptions, UringReader};
+use crate::uring::UringOptions;
+#[cfg(feature = "io-uring")]
+use crate::uring::UringReader;
 use crate::Error;
 
 /// The block size used when none is given: 1 MiB per read request.
@@ -33,7 +35,8 @@ pub enum IoEngine {
     /// io_uring: every block of a frame submitted at once, so many reads are in flight
     /// (up to the ring's depth), into buffers registered with the kernel where the
     /// locked-memory limit allows. Falls back to [`IoEngine::Pread`], saying why, where
-    /// io_uring is not available.
+    /// io_uring is not available: in the kernel, or in a build without the `io-uring`
+    /// cargo feature.
     IoUring,
 }
 
@@ -149,8 +152,31 @@ enum Engine {
     /// pread on the blocking pool; `unavailable` says why io_uring was asked for and not used.
     Pread { unavailable: Option<String> },
     /// The storage's ring and the thread that drives it, shared with its open files.
+    #[cfg(feature = "io-uring")]
     Uring(Arc<UringReader>),
 }
+
+/// The engine for [`IoEngine::IoUring`]: a ring and its thread, or pread where io_uring
+/// cannot be set up, saying why.
+#[cfg(feature = "io-uring")]
+fn uring_engine(options: &UringOptions, counters: &Arc<Counters>) -> Engine {
+    match UringReader::start(options, Arc::clone(counters)) {
+        Ok(reader) => Engine::Uring(Arc::new(reader)),
+        Err(why) => Engine::Pread { unavailable: Some(why) },
+    }
+}
+
+/// The engine for [`IoEngine::IoUring`] in a build without the `io-uring` feature: pread,
+/// saying why, as on a kernel without io_uring (so a scenario asking for it still plays).
+#[cfg(not(feature = "io-uring"))]
+fn uring_engine(_options: &UringOptions, _counters: &Arc<Counters>) -> Engine {
+    Engine::Pread { unavailable: Some(WITHOUT_THE_FEATURE.to_owned()) }
+}
+
+/// Why a build without the `io-uring` feature reads with pread.
+#[cfg(not(feature = "io-uring"))]
+const WITHOUT_THE_FEATURE: &str =
+    "this build of playsim leaves out the cargo feature `io-uring` (build with --features io-uring)";
 
 /// Builds a [`LocalStorage`]; see [`LocalStorage::builder`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -207,10 +233,7 @@ impl LocalStorage {
         let counters = Arc::<Counters>::default();
         let engine = match options.io_engine {
             IoEngine::Pread => Engine::Pread { unavailable: None },
-            IoEngine::IoUring => match UringReader::start(&options.uring, Arc::clone(&counters)) {
-                Ok(reader) => Engine::Uring(Arc::new(reader)),
-                Err(why) => Engine::Pread { unavailable: Some(why) },
-            },
+            IoEngine::IoUring => uring_engine(&options.uring, &counters),
         };
         Ok(LocalStorage { options, counters, mount: None, engine })
     }
@@ -225,6 +248,7 @@ impl LocalStorage {
     pub fn io_engine(&self) -> IoEngine {
         match self.engine {
             Engine::Pread { .. } => IoEngine::Pread,
+            #[cfg(feature = "io-uring")]
             Engine::Uring(_) => IoEngine::IoUring,
         }
     }
@@ -241,6 +265,7 @@ impl LocalStorage {
                 format!("io_uring is not available, so the reads used pread: {why}"),
             )],
             Engine::Pread { unavailable: None } => Vec::new(),
+            #[cfg(feature = "io-uring")]
             Engine::Uring(reader) => {
                 let registered = reader.registered_buffers();
                 let (kind, how) = if let Some(why) = registered.strip_prefix(REGISTERED_NO) {
@@ -266,6 +291,7 @@ impl LocalStorage {
                 options.push((OPTION_IO_URING.to_owned(), format!("{UNAVAILABLE}{why}")));
             }
             Engine::Pread { unavailable: None } => {}
+            #[cfg(feature = "io-uring")]
             Engine::Uring(reader) => {
                 options.push(("ring_entries".to_owned(), reader.entries().to_string()));
                 options.push((OPTION_REGISTERED.to_owned(), reader.registered_buffers()));
@@ -388,13 +414,16 @@ const OPTION_IO_ENGINE: &str = "io_engine";
 /// The report option saying why io_uring was asked for and not used.
 const OPTION_IO_URING: &str = "io_uring";
 /// The report option saying whether io_uring read into registered buffers.
+#[cfg(feature = "io-uring")]
 const OPTION_REGISTERED: &str = "registered_buffers";
 /// How [`OPTION_IO_URING`]'s value starts.
 const UNAVAILABLE: &str = "not available: ";
 
 /// How the io_uring engine's registration status begins when no buffer, or only some,
 /// could be registered (see `uring::UringReader::registered_buffers`).
+#[cfg(feature = "io-uring")]
 const REGISTERED_NO: &str = "no: ";
+#[cfg(feature = "io-uring")]
 const REGISTERED_PARTLY: &str = "partly: ";
 
 /// An open local file.
@@ -437,11 +466,13 @@ impl StorageFile for LocalFile {
         }
         let file = Arc::clone(&self.file);
         let block_size = self.block_size;
+        #[cfg_attr(not(feature = "io-uring"), allow(unused_mut))]
         let mut taken = std::mem::take(buf);
         let done = match &self.engine {
             Engine::Pread { .. } => {
                 run_blocking("read", &self.path, move || read_blocks(&file, taken, plan, block_size)).await?
             }
+            #[cfg(feature = "io-uring")]
             Engine::Uring(ring) => {
                 taken.prepare(plan.total);
                 ring.read(taken, file, plan, block_size, self.direct).await.map_err(|why| {
@@ -794,5 +825,30 @@ mod tests {
         let mount = info.mount.expect("labelled");
         assert_eq!(mount.transport, "nfs over rdma");
         assert_eq!(mount.options[..2], [("vers".into(), "4.2".into()), ("proto".into(), "rdma".into())]);
+    }
+
+    /// Without the `io-uring` feature, io_uring asked for reads with pread and says why, as
+    /// on a kernel without io_uring, naming the feature.
+    #[cfg(not(feature = "io-uring"))]
+    #[tokio::test]
+    async fn without_the_feature_io_uring_falls_back_to_pread_naming_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = pattern(10_000);
+        let path = write_file(dir.path(), "f.dpx", &data);
+        let options = LocalOptions { io_engine: IoEngine::IoUring, ..LocalOptions::default() };
+        let storage = LocalStorage::new(options).expect("options");
+        assert_eq!(storage.io_engine(), IoEngine::Pread);
+        let warnings = storage.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0].kind, "io_uring_unavailable");
+        assert!(warnings[0].message.contains("cargo feature `io-uring`"), "{warnings:?}");
+        let info = storage.info();
+        assert_eq!(info.warnings, warnings);
+        let why = info.options.iter().find(|(key, _)| key == "io_uring").map(|(_, value)| value.as_str());
+        assert!(why.is_some_and(|why| why.starts_with("not available: ")), "{:?}", info.options);
+        let file = storage.open(&path).await.expect("open");
+        let mut buf = IoBuf::default();
+        assert_eq!(file.read_at(0, data.len(), &mut buf).await.expect("read"), data.len());
+        assert!(buf[..] == data[..]);
     }
 }

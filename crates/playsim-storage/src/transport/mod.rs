@@ -24,9 +24,11 @@ use playsim_core::{Clock, Source, Storage};
 use crate::{ColdOutcome, Error};
 
 mod local;
+#[cfg(feature = "nfs")]
 mod nfs;
 
 pub use local::LocalTransport;
+#[cfg(feature = "nfs")]
 pub use nfs::NfsTransport;
 
 /// A way to reach storage: local paths through the kernel, `nfs://` through playsim's NFS
@@ -204,7 +206,11 @@ impl Transports {
             )));
         };
         if let Some((_, feature)) = self.disabled.iter().find(|(s, _)| s.eq_ignore_ascii_case(scheme)) {
-            return Err(Error::Disabled { location: location.to_owned(), feature });
+            return Err(Error::Disabled {
+                location: location.to_owned(),
+                feature,
+                examples: self.examples(),
+            });
         }
         Err(Error::Location(format!(
             "{location}: no transport serves {scheme}://; give a local path or one of: {}",
