@@ -975,7 +975,6 @@ fn csv_field(text: &str) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::path::PathBuf;
 
     use super::*;
 

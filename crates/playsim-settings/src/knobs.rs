@@ -107,7 +107,7 @@ macro_rules! run_knobs {
             DecoderKnobs {
                 values {
                     ExrBackend exr_backend: playsim_exr::Backend = playsim_exr::Backend::default_available(),
-                        "openexr when the library was found at build time", flag "exr-backend",
+                        "openexr with the openexr feature, else exrs", flag "exr-backend",
                         key "exr_backend", parse::exr_backend,
                         "EXR decoding library: openexr (the C++ library the applications use) or \
                          exrs (pure Rust)", [];
