@@ -135,7 +135,7 @@ fn test() -> Result<ExitCode> {
 /// report, engine, testserver, xtask) build the same either way, so the `test` step has
 /// already run their tests.
 const FEATURE_CRATES: &[&str] =
-    &["playsim", "playsim-storage", "playsim-exr", "playsim-ffmpeg", "playsim-media"];
+    &["playsim", "playsim-storage", "playsim-exr", "playsim-ffmpeg", "playsim-media", "playsim-settings"];
 
 /// Libraries the pure-Rust build must not link: FFmpeg's and OpenEXR's (with its own Iex and
 /// IlmThread), as `ldd` names them.
