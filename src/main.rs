@@ -15,7 +15,7 @@ use playsim::media::{GenerateFormat, GenerateOptions};
 use playsim::report::capacity::{CapacityJson, CapacityText};
 use playsim::report::renderer::{self, Renderer};
 use playsim::report::{json, live_csv, render, Report, RunStatus};
-use playsim::settings::{parse, DecoderKnobs, NfsKnobs, PlayKnobs, Settings};
+use playsim::settings::{parse, DecoderKnobs, LocalReadKnobs, NfsKnobs, PlayKnobs, Settings};
 use playsim::{units, FramePreset, PlayRequest};
 
 /// Exit status when a run completed with more drops than --max-drops allows.
@@ -102,6 +102,9 @@ struct PlayArgs {
     /// The run's knobs: each also a scenario key (the settings list, playsim-settings).
     #[command(flatten)]
     knobs: PlayKnobs,
+    /// How local files are read (the local transport's knobs, also scenario keys).
+    #[command(flatten)]
+    local: LocalReadKnobs,
     /// Drop the sequence from the page cache before the run.
     #[arg(long)]
     cold: bool,
@@ -232,30 +235,6 @@ enum EndianArg {
     Little,
 }
 
-/// `frametest --io-engine` (src/cli/frametest.rs keeps its own flags until it flattens the knobs).
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum IoEngineArg {
-    /// One pread per block, on a thread per frame.
-    Pread,
-    /// io_uring: every block of a frame submitted at once.
-    #[value(name = "io_uring", alias = "io-uring")]
-    IoUring,
-}
-
-impl From<IoEngineArg> for playsim::storage::IoEngine {
-    fn from(arg: IoEngineArg) -> Self {
-        match arg {
-            IoEngineArg::Pread => playsim::storage::IoEngine::Pread,
-            IoEngineArg::IoUring => playsim::storage::IoEngine::IoUring,
-        }
-    }
-}
-
-/// `frametest --nconnect`, through the knob's parser.
-fn parse_nconnect(s: &str) -> Result<u32, String> {
-    parse::nconnect(s)
-}
-
 fn parse_whole_usize(s: &str) -> Result<usize, String> {
     s.trim().parse::<usize>().map_err(|_| format!("'{s}' is not a whole number (for example 0 or 4)"))
 }
@@ -289,7 +268,7 @@ fn main() -> ExitCode {
 
 /// The library's request for `play`'s flags.
 fn request_of(args: &PlayArgs) -> PlayRequest {
-    let settings = Settings::from_flags(&args.knobs, &args.decoder.knobs, &args.nfs);
+    let settings = Settings::from_flags(&args.knobs, &args.local, &args.decoder.knobs, &args.nfs);
     PlayRequest {
         streams_per_source: args.streams,
         cold: args.cold,

@@ -332,3 +332,28 @@ fn a_server_that_never_comes_back_ends_the_run_with_a_report() -> Result<()> {
     ensure!(report.totals.presented > 0, "nothing presented before the kill:\n{done}");
     Ok(())
 }
+
+/// frametest reads nfs:// with the settings list's NFS group (`--rsize`, `--nconnect`,
+/// `--nfs-timeout`), as `play` does.
+#[test]
+fn frametest_over_nfs_takes_the_nfs_knobs() -> Result<()> {
+    let shared = shared()?;
+    let export = shared.server.export_dir();
+    run(playsim().args(["frametest", "-w", "sd", "-n", "3"]).arg(export.join("ft")))?.ensure_code(0)?;
+    let url = shared.server.url("ft/");
+    let done = run(playsim().args([
+        "frametest",
+        "-r",
+        "sd",
+        "--rsize",
+        "64K",
+        "--nconnect",
+        "2",
+        "--nfs-timeout",
+        "5s",
+        &url,
+    ]))?;
+    done.ensure_code(0)?;
+    ensure!(done.stdout.contains("Frames transferred: 3"), "{done}");
+    Ok(())
+}

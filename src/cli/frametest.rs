@@ -11,6 +11,7 @@ use playsim::frametest::{
 };
 use playsim::report::frametest;
 use playsim::report::renderer::{self, Renderers};
+use playsim::settings::{parse, Knob, LocalReadKnobs, NfsKnobs, Settings};
 use playsim::{FrameRate, PlayOrder};
 
 /// Exit status when Ctrl-C stopped the run; the summary covers the frames done.
@@ -65,9 +66,10 @@ pub struct FrametestArgs {
     /// Random order: a shuffle, the same for the same --seed.
     #[arg(short = 'm')]
     random: bool,
-    /// The random order's seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// The random order's seed: the settings list's knob, its parser and default.
+    #[arg(long = Knob::Seed.flag(), value_parser = parse::whole, allow_hyphen_values = true,
+          help = Knob::Seed.help())]
+    seed: Option<u64>,
     /// Write each frame's times as CSV (ms): due, issued, start, open, I/O, close, decode,
     /// done; bytes; transferred, dropped or failed.
     #[arg(short = 'x', value_name = "FILE")]
@@ -79,8 +81,9 @@ pub struct FrametestArgs {
     /// completes, and leaves the queue, when it is decoded.
     #[arg(long)]
     decode: bool,
-    /// Decode threads [default: all cores].
-    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    /// Decode threads: the settings list's knob, its parser and default.
+    #[arg(long = Knob::DecodeThreads.flag(), value_name = "N", value_parser = parse::count,
+          allow_hyphen_values = true, help = Knob::DecodeThreads.help())]
     decode_threads: Option<u32>,
     /// File names, the frame number as %d or %0Nd [default: frame%06d.dpx; reads fall back
     /// to frametest's own frame%06d.tst].
@@ -89,25 +92,20 @@ pub struct FrametestArgs {
     /// Bytes before the image data, in KB (1024 bytes).
     #[arg(long = "header", value_name = "KB", default_value_t = 64, value_parser = parse_header)]
     header_kb: u64,
-    /// Read local files with O_DIRECT, bypassing the page cache.
-    #[arg(long)]
-    direct: bool,
-    /// How local files are read: pread, or io_uring (every block of a frame in flight at
-    /// once; falls back to pread, saying why, where io_uring is disabled).
-    #[arg(long, value_enum, default_value_t = crate::IoEngineArg::Pread)]
-    io_engine: crate::IoEngineArg,
     /// Drop the files from the page cache before reading them.
     #[arg(long)]
     cold: bool,
     /// Flush each written file to the storage before closing it (the flush counts in close).
     #[arg(long)]
     fsync: bool,
-    /// Bytes per read request from local files, e.g. 1M, 512K.
-    #[arg(long, default_value = "1M", value_parser = playsim::units::parse_bytes)]
-    block_size: usize,
-    /// TCP connections per reader to the NFS server, for nfs:// directories.
-    #[arg(long, default_value_t = 1, value_parser = crate::parse_nconnect)]
-    nconnect: u32,
+    /// How local files are read (`--direct`, `--io-engine`, `--block-size`): the settings
+    /// list's group, as `play` has it; `--direct` and `--io-engine` are for reads.
+    #[command(flatten)]
+    local: LocalReadKnobs,
+    /// playsim's NFS client for nfs:// directories (`--nconnect`, `--rsize`, `--nfs-timeout`):
+    /// the settings list's group, as `play` has it.
+    #[command(flatten)]
+    nfs: NfsKnobs,
     /// The directory of the frames (reads also take an nfs://host/export/dir URL).
     dir: Option<PathBuf>,
 }
@@ -184,12 +182,16 @@ fn request_of(args: FrametestArgs) -> anyhow::Result<FrametestRequest> {
     } else {
         FrametestMode::Read { expect: size }
     };
+    let mut settings =
+        Settings { seed: args.seed, decode_threads: args.decode_threads, ..Settings::default() };
+    args.local.apply(&mut settings);
+    args.nfs.apply(&mut settings);
     let order = match (args.reverse, args.random) {
         (true, true) => {
             bail!("-v (reverse) and -m (random) are two orders: give one, for example -m --seed 3")
         }
         (true, false) => PlayOrder::Reverse,
-        (false, true) => PlayOrder::Random { seed: args.seed },
+        (false, true) => PlayOrder::Random { seed: settings.seed() },
         (false, false) => PlayOrder::Forward,
     };
     let mut request = FrametestRequest::new(mode, dir);
@@ -202,15 +204,13 @@ fn request_of(args: FrametestArgs) -> anyhow::Result<FrametestRequest> {
     request.order = order;
     request.name = args.name;
     request.decode = args.decode;
-    if let Some(threads) = args.decode_threads {
-        request.decode_threads = threads;
-    }
-    request.direct = args.direct;
-    request.io_engine = args.io_engine.into();
-    request.block_size = args.block_size;
+    request.decode_threads = settings.decode_threads();
+    request.direct = settings.direct();
+    request.io_engine = settings.io_engine();
+    request.block_size = settings.block_size();
     request.cold = args.cold;
     request.fsync = args.fsync;
-    request.nfs.nconnect = args.nconnect;
+    request.nfs = settings.nfs_options();
     Ok(request)
 }
 
@@ -262,4 +262,68 @@ fn parse_header(s: &str) -> Result<u64, String> {
         .parse::<u64>()
         .map_err(|_| format!("'{s}' is not a size in KB (for example --header 64)"))?;
     header_bytes_of_kb(kb).map(|_| kb).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+    use playsim::storage::IoEngine;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: FrametestArgs,
+    }
+
+    fn request(flags: &[&str]) -> FrametestRequest {
+        let cli = Cli::try_parse_from(["frametest"].iter().chain(flags)).unwrap_or_else(|e| panic!("{e}"));
+        request_of(cli.args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_shared_knobs_come_from_the_settings_list() {
+        let r = request(&[
+            "-r",
+            "-m",
+            "--seed",
+            "7",
+            "--decode-threads",
+            "3",
+            "--direct",
+            "--io-engine",
+            "io-uring",
+            "--block-size",
+            "512K",
+            "--nconnect",
+            "4",
+            "--rsize",
+            "256K",
+            "--nfs-timeout",
+            "5s",
+            "nfs://host/export/ft",
+        ]);
+        assert_eq!(r.order, PlayOrder::Random { seed: 7 });
+        assert_eq!(
+            (r.decode_threads, r.direct, r.io_engine, r.block_size),
+            (3, true, IoEngine::IoUring, 512 << 10)
+        );
+        assert_eq!((r.nfs.nconnect, r.nfs.rsize, r.nfs.timeout), (4, 256 << 10, Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn the_shared_knobs_default_as_play_does() {
+        let (r, play) = (request(&["-r", "-m", "/tmp/ft"]), Settings::default());
+        assert_eq!(r.order, PlayOrder::Random { seed: play.seed() });
+        assert_eq!(
+            (r.decode_threads, r.direct, r.io_engine),
+            (play.decode_threads(), false, play.io_engine())
+        );
+        let nfs = play.nfs_options();
+        assert_eq!(r.block_size, play.block_size());
+        assert_eq!((r.nfs.nconnect, r.nfs.rsize, r.nfs.timeout), (nfs.nconnect, nfs.rsize, nfs.timeout));
+    }
 }

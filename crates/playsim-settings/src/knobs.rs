@@ -1,8 +1,10 @@
 //! The one settings list: every run knob that is both a `play` flag and a scenario key is a row
 //! of `run_knobs!` (below), with its flag, its key, its parser, its default and its help.
 //!
-//! From that one table come clap's flag groups ([`PlayKnobs`], [`DecoderKnobs`], [`NfsKnobs`],
-//! flattened by `play`, `capacity` and `decode`), the scenario file's keys (in
+//! From that one table come clap's flag groups ([`PlayKnobs`], [`LocalReadKnobs`],
+//! [`DecoderKnobs`], [`NfsKnobs`], flattened by `play`, `capacity` and `decode`, and the
+//! transports' groups by `frametest`; [`Knob::help`] and the parsers for a command that takes
+//! one knob of a group under its own field), the scenario file's keys (in
 //! `scenario/file.rs`, through the same parsers), the [`Knob`] names errors are spelt with, and
 //! [`Settings`]: the knobs given, merged stream over run over file, made into a
 //! [`PlayRequest`] with every default applied here and nowhere else.
@@ -38,7 +40,7 @@ macro_rules! run_knobs {
     ($callback:ident $($args:tt)*) => {
         $callback! {
             [$($args)*]
-            /// A run's rate, length, order, pipeline and local reads (`play`, `capacity`).
+            /// A run's rate, length, order and pipeline (`play`, `capacity`).
             PlayKnobs {
                 values {
                     Order order: OrderKind = OrderKind::Forward, "forward", flag "order", key "order",
@@ -64,16 +66,6 @@ macro_rules! run_knobs {
                     OutputThreads output_threads: u32 = EngineConfig::default().output_threads, "1",
                         flag "output-threads", key "output_threads", parse::count,
                         "Output threads a stream: frames it packs at once", [];
-                    BlockSize block_size: usize = DEFAULT_BLOCK_SIZE, "1M", flag "block-size",
-                        key "block_size", parse::bytes,
-                        "Bytes per read request from local files, e.g. 1M, 512K, 4096 (nfs:// sources \
-                         use --rsize)", [];
-                    IoEngine io_engine: playsim_storage::IoEngine = IoEngine::default(), "pread", flag "io-engine",
-                        key "io_engine", parse::io_engine,
-                        "How local files are read: pread (one block after another, a thread per \
-                         frame) or io_uring (all of a frame's blocks in flight at once, into \
-                         registered buffers; falls back to pread, saying why, where io_uring is \
-                         disabled)", [];
                 }
                 options {
                     Fps fps: Pacing, flag "fps", key "fps", parse::pacing,
@@ -98,6 +90,25 @@ macro_rules! run_knobs {
                     Verify verify, flag "verify", key "verify", invert false,
                         "Check every decoded frame against the frame index in its pixels (generated \
                          media)";
+                }
+            }
+            /// How local files are read, the local transport's settings (`play`, `capacity`,
+            /// `frametest`).
+            LocalReadKnobs {
+                values {
+                    BlockSize block_size: usize = DEFAULT_BLOCK_SIZE, "1M", flag "block-size",
+                        key "block_size", parse::bytes,
+                        "Bytes per read request from local files, e.g. 1M, 512K, 4096 (nfs:// sources \
+                         use --rsize)", [];
+                    IoEngine io_engine: playsim_storage::IoEngine = IoEngine::default(), "pread", flag "io-engine",
+                        key "io_engine", parse::io_engine,
+                        "How local files are read: pread (one block after another, a thread per \
+                         frame) or io_uring (all of a frame's blocks in flight at once, into \
+                         registered buffers; falls back to pread, saying why, where io_uring is \
+                         disabled)", [];
+                }
+                options {}
+                switches {
                     Direct direct, flag "direct", key "direct", invert false,
                         "Read local files with O_DIRECT, bypassing the page cache (playsim's NFS \
                          client has no cache)";
@@ -119,7 +130,8 @@ macro_rules! run_knobs {
                 options {}
                 switches {}
             }
-            /// Settings of playsim's own NFS client, for `nfs://` sources (`play`, `decode`).
+            /// Settings of playsim's own NFS client, for `nfs://` sources (`play`, `decode`,
+            /// `frametest`).
             NfsKnobs {
                 values {
                     Nconnect nconnect: u32 = NfsOptions::default().nconnect, "1", flag "nconnect",
@@ -193,6 +205,15 @@ macro_rules! settings_items {
             pub fn key(self) -> &'static str {
                 match self {
                     $($(Knob::$vname => $vkey,)* $(Knob::$oname => $okey,)* $(Knob::$sname => $skey,)*)*
+                }
+            }
+
+            /// The flag's help, its default included (`... [default: 1]`) for knobs that have
+            /// one: for a command that takes one knob of a group under its own field.
+            pub fn help(self) -> &'static str {
+                match self {
+                    $($(Knob::$vname => concat!($vhelp, " [default: ", $vshown, "]"),)*
+                      $(Knob::$oname => $ohelp,)* $(Knob::$sname => $shelp,)*)*
                 }
             }
 
@@ -371,9 +392,15 @@ pub fn as_keys(error: &ConfigError) -> String {
 
 impl Settings {
     /// The settings the command line's flag groups give.
-    pub fn from_flags(play: &PlayKnobs, decoder: &DecoderKnobs, nfs: &NfsKnobs) -> Settings {
+    pub fn from_flags(
+        play: &PlayKnobs,
+        local: &LocalReadKnobs,
+        decoder: &DecoderKnobs,
+        nfs: &NfsKnobs,
+    ) -> Settings {
         let mut settings = Settings::default();
         play.apply(&mut settings);
+        local.apply(&mut settings);
         decoder.apply(&mut settings);
         nfs.apply(&mut settings);
         settings
@@ -520,6 +547,26 @@ mod tests {
         assert_eq!(parse::nconnect(shown(Knob::Nconnect)), Ok(none.nconnect()));
         assert_eq!(parse::rsize(shown(Knob::Rsize)), Ok(none.rsize()));
         assert_eq!(parse::duration(shown(Knob::NfsTimeout)), Ok(none.nfs_timeout()));
+    }
+
+    #[test]
+    fn a_knobs_help_shows_its_default() {
+        assert_eq!(Knob::Seed.help(), "The random order's seed [default: 1]");
+        assert_eq!(Knob::DecodeThreads.help(), "Decode threads [default: all cores]");
+        assert!(Knob::Direct.help().starts_with("Read local files with O_DIRECT"));
+    }
+
+    #[test]
+    fn the_local_read_group_gives_the_local_knobs() {
+        let local = LocalReadKnobs { block_size: Some(4096), io_engine: None, direct: true };
+        let settings = Settings::from_flags(
+            &PlayKnobs::default(),
+            &local,
+            &DecoderKnobs::default(),
+            &NfsKnobs::default(),
+        );
+        let request = settings.request(vec![PathBuf::from("/m/a")]);
+        assert_eq!((request.block_size, request.direct, request.io_engine), (4096, true, IoEngine::Pread));
     }
 
     #[test]
