@@ -153,7 +153,7 @@ const NATIVE_LIBRARIES: &[&str] = &[
 /// `--no-default-features`: clippy over every crate and target (the features' `cfg`s must leave
 /// no dead code), the tests of [`FEATURE_CRATES`] (DPX, EXR through exrs, TIFF, local files and
 /// `sim://`; the tests of a missing feature are compiled out), and `ldd` on the `playsim`
-/// binary, which must link none of [`NATIVE_LIBRARIES`].
+/// binary those tests built and ran, which must link none of [`NATIVE_LIBRARIES`].
 fn test_without_default_features() -> Result<()> {
     process::run(cargo().args([
         "clippy",
@@ -170,7 +170,9 @@ fn test_without_default_features() -> Result<()> {
         test.args(["-p", package]);
     }
     process::run(test.env("PLAYSIM_XTASK_TEST", "1"))?;
-    process::run(cargo().args(["build", "--no-default-features", "--bin", "playsim"]))?;
+    // The integration tests ran this binary, built by the same command without the default
+    // features: no second build (a plain `cargo build` resolves features apart from the tests'
+    // and would compile several crates again).
     let binary = target_dir()?.join("debug").join(format!("playsim{}", std::env::consts::EXE_SUFFIX));
     let ldd = process::read(Command::new("ldd").arg(&binary))?;
     let n_libraries = links_no_native_library(&ldd)
