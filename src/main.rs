@@ -188,15 +188,15 @@ struct GenerateArgs {
     /// Frame size: hd, uhd, 2k, 4k, 2k-dci, 4k-dci, 6k, 8k-dci, 8k-uhd or WxH.
     #[arg(long, default_value = "4k-dci", value_parser = parse::preset)]
     preset: FramePreset,
-    /// File format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Dpx)]
-    format: FormatArg,
+    /// File format: any format playsim can write (dpx, exr, tiff).
+    #[arg(long, default_value = "dpx", value_parser = parse_generate_format)]
+    format: &'static str,
     /// Frames to write.
     #[arg(long, default_value_t = 96, value_parser = parse::positive, allow_hyphen_values = true)]
     frames: u64,
-    /// EXR compression: none, rle, zips, zip, piz, pxr24, b44 or b44a.
-    #[arg(long, default_value = "piz", value_parser = parse_exr_compression)]
-    compression: playsim::exr::Compression,
+    /// EXR compression: none, rle, zips, zip, piz, pxr24, b44 or b44a [default: piz].
+    #[arg(long)]
+    compression: Option<String>,
     /// Bits per sample: DPX 8, 10 or 16 [default: 10]; TIFF 8 or 16 [default: 16].
     #[arg(long, value_parser = parse::bit_depth, allow_hyphen_values = true)]
     bit_depth: Option<u8>,
@@ -218,16 +218,6 @@ struct GenerateArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum FormatArg {
-    /// SMPTE 268M DPX.
-    Dpx,
-    /// OpenEXR, half RGBA with film-grain noise.
-    Exr,
-    /// TIFF, uncompressed strips.
-    Tiff,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
 enum EndianArg {
     /// SDPX.
     Big,
@@ -239,8 +229,17 @@ fn parse_whole_usize(s: &str) -> Result<usize, String> {
     s.trim().parse::<usize>().map_err(|_| format!("'{s}' is not a whole number (for example 0 or 4)"))
 }
 
-fn parse_exr_compression(s: &str) -> Result<playsim::exr::Compression, String> {
-    s.parse()
+/// `generate --format`: a registered format that has a writer.
+fn parse_generate_format(s: &str) -> Result<&'static str, String> {
+    playsim::media::writers()
+        .map(|(format, _)| format.name)
+        .find(|name| name.eq_ignore_ascii_case(s.trim()))
+        .ok_or_else(|| {
+            format!(
+                "'{s}' is not a format playsim can write: {} (for example --format exr)",
+                playsim::media::writable_names(|_| true)
+            )
+        })
 }
 
 fn main() -> ExitCode {
@@ -505,29 +504,55 @@ fn decode(args: DecodeArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
-    let format = match args.format {
-        FormatArg::Dpx => GenerateFormat::Dpx {
-            bit_depth: args.bit_depth.unwrap_or(10),
-            endian: match args.endian.unwrap_or(EndianArg::Big) {
-                EndianArg::Big => playsim::dpx::Endian::Big,
-                EndianArg::Little => playsim::dpx::Endian::Little,
-            },
-        },
-        FormatArg::Exr => GenerateFormat::Exr { compression: args.compression },
-        FormatArg::Tiff => GenerateFormat::Tiff {
-            bit_depth: args.bit_depth.unwrap_or(16),
-            endian: match args.endian.unwrap_or(EndianArg::Little) {
-                EndianArg::Big => playsim::tiff::Endian::Big,
-                EndianArg::Little => playsim::tiff::Endian::Little,
-            },
-        },
-    };
+    let bit_depth = args.bit_depth.map(|b| b.to_string());
+    let endian = args.endian.map(|e| match e {
+        EndianArg::Big => "big",
+        EndianArg::Little => "little",
+    });
+    // Each flag is one of the format writers' options, by the same name.
+    let flags = [
+        ("--bit-depth", "bit_depth", bit_depth.as_deref()),
+        ("--endian", "endian", endian),
+        ("--compression", "compression", args.compression.as_deref()),
+    ];
+    let writer = playsim::media::writers()
+        .find(|(format, _)| format.name == args.format)
+        .map(|(_, writer)| writer)
+        .context("--format names no writable format")?;
+    let mut options = Vec::new();
+    for (flag, key, value) in flags {
+        let Some(value) = value else { continue };
+        if writer.option(key).is_none() {
+            let takes: Vec<String> =
+                writer.options.iter().map(|o| format!("--{}", o.key.replace('_', "-"))).collect();
+            anyhow::bail!(
+                "{flag} does not apply to --format {} ({} takes {}; for example: playsim generate DIR --format {} {})",
+                args.format,
+                args.format,
+                if takes.is_empty() { "none of --bit-depth, --endian, --compression".to_owned() } else { takes.join(", ") },
+                args.format,
+                writer.options.first().map_or(String::new(), |o| format!("--{} {}", o.key.replace('_', "-"), o.example)),
+            );
+        }
+        options.push((key, value));
+    }
+    let format = GenerateFormat::parse(args.format, &options).map_err(|e| match e {
+        playsim::media::GenerateFormatError::Value { format, error, example } => {
+            let flag = format!("--{}", error.key.replace('_', "-"));
+            anyhow::anyhow!(
+                "{flag} '{}' with --format {format}: {} (for example {flag} {example})",
+                error.value,
+                error.reason
+            )
+        }
+        other => anyhow::anyhow!("{other}"),
+    })?;
     let opts = GenerateOptions {
         name: args.name,
         start_frame: args.start,
         format,
         // EXR sequences are half RGBA, as the seeds' Resolve tests played; DPX is RGB unless asked.
-        alpha: args.alpha || matches!(args.format, FormatArg::Exr),
+        alpha: args.alpha || writer.rgba_by_default,
         threads: args.threads,
         ..GenerateOptions::new(&args.dir, args.preset, args.frames)
     };

@@ -5,59 +5,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use playsim_core::{DecodedFrame, FramePreset, MAX_DIMENSION};
-use playsim_dpx::Endian;
-use playsim_exr::{Compression, SampleType};
 
-use crate::synthetic::{render_frame, render_frame_f32};
-use crate::Error;
+use crate::{Error, GenerateFormat};
 
 /// Digits of the frame number in generated file names.
 pub const GENERATED_PADDING: usize = 7;
-
-/// The encoding of generated frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GenerateFormat {
-    /// DPX files.
-    Dpx {
-        /// 8, 10 or 16 bits per sample.
-        bit_depth: u8,
-        /// Byte order.
-        endian: Endian,
-    },
-    /// Scanline OpenEXR files of half samples (see [`render_frame_f32`]),
-    /// written with the `exr` crate, one thread per file.
-    Exr {
-        /// The compression; DWAA and DWAB cannot be written.
-        compression: Compression,
-    },
-    /// Uncompressed TIFF files of [`render_frame`]'s pixels, in strips of 16 rows, as
-    /// film scans often arrive.
-    Tiff {
-        /// 8 or 16 bits per sample.
-        bit_depth: u8,
-        /// Byte order.
-        endian: playsim_tiff::Endian,
-    },
-}
-
-impl GenerateFormat {
-    /// The file extension, without the dot.
-    pub fn extension(&self) -> &'static str {
-        match self {
-            GenerateFormat::Dpx { .. } => "dpx",
-            GenerateFormat::Exr { .. } => "exr",
-            GenerateFormat::Tiff { .. } => "tif",
-        }
-    }
-}
-
-impl Default for GenerateFormat {
-    /// 10-bit big-endian DPX, the most common film-scan layout.
-    fn default() -> Self {
-        GenerateFormat::Dpx { bit_depth: 10, endian: Endian::Big }
-    }
-}
 
 /// What [`generate_sequence`] writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,7 +24,7 @@ pub struct GenerateOptions {
     pub n_frames: u64,
     /// The number of the first frame.
     pub start_frame: u64,
-    /// Encoding.
+    /// The format and its writer options.
     pub format: GenerateFormat,
     /// Writes RGBA rather than RGB.
     pub alpha: bool,
@@ -120,8 +72,8 @@ pub struct GenerateSummary {
     pub mean_frame_bytes: u64,
 }
 
-/// Writes `opts.n_frames` synthetic frames as a sequence: [`render_frame`]'s
-/// for DPX, [`render_frame_f32`]'s for EXR.
+/// Writes `opts.n_frames` synthetic frames as a sequence, each encoded by the writer of
+/// `opts.format`'s entry in the format table (e.g. [`crate::render_frame`]'s pixels for DPX).
 ///
 /// Frame number `n` carries `n` as its index in the pixels. Frames are spread
 /// over `opts.threads` workers, each reusing its own frame and output buffer.
@@ -144,24 +96,6 @@ pub fn generate_sequence(
     }
     if opts.start_frame.checked_add(opts.n_frames - 1).is_none() {
         return Err(invalid(format!("frames {} + {} overflow", opts.start_frame, opts.n_frames)));
-    }
-    if let GenerateFormat::Exr { compression } = opts.format {
-        if !playsim_exr::write::can_write(compression) {
-            let writable: Vec<&str> = Compression::ALL
-                .into_iter()
-                .filter(|c| playsim_exr::write::can_write(*c))
-                .map(|c| c.name())
-                .collect();
-            return Err(invalid(format!(
-                "{compression} exr files cannot be written (playsim writes {})",
-                writable.join(", ")
-            )));
-        }
-    }
-    if let GenerateFormat::Tiff { bit_depth, .. } = opts.format {
-        if bit_depth != 8 && bit_depth != 16 {
-            return Err(invalid(format!("tiff files are written at 8 or 16 bits, not {bit_depth}")));
-        }
     }
     std::fs::create_dir_all(&opts.dir).map_err(|e| Error::io("create directory", &opts.dir, e))?;
 
@@ -245,32 +179,10 @@ fn write_frame(
     encoded: &mut Vec<u8>,
 ) -> Result<u64, Error> {
     let path = opts.path_for(number);
-    let encode_error = |message: String| Error::Encode { path: path.clone(), message };
-    encoded.clear();
-    match opts.format {
-        GenerateFormat::Dpx { bit_depth, endian } => {
-            render_frame(width, height, number, opts.alpha, frame);
-            playsim_dpx::write_dpx(frame, &playsim_dpx::WriteOptions { bit_depth, endian }, encoded)
-                .map_err(|e| encode_error(e.to_string()))?;
-        }
-        GenerateFormat::Exr { compression } => {
-            render_frame_f32(width, height, number, opts.alpha, frame);
-            // Each worker compresses its own file on its own thread: the
-            // workers already fill the cores, and a rayon pool on top would
-            // only contend with them.
-            let exr_opts =
-                playsim_exr::write::WriteOptions { compression, sample: SampleType::Half, parallel: false };
-            playsim_exr::write::write_exr(frame, &exr_opts, encoded)
-                .map_err(|e| encode_error(e.to_string()))?;
-        }
-        GenerateFormat::Tiff { bit_depth, endian } => {
-            render_frame(width, height, number, opts.alpha, frame);
-            let sample = if bit_depth == 8 { playsim_tiff::Sample::U8 } else { playsim_tiff::Sample::U16 };
-            let tiff_opts =
-                playsim_tiff::WriteOptions { sample, endian, ..playsim_tiff::WriteOptions::default() };
-            playsim_tiff::write_tiff(frame, &tiff_opts, encoded).map_err(|e| encode_error(e.to_string()))?;
-        }
-    }
+    opts.format
+        .encoder()
+        .encode(number, (width, height), opts.alpha, frame, encoded)
+        .map_err(|message| Error::Encode { path: path.clone(), message })?;
     std::fs::write(&path, &encoded[..]).map_err(|e| Error::io("write", &path, e))?;
     Ok(encoded.len() as u64)
 }
@@ -279,8 +191,9 @@ fn write_frame(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::{open_source, read_frame_index, Sequence};
+    use crate::{open_source, read_frame_index, render_frame, render_frame_f32, Sequence};
     use playsim_core::{FrameExtent, PixelFormat};
+    use playsim_exr::Compression;
     use std::sync::atomic::AtomicU64;
 
     fn small(dir: &std::path::Path, n_frames: u64) -> GenerateOptions {
@@ -373,7 +286,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let opts = GenerateOptions {
             alpha: true,
-            format: GenerateFormat::Dpx { bit_depth: 16, endian: Endian::Little },
+            format: GenerateFormat::parse("dpx", &[("bit_depth", "16"), ("endian", "little")]).unwrap(),
             threads: 1,
             ..small(tmp.path(), 2)
         };
@@ -386,11 +299,10 @@ mod tests {
     #[test]
     fn writes_tiff_that_decodes_to_the_rendered_frames() {
         let tmp = tempfile::tempdir().unwrap();
-        for (bit_depth, endian, alpha) in
-            [(16, playsim_tiff::Endian::Big, false), (8, playsim_tiff::Endian::Little, true)]
-        {
+        for (bit_depth, endian, alpha) in [(16, "big", false), (8, "little", true)] {
+            let depth = bit_depth.to_string();
             let opts = GenerateOptions {
-                format: GenerateFormat::Tiff { bit_depth, endian },
+                format: GenerateFormat::parse("tiff", &[("bit_depth", &depth), ("endian", endian)]).unwrap(),
                 alpha,
                 threads: 1,
                 ..small(&tmp.path().join(format!("{bit_depth}")), 2)
@@ -413,19 +325,12 @@ mod tests {
                 assert!(decoded.data == expected.data, "{bit_depth}-bit frame {number} differs");
             }
         }
-        let err = generate_sequence(
-            &GenerateOptions {
-                format: GenerateFormat::Tiff { bit_depth: 10, endian: playsim_tiff::Endian::Little },
-                ..small(&tmp.path().join("ten"), 1)
-            },
-            |_| {},
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("tiff files are written at 8 or 16 bits, not 10"), "{err}");
+        let err = GenerateFormat::parse("tiff", &[("bit_depth", "10")]).unwrap_err();
+        assert!(err.to_string().contains("tiff files are written at 8 or 16 bits"), "{err}");
     }
 
     fn exr(compression: Compression) -> GenerateFormat {
-        GenerateFormat::Exr { compression }
+        GenerateFormat::parse("exr", &[("compression", compression.name())]).unwrap()
     }
 
     /// Decodes an EXR file with the `exr` crate into canonical pixels (R, G, B
@@ -512,17 +417,12 @@ mod tests {
     }
 
     #[test]
-    fn refuses_exr_compressions_it_cannot_write_before_writing() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("out");
+    fn refuses_exr_compressions_it_cannot_write() {
         for compression in [Compression::Dwaa, Compression::Dwab] {
-            let err =
-                generate_sequence(&GenerateOptions { format: exr(compression), ..small(&dir, 1) }, |_| {})
-                    .unwrap_err();
-            assert!(matches!(err, Error::InvalidOptions { .. }), "{err}");
+            let err = GenerateFormat::parse("exr", &[("compression", compression.name())]).unwrap_err();
             assert!(err.to_string().contains(compression.name()), "{err}");
+            assert!(err.to_string().contains("playsim cannot write it"), "{err}");
         }
-        assert!(!dir.exists());
         assert_eq!(exr(Compression::Piz).extension(), "exr");
     }
 }

@@ -36,9 +36,10 @@ mod sim;
 mod sim_transport;
 mod source;
 mod synthetic;
+mod writer;
 
 pub use error::Error;
-pub use generate::{generate_sequence, GenerateFormat, GenerateOptions, GenerateSummary, GENERATED_PADDING};
+pub use generate::{generate_sequence, GenerateOptions, GenerateSummary, GENERATED_PADDING};
 pub use registry::{
     format_for_extension, format_for_file, format_for_magic, formats, open_location, open_source,
     open_source_with, probe_dimensions, DecodeOptions, Format, FormatKind, MakeDecoder, OpenContainer,
@@ -53,4 +54,8 @@ pub use sim_transport::{SimTransport, VerifyFrames};
 pub use source::SequenceSource;
 pub use synthetic::{
     read_frame_index, render_frame, render_frame_f32, GRAIN_F32, MIN_CODE_HEIGHT, MIN_CODE_WIDTH,
+};
+pub use writer::{
+    writable_names, writers, FrameEncoder, FrameWriter, GenerateFormat, GenerateFormatError, OptionError,
+    ParseOptions, WriterOption, DPX_WRITER, EXR_WRITER, TIFF_WRITER,
 };

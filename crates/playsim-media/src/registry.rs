@@ -16,6 +16,7 @@ use playsim_core::{
     Decoder, FileBytes, FormatDescriptor, FrameExtent, IoBuf, Probe, Source, Storage, StorageFile,
 };
 
+use crate::writer::{FrameWriter, DPX_WRITER, EXR_WRITER, TIFF_WRITER};
 use crate::{Error, Sequence, SequenceSource};
 
 /// How decoders are set up: the per-format options from the command line.
@@ -72,6 +73,8 @@ pub struct Format {
     pub probe: fn(&FileBytes<'_>) -> Probe,
     /// How it is opened.
     pub kind: FormatKind,
+    /// How it writes test frames (`playsim generate`, `sim://`), where it can.
+    pub writer: Option<&'static FrameWriter>,
 }
 
 impl Format {
@@ -92,7 +95,12 @@ impl Format {
 
     const fn of(format: FormatDescriptor, kind: FormatKind) -> Format {
         let FormatDescriptor { name, extensions, magic, probe } = format;
-        Format { name, extensions, magic, probe, kind }
+        Format { name, extensions, magic, probe, kind, writer: None }
+    }
+
+    /// The same format, writing test frames with `writer`.
+    pub const fn with_writer(self, writer: &'static FrameWriter) -> Format {
+        Format { writer: Some(writer), ..self }
     }
 
     /// True for a container: one file holding every frame.
@@ -119,13 +127,15 @@ impl Format {
     }
 }
 
-/// Every known format, in the order they are listed in messages. Adding a format is one line here.
+/// Every known format, in the order they are listed in messages. Adding a format is one line here;
+/// `.with_writer` lets `playsim generate` and `sim://` make its frames too.
 const FORMATS: &[Format] = &[
-    Format::sequence(playsim_dpx::FORMAT, |_| Arc::new(playsim_dpx::DpxDecoder)),
+    Format::sequence(playsim_dpx::FORMAT, |_| Arc::new(playsim_dpx::DpxDecoder)).with_writer(&DPX_WRITER),
     Format::sequence(playsim_exr::FORMAT, |options| {
         Arc::new(playsim_exr::ExrDecoder::new(options.exr.clone()))
-    }),
-    Format::sequence(playsim_tiff::FORMAT, |_| Arc::new(playsim_tiff::TiffDecoder)),
+    })
+    .with_writer(&EXR_WRITER),
+    Format::sequence(playsim_tiff::FORMAT, |_| Arc::new(playsim_tiff::TiffDecoder)).with_writer(&TIFF_WRITER),
     #[cfg(feature = "ffmpeg")]
     Format::container(VIDEO, open_video),
     #[cfg(not(feature = "ffmpeg"))]

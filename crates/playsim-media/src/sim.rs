@@ -11,10 +11,10 @@
 //! so an 8K sequence of any length holds a few frames in memory, not hundreds.
 //!
 //! ```
-//! use playsim_media::{SimFormat, SimUrl};
+//! use playsim_media::SimUrl;
 //! let url = SimUrl::parse("sim://lan?bw=100Gbit&lat=300us&format=dpx&preset=8k-dci").unwrap();
 //! assert_eq!((url.link.as_str(), url.bits_per_s), ("lan", Some(100_000_000_000)));
-//! assert_eq!(url.format, SimFormat::Dpx);
+//! assert_eq!(url.format_name(), "dpx");
 //! assert_eq!(url.frame_path(9).to_str(), Some("sim://lan/frame.0000009.dpx"));
 //!
 //! let err = SimUrl::parse("sim://lan?bw=4.5GB").unwrap_err().to_string();
@@ -25,18 +25,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::{
+    writable_names, writers, DecodeOptions, Error, GenerateFormat, GenerateFormatError, GENERATED_PADDING,
+};
 use playsim_core::{
     BytesOnly, DecodedFrame, Decoder, FrameExtent, FramePreset, ParseError, Source, SourceInfo,
 };
-use playsim_exr::{Compression, SampleType};
-
-use crate::synthetic::{render_frame, render_frame_f32};
-use crate::{DecodeOptions, Error, GENERATED_PADDING};
 
 /// A valid `sim://` URL, shown in every refusal.
 pub const SIM_EXAMPLE: &str = "sim://lan?bw=4.5GB/s&lat=300us&jitter=1ms&format=dpx&preset=4k-dci";
 
-/// The query keys a `sim://` URL may have, in the order they are listed in messages.
+/// The query keys of `sim://` itself, in the order they are listed in messages; the keys of
+/// the formats' writers (e.g. `compression`) are accepted too and go to the format's parser.
 pub const SIM_KEYS: &[&str] = &[
     "bw",
     "lat",
@@ -44,7 +44,6 @@ pub const SIM_KEYS: &[&str] = &[
     "dist",
     "seed",
     "format",
-    "compression",
     "preset",
     "frames",
     "distinct",
@@ -64,15 +63,12 @@ pub const MAX_SIM_MEMORY: u64 = 8_000_000_000;
 pub const MAX_SIM_FRAME_BYTES: u64 = 4_000_000_000;
 
 /// What the frames of a `sim://` source are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SimFormat {
-    /// 10-bit big-endian RGB DPX (`format=dpx`).
-    Dpx,
-    /// Scanline half-float RGB OpenEXR (`format=exr`, with `compression=`, PIZ by default).
-    Exr {
-        /// The compression of every frame.
-        compression: Compression,
-    },
+    /// Frames of a registered format whose writer `sim://` serves (`format=NAME`, DPX by
+    /// default), with the format's own keys (`compression=` for EXR; `bit_depth=` and
+    /// `endian=` for DPX).
+    Frames(GenerateFormat),
     /// Raw bytes that are read and not decoded (`frame_bytes=N` with no format).
     Raw {
         /// Bytes per frame.
@@ -81,11 +77,18 @@ pub enum SimFormat {
 }
 
 impl SimFormat {
-    /// The frames' file extension and format name: `dpx`, `exr` or `raw`.
+    /// The frames' file extension: `dpx`, `exr` or `raw`.
     pub fn extension(&self) -> &'static str {
         match self {
-            SimFormat::Dpx => "dpx",
-            SimFormat::Exr { .. } => "exr",
+            SimFormat::Frames(format) => format.extension(),
+            SimFormat::Raw { .. } => "raw",
+        }
+    }
+
+    /// The frames' format name: `dpx`, `exr` or `raw`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SimFormat::Frames(format) => format.name(),
             SimFormat::Raw { .. } => "raw",
         }
     }
@@ -163,8 +166,12 @@ impl SimUrl {
             let Some((key, value)) = pair.split_once('=') else {
                 return Err(bad(format!("'{pair}' is not key=value")));
             };
-            if !SIM_KEYS.contains(&key) {
-                return Err(bad(format!("unknown key '{key}' (valid keys: {})", SIM_KEYS.join(", "))));
+            if !SIM_KEYS.contains(&key) && !format_keys().contains(&key) {
+                return Err(bad(format!(
+                    "unknown key '{key}' (valid keys: {}; and the format's: {})",
+                    SIM_KEYS.join(", "),
+                    format_keys().join(", ")
+                )));
             }
             if given.iter().any(|(k, _)| *k == key) {
                 return Err(bad(format!("'{key}' is given twice")));
@@ -202,32 +209,41 @@ impl SimUrl {
 
         let frame_bytes =
             get("frame_bytes").map(parse_size).transpose().map_err(|e| field("frame_bytes", e))?;
+        let format_options: Vec<(&str, &str)> =
+            given.iter().copied().filter(|(k, _)| format_keys().contains(k)).collect();
         let format = match (get("format"), frame_bytes) {
             (Some(_), Some(_)) => {
                 return Err(bad(
                     "frame_bytes serves raw bytes, which have no format: give one or the other".into()
                 ))
             }
-            (None, Some(frame_bytes)) => SimFormat::Raw { frame_bytes },
-            (None | Some("dpx"), None) => SimFormat::Dpx,
-            (Some("exr"), None) => SimFormat::Exr { compression: Compression::Piz },
-            (Some(_), None) => {
-                return Err(field("format", "it is dpx or exr (or give frame_bytes=N)".into()))
+            (None, Some(frame_bytes)) => {
+                if let Some((key, _)) = format_options.first() {
+                    return Err(field(key, "raw frames (frame_bytes) have no format options".into()));
+                }
+                SimFormat::Raw { frame_bytes }
             }
-        };
-        let format = match (format, get("compression")) {
-            (SimFormat::Exr { .. }, Some(value)) => {
-                let compression: Compression = value.parse().map_err(|e: String| field("compression", e))?;
-                if !playsim_exr::write::can_write(compression) {
+            (name, None) => {
+                let name = name.unwrap_or("dpx");
+                if !writers().any(|(f, w)| w.in_sim && f.name == name) {
                     return Err(field(
-                        "compression",
-                        "playsim cannot write it (use piz, zip, zips, rle, none, pxr24, b44 or b44a)".into(),
+                        "format",
+                        format!("it is {} (or give frame_bytes=N)", writable_names(|w| w.in_sim)),
                     ));
                 }
-                SimFormat::Exr { compression }
+                let parsed = GenerateFormat::parse(name, &format_options).map_err(|e| match e {
+                    GenerateFormatError::UnknownOption { key, .. } => {
+                        let takers: Vec<&str> = writers()
+                            .filter(|(_, w)| w.in_sim && w.option(&key).is_some())
+                            .map(|(f, _)| f.name)
+                            .collect();
+                        field(&key, format!("it applies only to format={}", takers.join(" or format=")))
+                    }
+                    GenerateFormatError::Value { error, .. } => field(&error.key, error.reason),
+                    other => bad(other.to_string()),
+                })?;
+                SimFormat::Frames(parsed)
             }
-            (_, Some(_)) => return Err(field("compression", "it applies only to format=exr".into())),
-            (format, None) => format,
         };
         let raw = matches!(format, SimFormat::Raw { .. });
         let preset = match get("preset") {
@@ -277,6 +293,11 @@ impl SimUrl {
         self.format.extension()
     }
 
+    /// The frames' format name: `dpx`, `exr` or `raw`.
+    pub fn format_name(&self) -> &'static str {
+        self.format.name()
+    }
+
     /// The path of frame `idx` in the simulated storage, e.g. `sim://lan/frame.0000009.dpx`.
     pub fn frame_path(&self, idx: u64) -> PathBuf {
         PathBuf::from(format!("sim://{}/frame.{idx:0GENERATED_PADDING$}.{}", self.link, self.extension()))
@@ -300,9 +321,10 @@ impl SimUrl {
     pub fn describe(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
         let mut put = |k: &str, v: String| out.push((k.to_owned(), v));
-        match self.format {
-            SimFormat::Dpx => put("format", "dpx (10-bit rgb)".into()),
-            SimFormat::Exr { compression } => put("format", format!("exr (half rgb, {compression})")),
+        match &self.format {
+            SimFormat::Frames(format) => {
+                put("format", format!("{} ({})", format.name(), format.encoder().describe(false)))
+            }
             SimFormat::Raw { frame_bytes } => {
                 put("format", "raw (read, not decoded)".into());
                 put("frame_bytes", frame_bytes.to_string());
@@ -320,16 +342,12 @@ impl SimUrl {
         out
     }
 
-    /// At least the bytes of one frame: exact for DPX and raw, an upper bound for EXR.
+    /// About the bytes of one frame, without headers: exact for uncompressed formats and
+    /// raw, an upper bound for compressed ones.
     fn frame_size_bound(&self) -> u64 {
-        let (w, h) = self.preset.dimensions();
-        let pixels = u64::from(w) * u64::from(h);
-        match self.format {
-            // 10-bit RGB packs a pixel in 4 bytes.
-            SimFormat::Dpx => pixels * 4,
-            // Half RGB, before compression.
-            SimFormat::Exr { .. } => pixels * 6,
-            SimFormat::Raw { frame_bytes } => frame_bytes,
+        match &self.format {
+            SimFormat::Frames(format) => format.encoder().sample_bytes(self.preset.dimensions()),
+            SimFormat::Raw { frame_bytes } => *frame_bytes,
         }
     }
 }
@@ -404,8 +422,8 @@ impl SimFrames {
             0 => None,
             n => self.copies.get(usize::try_from(idx % n).unwrap_or(0)).cloned(),
         };
-        let size = match (&content, self.url.format) {
-            (_, SimFormat::Raw { frame_bytes }) => frame_bytes,
+        let size = match (&content, &self.url.format) {
+            (_, SimFormat::Raw { frame_bytes }) => *frame_bytes,
             (Some(bytes), _) => bytes.len() as u64,
             (None, _) => 0,
         };
@@ -415,14 +433,16 @@ impl SimFrames {
     /// Plays the frames in order, each at its path, with the format's decoder (`options`
     /// set up DPX and EXR decoding) or, for raw frames, [`BytesOnly`].
     pub fn source(self: &Arc<Self>, options: &DecodeOptions) -> Arc<dyn Source> {
-        let decoder: Arc<dyn Decoder> = crate::format_for_extension(self.url.extension())
+        let decoder: Arc<dyn Decoder> = crate::formats()
+            .iter()
+            .find(|f| f.name == self.url.format_name())
             .and_then(|format| format.decoder(options))
             .unwrap_or_else(|| Arc::new(BytesOnly));
         let url = &self.url;
         let info = SourceInfo {
             location: url.url.clone(),
             pattern: format!("frame.%0{GENERATED_PADDING}d.{}", url.extension()),
-            format: url.extension().to_owned(),
+            format: url.format_name().to_owned(),
             first_frame: 0,
             last_frame: url.frames - 1,
             n_frames: url.frames,
@@ -434,24 +454,26 @@ impl SimFrames {
     }
 }
 
+/// The keys of every registered writer's options, each once, in table order.
+fn format_keys() -> Vec<&'static str> {
+    let mut keys: Vec<&'static str> = Vec::new();
+    for (_, writer) in writers() {
+        for option in writer.options {
+            if !keys.contains(&option.key) {
+                keys.push(option.key);
+            }
+        }
+    }
+    keys
+}
+
 /// Renders and encodes copy `j` of the URL's frames.
 fn encode(url: &SimUrl, j: u64, frame: &mut DecodedFrame) -> Result<Arc<[u8]>, Error> {
     let (width, height) = url.preset.dimensions();
     let mut encoded = Vec::new();
     let failed = |message: String| Error::Encode { path: url.frame_path(j), message };
-    match url.format {
-        SimFormat::Dpx => {
-            render_frame(width, height, j, false, frame);
-            let opts = playsim_dpx::WriteOptions { bit_depth: 10, endian: playsim_dpx::Endian::Big };
-            playsim_dpx::write_dpx(frame, &opts, &mut encoded).map_err(|e| failed(e.to_string()))?;
-        }
-        SimFormat::Exr { compression } => {
-            render_frame_f32(width, height, j, false, frame);
-            let opts =
-                playsim_exr::write::WriteOptions { compression, sample: SampleType::Half, parallel: false };
-            playsim_exr::write::write_exr(frame, &opts, &mut encoded).map_err(|e| failed(e.to_string()))?;
-        }
-        SimFormat::Raw { .. } => {}
+    if let SimFormat::Frames(format) = &url.format {
+        format.encoder().encode(j, (width, height), false, frame, &mut encoded).map_err(failed)?;
     }
     Ok(Arc::from(encoded))
 }
@@ -607,7 +629,10 @@ mod tests {
         assert_eq!(url.bits_per_s, Some(36_000_000_000));
         assert_eq!((url.latency, url.jitter), (Duration::from_micros(300), Duration::from_micros(1500)));
         assert_eq!((url.dist, url.seed), (SimDist::Uniform, Some(42)));
-        assert_eq!(url.format, SimFormat::Exr { compression: Compression::Zip });
+        assert_eq!(
+            url.format,
+            SimFormat::Frames(GenerateFormat::parse("exr", &[("compression", "zip")]).unwrap())
+        );
         assert_eq!(
             (url.preset, url.frames, url.distinct, url.corrupt_every),
             (FramePreset::Dci4k, 48, 8, Some(10))
@@ -624,13 +649,13 @@ mod tests {
         );
         assert_eq!(
             (url.format, url.preset, url.frames, url.distinct),
-            (SimFormat::Dpx, FramePreset::Hd, 240, 4)
+            (SimFormat::Frames(GenerateFormat::default()), FramePreset::Hd, 240, 4)
         );
         assert_eq!((url.dist, url.seed, url.corrupt_every), (SimDist::Exp, None, None));
         assert_eq!(SimUrl::parse("SIM://?frames=2").unwrap().distinct, 2);
         assert_eq!(
             SimUrl::parse("sim://lan/?format=exr").unwrap().format,
-            SimFormat::Exr { compression: Compression::Piz }
+            SimFormat::Frames(GenerateFormat::parse("exr", &[]).unwrap())
         );
     }
 
@@ -691,6 +716,10 @@ mod tests {
             ("sim://lan?compression=piz", "compression 'piz': it applies only to format=exr"),
             ("sim://lan?format=exr&compression=dwaa", "compression 'dwaa': playsim cannot write it"),
             ("sim://lan?format=exr&compression=lzw", "compression 'lzw'"),
+            ("sim://lan?format=dpx&bit_depth=12", "bit_depth '12': it is 8, 10 or 16"),
+            ("sim://lan?format=exr&endian=little", "endian 'little': it applies only to format=dpx"),
+            ("sim://lan?frame_bytes=10&compression=piz", "compression 'piz': raw frames"),
+            ("sim://lan?format=video", "format 'video': it is dpx, exr (or give frame_bytes=N)"),
             ("sim://lan?preset=5k", "preset '5k'"),
             ("sim://lan?frame_bytes=10&preset=hd", "preset 'hd': raw frames"),
             ("sim://lan?frames=0", "frames '0': not a whole number from 1 to 100000"),
@@ -716,9 +745,11 @@ mod tests {
 
     #[test]
     fn generated_frames_decode_with_their_copy_index() {
-        for format in ["dpx", "exr"] {
-            let url = SimUrl::parse(&format!("sim://t?format={format}&preset=320x180&frames=10&distinct=3"))
-                .unwrap();
+        for (format, options) in [("dpx", ""), ("exr", ""), ("dpx", "&bit_depth=16&endian=little")] {
+            let url = SimUrl::parse(&format!(
+                "sim://t?format={format}&preset=320x180&frames=10&distinct=3{options}"
+            ))
+            .unwrap();
             let frames = Arc::new(SimFrames::generate(&url).unwrap());
             let source = frames.source(&DecodeOptions::default());
             assert_eq!((source.n_frames(), source.info().format.as_str()), (10, format));

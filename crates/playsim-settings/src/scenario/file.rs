@@ -488,7 +488,7 @@ impl Checker<'_> {
                         source.display()
                     )));
                 }
-                let format = match g.format {
+                let (name, options) = match g.format {
                     FormatKey::Exr => {
                         only("bit_depth", g.bit_depth.is_some(), "dpx")?;
                         only("endian", g.endian.is_some(), "dpx")?;
@@ -499,23 +499,31 @@ impl Checker<'_> {
                                 compression.name()
                             )));
                         }
-                        GenerateFormat::Exr { compression }
+                        ("exr", vec![("compression", compression.name().to_owned())])
                     }
                     _ => {
                         only("compression", g.compression.is_some(), "exr")?;
-                        GenerateFormat::Dpx {
-                            bit_depth: g.bit_depth.map_or(10, |b| b.0),
-                            endian: match g.endian {
-                                Some(EndianKey::Little) => playsim_dpx::Endian::Little,
-                                Some(EndianKey::Big) | None => playsim_dpx::Endian::Big,
-                            },
+                        let mut options = Vec::new();
+                        if let Some(bits) = g.bit_depth {
+                            options.push(("bit_depth", bits.0.to_string()));
                         }
+                        if let Some(endian) = g.endian {
+                            let name = match endian {
+                                EndianKey::Little => "little",
+                                EndianKey::Big => "big",
+                            };
+                            options.push(("endian", name.to_owned()));
+                        }
+                        ("dpx", options)
                     }
                 };
+                // The same parser as `playsim generate` and `sim://`: the format's writer in the table.
+                let pairs: Vec<(&str, &str)> = options.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let format = GenerateFormat::parse(name, &pairs).map_err(|e| at(e.to_string()))?;
                 Ok(Generate::Sequence(GenerateOptions {
-                    format,
+                    format: format.clone(),
                     // EXR sequences are half RGBA, as `playsim generate` writes them.
-                    alpha: g.alpha.unwrap_or(false) || matches!(g.format, FormatKey::Exr),
+                    alpha: g.alpha.unwrap_or(false) || format.writer().rgba_by_default,
                     ..GenerateOptions::new(source, g.preset.0, g.frames.0)
                 }))
             }
@@ -844,7 +852,7 @@ rsize = "256K"
         match &streams[1].generate {
             Some(Generate::Sequence(g)) => {
                 assert!(g.alpha);
-                assert_eq!(g.format, GenerateFormat::Exr { compression: playsim_exr::Compression::Piz });
+                assert_eq!(g.format, GenerateFormat::parse("exr", &[("compression", "piz")]).unwrap());
                 assert_eq!(g.dir, PathBuf::from("dir/exr"));
             }
             _ => panic!("expected an EXR sequence"),

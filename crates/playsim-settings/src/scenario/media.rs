@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use playsim_core::{FramePreset, FrameRate};
-use playsim_media::{GenerateFormat, GenerateOptions};
+use playsim_media::GenerateOptions;
 
 use super::ScenarioError;
 
@@ -131,22 +131,19 @@ impl Generate {
                     shell_word(&path.to_string_lossy()),
                     o.preset,
                     o.n_frames,
-                    o.format.extension()
+                    o.format.name()
                 );
-                match o.format {
-                    GenerateFormat::Dpx { bit_depth, endian } => {
-                        command.push_str(&format!(" --bit-depth {bit_depth}"));
-                        if endian == playsim_dpx::Endian::Little {
-                            command.push_str(" --endian little");
-                        }
-                        if o.alpha {
-                            command.push_str(" --alpha");
-                        }
+                // Each writer option is the flag of the same name; those at their default are
+                // left out unless the writer names them always (so recipes keep their text).
+                let writer = o.format.writer();
+                for (key, value) in o.format.settings() {
+                    let Some(option) = writer.option(key) else { continue };
+                    if option.always_in_command || value != option.default {
+                        command.push_str(&format!(" --{} {value}", key.replace('_', "-")));
                     }
-                    GenerateFormat::Exr { compression } => {
-                        command.push_str(&format!(" --compression {}", compression.name()))
-                    }
-                    _ => {}
+                }
+                if o.alpha && !writer.rgba_by_default {
+                    command.push_str(" --alpha");
                 }
                 command
             }
@@ -160,17 +157,8 @@ impl Generate {
     /// Bytes the media takes, when that can be known before writing it (uncompressed DPX).
     pub fn estimated_bytes(&self) -> Option<u64> {
         let Generate::Sequence(o) = self else { return None };
-        let GenerateFormat::Dpx { bit_depth, .. } = o.format else { return None };
-        let (width, height) = o.preset.dimensions();
-        let channels: u64 = if o.alpha { 4 } else { 3 };
-        // 10-bit RGB packs a pixel in one 32-bit word; 8 and 16 bits take a byte or two per sample.
-        let row = match (bit_depth, channels) {
-            (10, 3) => u64::from(width) * 4,
-            (10, _) => (u64::from(width) * channels * 10).div_ceil(32) * 4,
-            (8, _) => (u64::from(width) * channels).div_ceil(4) * 4,
-            _ => u64::from(width) * channels * 2,
-        };
-        Some((row * u64::from(height) + 2048) * o.n_frames)
+        let file_bytes = o.format.encoder().file_bytes(o.preset.dimensions(), o.alpha)?;
+        Some(file_bytes * o.n_frames)
     }
 
     /// Whether the media is there, made by this recipe.
