@@ -195,7 +195,7 @@ struct GenerateArgs {
     #[arg(long, default_value_t = 96, value_parser = parse::positive, allow_hyphen_values = true)]
     frames: u64,
     /// EXR compression: none, rle, zips, zip, piz, pxr24, b44 or b44a [default: piz].
-    #[arg(long)]
+    #[arg(long, value_parser = parse_compression)]
     compression: Option<String>,
     /// Bits per sample: DPX 8, 10 or 16 [default: 10]; TIFF 8 or 16 [default: 16].
     #[arg(long, value_parser = parse::bit_depth, allow_hyphen_values = true)]
@@ -227,6 +227,13 @@ enum EndianArg {
 
 fn parse_whole_usize(s: &str) -> Result<usize, String> {
     s.trim().parse::<usize>().map_err(|_| format!("'{s}' is not a whole number (for example 0 or 4)"))
+}
+
+/// `--compression`: a compression's name, refused at once (a bad flag) when no format knows it;
+/// whether the chosen format takes it, and can write it, its writer says.
+fn parse_compression(s: &str) -> Result<String, String> {
+    s.parse::<playsim::exr::Compression>()?;
+    Ok(s.to_owned())
 }
 
 /// `generate --format`: a registered format that has a writer.
