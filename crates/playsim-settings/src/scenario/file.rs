@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use playsim_core::{FramePreset, Pacing};
-use playsim_media::{GenerateFormat, GenerateOptions};
+use playsim_media::{GenerateFormat, GenerateFormatError, GenerateOptions};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use toml::Spanned;
@@ -152,7 +152,7 @@ struct StreamTable {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GenerateTable {
-    format: FormatKey,
+    format: crate::knobs::Text,
     preset: Preset,
     frames: Frames,
     bit_depth: Option<BitDepth>,
@@ -168,14 +168,6 @@ struct GenerateTable {
 enum CacheKey {
     Cold,
     Warm,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum FormatKey {
-    Dpx,
-    Exr,
-    Prores,
 }
 
 #[derive(Clone, Copy, Deserialize)]
@@ -231,7 +223,7 @@ text_value!(
     parse::preset
 );
 text_value!(
-    /// DPX `bit_depth`: 8, 10 or 16.
+    /// `bit_depth`: DPX 8, 10 or 16; TIFF 8 or 16 (the format's writer checks which).
     BitDepth(u8),
     parse::bit_depth
 );
@@ -473,105 +465,97 @@ impl Checker<'_> {
             }
         };
         let extension = source.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
-        match g.format {
-            FormatKey::Dpx | FormatKey::Exr => {
-                only("profile", g.profile.is_some(), "prores")?;
-                only("fps", g.fps.is_some(), "prores")?;
-                let is_sequence_name =
-                    source.file_name().is_some_and(|n| n.to_string_lossy().contains(['%', '#', '@']))
-                        || matches!(extension.as_deref(), Some("dpx" | "exr" | "mov" | "mp4" | "mxf"));
-                if is_sequence_name {
-                    return Err(at(format!(
-                        "with generate, source must be a directory to write frame.%07d.{0} into, not a \
-                         file or pattern: {1} (for example source = \"media/shot-hd\")",
-                        if matches!(g.format, FormatKey::Exr) { "exr" } else { "dpx" },
-                        source.display()
-                    )));
-                }
-                let (name, options) = match g.format {
-                    FormatKey::Exr => {
-                        only("bit_depth", g.bit_depth.is_some(), "dpx")?;
-                        only("endian", g.endian.is_some(), "dpx")?;
-                        let compression = g.compression.map_or(playsim_exr::Compression::Piz, |c| c.0);
-                        if !playsim_exr::write::can_write(compression) {
-                            return Err(at(format!(
-                                "EXR compression {} cannot be written (for example compression = \"piz\")",
-                                compression.name()
-                            )));
-                        }
-                        ("exr", vec![("compression", compression.name().to_owned())])
-                    }
-                    _ => {
-                        only("compression", g.compression.is_some(), "exr")?;
-                        let mut options = Vec::new();
-                        if let Some(bits) = g.bit_depth {
-                            options.push(("bit_depth", bits.0.to_string()));
-                        }
-                        if let Some(endian) = g.endian {
-                            let name = match endian {
-                                EndianKey::Little => "little",
-                                EndianKey::Big => "big",
-                            };
-                            options.push(("endian", name.to_owned()));
-                        }
-                        ("dpx", options)
-                    }
-                };
-                // The same parser as `playsim generate` and `sim://`: the format's writer in the table.
-                let pairs: Vec<(&str, &str)> = options.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                let format = GenerateFormat::parse(name, &pairs).map_err(|e| at(e.to_string()))?;
-                Ok(Generate::Sequence(GenerateOptions {
-                    format: format.clone(),
-                    // EXR sequences are half RGBA, as `playsim generate` writes them.
-                    alpha: g.alpha.unwrap_or(false) || format.writer().rgba_by_default,
-                    ..GenerateOptions::new(source, g.preset.0, g.frames.0)
-                }))
+        let format = g.format.0.trim().to_ascii_lowercase();
+        if format != "prores" {
+            only("profile", g.profile.is_some(), "prores")?;
+            only("fps", g.fps.is_some(), "prores")?;
+            // A frame file or pattern of any playable format, or a video file, is not a directory.
+            let names_a_file = playsim_media::formats()
+                .iter()
+                .any(|f| extension.as_deref().is_some_and(|e| f.extensions.contains(&e)));
+            let is_sequence_name =
+                source.file_name().is_some_and(|n| n.to_string_lossy().contains(['%', '#', '@']))
+                    || names_a_file;
+            if is_sequence_name {
+                return Err(at(format!(
+                    "with generate, source must be a directory to write frame.%07d.{format} into, not a \
+                     file or pattern: {} (for example source = \"media/shot-hd\")",
+                    source.display()
+                )));
             }
-            FormatKey::Prores => {
-                for (key, present) in [
-                    ("bit_depth", g.bit_depth.is_some()),
-                    ("endian", g.endian.is_some()),
-                    ("alpha", g.alpha.is_some()),
-                    ("compression", g.compression.is_some()),
-                ] {
-                    if present {
-                        return Err(at(format!(
-                            "generate's {key} is not for ProRes: remove it (for example generate = \
-                             {{ format = \"prores\", preset = \"hd\", frames = 300, profile = \"standard\" }})"
-                        )));
-                    }
-                }
-                if extension.as_deref() != Some("mov") {
-                    return Err(at(format!(
-                        "with generate format = \"prores\", source must be the .mov file to write: {} \
-                         (for example source = \"media/prores-hd-30.mov\")",
-                        source.display()
-                    )));
-                }
-                let (width, height) = g.preset.0.dimensions();
-                if width % 2 != 0 || height % 2 != 0 {
-                    return Err(at(format!(
-                        "ProRes 4:2:2 needs an even width and height, not {width}x{height} (for example preset = \"hd\")"
-                    )));
-                }
-                let rate = match g.fps.map(|f| f.0).or(stream_fps) {
-                    Some(Pacing::Rate(rate)) => rate,
-                    Some(Pacing::Max) if g.fps.is_some() => {
-                        return Err(at(
-                            "a clip needs a frame rate, not max (for example fps = 30 in generate)".into(),
-                        ))
-                    }
-                    _ => DEFAULT_FPS,
-                };
-                Ok(Generate::ProRes(ProRes {
-                    path: source.to_owned(),
-                    preset: g.preset.0,
-                    frames: g.frames.0,
-                    rate,
-                    profile: g.profile.unwrap_or(ProResProfile::Standard),
-                }))
+            // Every option given goes to the format's writer in the table, the same parser as
+            // `playsim generate` and `sim://`: it refuses a key the format does not take.
+            let mut options: Vec<(&str, String)> = Vec::new();
+            if let Some(bits) = g.bit_depth {
+                options.push(("bit_depth", bits.0.to_string()));
+            }
+            if let Some(endian) = g.endian {
+                options.push((
+                    "endian",
+                    if matches!(endian, EndianKey::Little) { "little" } else { "big" }.into(),
+                ));
+            }
+            if let Some(compression) = g.compression {
+                options.push(("compression", compression.0.name().to_owned()));
+            }
+            let pairs: Vec<(&str, &str)> = options.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let parsed = GenerateFormat::parse(&format, &pairs).map_err(|e| match e {
+                GenerateFormatError::Unknown { writable, .. } => at(format!(
+                    "generate format = \"{}\" is not one playsim writes: {writable} or prores (for example \
+                     generate = {{ format = \"dpx\", preset = \"hd\", frames = 48 }})",
+                    g.format.0
+                )),
+                other => at(format!("generate: {other}")),
+            })?;
+            return Ok(Generate::Sequence(GenerateOptions {
+                format: parsed.clone(),
+                // EXR sequences are half RGBA, as `playsim generate` writes them.
+                alpha: g.alpha.unwrap_or(false) || parsed.writer().rgba_by_default,
+                ..GenerateOptions::new(source, g.preset.0, g.frames.0)
+            }));
+        }
+        for (key, present) in [
+            ("bit_depth", g.bit_depth.is_some()),
+            ("endian", g.endian.is_some()),
+            ("alpha", g.alpha.is_some()),
+            ("compression", g.compression.is_some()),
+        ] {
+            if present {
+                return Err(at(format!(
+                    "generate's {key} is not for ProRes: remove it (for example generate = \
+                     {{ format = \"prores\", preset = \"hd\", frames = 300, profile = \"standard\" }})"
+                )));
             }
         }
+        if extension.as_deref() != Some("mov") {
+            return Err(at(format!(
+                "with generate format = \"prores\", source must be the .mov file to write: {} \
+                 (for example source = \"media/prores-hd-30.mov\")",
+                source.display()
+            )));
+        }
+        let (width, height) = g.preset.0.dimensions();
+        if width % 2 != 0 || height % 2 != 0 {
+            return Err(at(format!(
+                "ProRes 4:2:2 needs an even width and height, not {width}x{height} (for example preset = \"hd\")"
+            )));
+        }
+        let rate = match g.fps.map(|f| f.0).or(stream_fps) {
+            Some(Pacing::Rate(rate)) => rate,
+            Some(Pacing::Max) if g.fps.is_some() => {
+                return Err(
+                    at("a clip needs a frame rate, not max (for example fps = 30 in generate)".into()),
+                )
+            }
+            _ => DEFAULT_FPS,
+        };
+        Ok(Generate::ProRes(ProRes {
+            path: source.to_owned(),
+            preset: g.preset.0,
+            frames: g.frames.0,
+            rate,
+            profile: g.profile.unwrap_or(ProResProfile::Standard),
+        }))
     }
 
     /// A source path from the file: relative ones are taken from the scenario file's directory,
@@ -857,6 +841,34 @@ rsize = "256K"
             }
             _ => panic!("expected an EXR sequence"),
         }
+    }
+
+    /// A `generate` table takes any format the format table can write (TIFF too), its keys
+    /// through that format's writer, which refuses a key the format does not take.
+    #[test]
+    fn generate_takes_every_writable_format_and_its_own_keys() {
+        let text = "[[stream]]\nsource = \"tif\"\ngenerate = { format = \"tiff\", preset = \"hd\", frames = 4, bit_depth = 8, endian = \"big\" }\n";
+        let s = parse_text(text).unwrap_or_else(|e| panic!("{e}"));
+        match &s.runs[0].streams[0].generate {
+            Some(Generate::Sequence(g)) => {
+                let expected =
+                    GenerateFormat::parse("tiff", &[("bit_depth", "8"), ("endian", "big")]).unwrap();
+                assert_eq!(g.format, expected);
+                assert_eq!(g.format.extension(), "tif");
+            }
+            _ => panic!("expected a TIFF sequence"),
+        }
+        let refused = refusal(
+            "[[stream]]\nsource = \"d\"\ngenerate = { format = \"dpx\", preset = \"hd\", frames = 4, compression = \"zip\" }\n",
+        );
+        assert!(
+            refused.contains(":3:") && refused.contains("compression does not apply to dpx"),
+            "{refused}"
+        );
+        let unknown = refusal(
+            "[[stream]]\nsource = \"d\"\ngenerate = { format = \"webp\", preset = \"hd\", frames = 4 }\n",
+        );
+        assert!(unknown.contains("dpx, exr, tiff or prores") && unknown.contains("for example"), "{unknown}");
     }
 
     #[test]

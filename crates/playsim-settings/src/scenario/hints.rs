@@ -39,7 +39,7 @@ pub(super) const KEY_EXAMPLES: &[(&str, &str)] = &[
     ("count", "count = 3"),
     ("start_offset", "start_offset = \"2s\"  (or 0)"),
     ("generate", "generate = { format = \"dpx\", preset = \"hd\", frames = 48 }"),
-    ("format", "format = \"dpx\"  (or \"exr\", \"prores\")"),
+    ("format", "format = \"dpx\"  (or \"exr\", \"tiff\", \"prores\")"),
     ("preset", "preset = \"4k-dci\"  (or hd, uhd, 2k, 4k, 2k-dci, 6k, 8k-dci, 8k-uhd, 1920x1080)"),
     ("bit_depth", "bit_depth = 10  (or 8, 16)"),
     ("endian", "endian = \"big\"  (or \"little\")"),
