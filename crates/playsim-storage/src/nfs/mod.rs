@@ -21,6 +21,8 @@
 //! the same whichever features a build has.
 
 #[cfg(feature = "nfs")]
+pub mod channel;
+#[cfg(feature = "nfs")]
 mod client;
 #[cfg(feature = "nfs")]
 mod cpu;
@@ -35,6 +37,12 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "nfs")]
+pub use channel::{
+    Answer, BufferIdentity, CallError, Credential, ReadInto, Reply, RpcCall, RpcChannel, RpcConnector,
+};
+#[cfg(feature = "nfs")]
+pub use rpc::{encode_call_message, TcpConnector};
 #[cfg(feature = "nfs")]
 pub use storage::NfsStorage;
 pub use url::{NfsUrl, UrlPart, URL_EXAMPLE};
