@@ -1,5 +1,5 @@
 //! How NFS calls travel: the seam between playsim's NFSv3 client and the RPC transport under
-//! it. TCP with record marking ([`super::rpc`]) is one [`RpcConnector`]; RPC-over-RDMA
+//! it. TCP with record marking ([`super::TcpConnector`]) is one [`RpcConnector`]; RPC-over-RDMA
 //! (the `playsim-rdma` crate) is another. The client above ([`super::NfsStorage`]) is the
 //! same for both: MOUNT and portmap on TCP, handles cached, READs split by `rsize` and
 //! spread over `nconnect` channels.

@@ -27,7 +27,7 @@ use super::channel::{Answer, CallError, Credential, Reply, RpcCall, RpcChannel, 
 /// handle, a port, an export list of a small server): what [`RpcCall::max_reply`] says for it.
 pub(crate) const SMALL_REPLY_BYTES: usize = 4096;
 
-/// The TCP transport of the NFS client: one [`RpcConnection`] per channel, record marking,
+/// The TCP transport of the NFS client: one `RpcConnection` per channel, record marking,
 /// the NFS port from the portmapper when the URL gives none, and each READ's data read from
 /// the socket straight into its frame buffer.
 #[derive(Clone, Copy, Debug, Default)]

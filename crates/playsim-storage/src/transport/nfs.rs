@@ -11,7 +11,7 @@ use super::{size_text, Location, OpenContext, Transport, TransportOptions};
 use crate::nfs::{NfsOptions, NfsStorage, NfsUrl, RpcConnector, TcpConnector, UrlPart, URL_EXAMPLE};
 use crate::{ColdOutcome, Error};
 
-/// `nfs://host[:port]/path[?export=&mountport=&nfsport=&uid=&gid=]`, over TCP; options:
+/// `nfs://host[:port]/path[?export=&mountport=&nfsport=&uid=&gid=&proto=tcp]`, over TCP; options:
 /// [`NfsOptions`]. A URL with `?proto=rdma` is refused here, naming the transport that takes it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NfsTransport;
