@@ -182,8 +182,9 @@ impl NfsStorage {
     }
 
     /// A second client of the same server and export, as another workstation would be: its
-    /// own connections (through the same transport) and counters, and a copy of this one's handle cache (so it needs no
-    /// LOOKUPs for files this one has listed). Each stream of a run reads through its own.
+    /// own connections (through the same transport) and counters, and a copy of this one's
+    /// handle cache (so it needs no LOOKUPs for files this one has listed). Each stream of a
+    /// run reads through its own.
     pub async fn another_client(&self) -> Result<NfsStorage, crate::Error> {
         let inner = &self.inner;
         let config = inner.config.clone();
