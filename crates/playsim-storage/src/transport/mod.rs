@@ -29,7 +29,7 @@ mod nfs;
 
 pub use local::LocalTransport;
 #[cfg(feature = "nfs")]
-pub use nfs::NfsTransport;
+pub use nfs::{open_nfs_location, NfsTransport};
 
 /// A way to reach storage: local paths through the kernel, `nfs://` through playsim's NFS
 /// client, `sim://` over a simulated link, and later `nfs+rdma://` and `smb://`.
