@@ -645,6 +645,33 @@ impl ConnectPrivate {
             recv_size: decode_size(data[7]),
         })
     }
+
+    /// The inline sizes of a connection on which this side offered `self` and the peer
+    /// answered with `peer` (`None` when it sent no RFC 8797 private data, which means
+    /// RFC 8166's 1024 bytes each way).
+    ///
+    /// Each direction takes the smaller of what the sender will Send and what the receiver
+    /// posts, as the Linux client does: this side Sends at most `min(send_size,
+    /// peer.recv_size)` and receives at most `min(recv_size, peer.send_size)`, where this
+    /// side's sizes are taken as [`encode`](Self::encode) puts them on the wire (whole KiB,
+    /// 1 KiB to 256 KiB), since that is what the peer saw.
+    pub fn negotiate(&self, peer: Option<&ConnectPrivate>) -> InlineSizes {
+        let peer = peer.copied().unwrap_or_default();
+        let send_size = decode_size(encode_size(self.send_size));
+        let recv_size = decode_size(encode_size(self.recv_size));
+        InlineSizes { send: send_size.min(peer.recv_size), recv: recv_size.min(peer.send_size) }
+    }
+}
+
+/// The inline thresholds of a connection: the largest RPC-over-RDMA message each side may
+/// Send to the other without chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct InlineSizes {
+    /// The largest message this side may Send.
+    pub send: u32,
+    /// The largest message the peer may Send to this side (this side's receive buffers
+    /// must hold it).
+    pub recv: u32,
 }
 
 /// The name RFC 8166 gives a procedure number, for messages.

@@ -486,6 +486,21 @@ fn connect_private_that_is_not_rfc_8797_is_ignored() {
     assert_eq!(ConnectPrivate::decode(&version_2), None);
 }
 
+#[test]
+fn inline_sizes_take_the_smaller_side_and_default_to_1024() {
+    let ours = ConnectPrivate { send_size: 4096, recv_size: 4096, remote_invalidate: true };
+    assert_eq!(ours.negotiate(None), InlineSizes { send: 1024, recv: 1024 });
+    let peer = ConnectPrivate { send_size: 8192, recv_size: 2048, remote_invalidate: false };
+    assert_eq!(ours.negotiate(Some(&peer)), InlineSizes { send: 2048, recv: 4096 });
+    let peer = ConnectPrivate { send_size: 1024, recv_size: 65536, remote_invalidate: false };
+    assert_eq!(ours.negotiate(Some(&peer)), InlineSizes { send: 4096, recv: 1024 });
+    // The peer saw whole KiB from 1 to 256, so that is what is used.
+    let odd = ConnectPrivate { send_size: 5000, recv_size: 100, remote_invalidate: false };
+    let big = ConnectPrivate { send_size: 1 << 20, recv_size: 1 << 20, remote_invalidate: false };
+    assert_eq!(odd.negotiate(Some(&big)), InlineSizes { send: 4096, recv: 1024 });
+    assert_eq!(big.negotiate(Some(&big)), InlineSizes { send: 256 * 1024, recv: 256 * 1024 });
+}
+
 /// A xorshift64 generator: deterministic, so a failure reproduces.
 struct XorShift(u64);
 
