@@ -59,8 +59,8 @@ pub const CM_PRIVATE_VERSION: u8 = 1;
 /// data item), so a server that returns more is broken; the cap bounds the work a hostile
 /// header can cause.
 pub const MAX_WRITE_CHUNKS: usize = 64;
-/// The most segments one chunk may hold. The Linux client registers at most a few dozen
-/// per chunk; beyond this a header is refused.
+/// The most segments one chunk may hold: a chunk is offered as one segment per memory
+/// registration, a handful at most, so a reply beyond this is broken and is refused.
 pub const MAX_CHUNK_SEGMENTS: usize = 256;
 
 /// The smallest RPC message an RDMA_MSG reply can carry after its header: an RPC reply
