@@ -20,7 +20,9 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::header::{self, ConnectPrivate, RdmaError, ReplyKind, Segment};
 use crate::registry::RegisteredBuffer;
-use crate::verbs::{CmEvent, CmId, Completion, CompletionChannel, CompletionQueue, EventChannel, ProtectionDomain};
+use crate::verbs::{
+    CmEvent, CmId, Completion, CompletionChannel, CompletionQueue, EventChannel, ProtectionDomain,
+};
 use crate::Shared;
 
 /// Bytes of each receive buffer and the largest reply the client takes inline: the size
@@ -105,7 +107,11 @@ impl std::fmt::Debug for RdmaChannel {
 
 impl RdmaChannel {
     /// Connects to `peer` (blocking: run it off the async threads).
-    pub(crate) fn connect(peer: SocketAddr, credential: &Credential, shared: &Arc<Shared>) -> io::Result<RdmaChannel> {
+    pub(crate) fn connect(
+        peer: SocketAddr,
+        credential: &Credential,
+        shared: &Arc<Shared>,
+    ) -> io::Result<RdmaChannel> {
         let events = EventChannel::new().map_err(no_device)?;
         events.set_nonblocking()?;
         let mut id = CmId::new(&events)?;
@@ -120,12 +126,20 @@ impl RdmaChannel {
         let n_send = CREDITS_WANTED as usize;
         let cq = CompletionQueue::new(context, (n_recv + n_send + 8) as i32, &completion_channel)?;
         id.create_qp(&pd, &cq, n_send as u32, n_recv as u32)?;
-        let sends = (0..n_send).map(|_| RegisteredBuffer::new(&pd, INLINE_SEND, false)).collect::<io::Result<Vec<_>>>()?;
-        let recvs = (0..n_recv).map(|_| RegisteredBuffer::new(&pd, INLINE_RECV, false)).collect::<io::Result<Vec<_>>>()?;
+        let sends = (0..n_send)
+            .map(|_| RegisteredBuffer::new(&pd, INLINE_SEND, false))
+            .collect::<io::Result<Vec<_>>>()?;
+        let recvs = (0..n_recv)
+            .map(|_| RegisteredBuffer::new(&pd, INLINE_RECV, false))
+            .collect::<io::Result<Vec<_>>>()?;
         for (i, buffer) in recvs.iter().enumerate() {
             id.post_recv(buffer.region(), 0, INLINE_RECV as u32, i as u64)?;
         }
-        let private = ConnectPrivate { send_size: INLINE_SEND as u32, recv_size: INLINE_RECV as u32, remote_invalidate: false };
+        let private = ConnectPrivate {
+            send_size: INLINE_SEND as u32,
+            recv_size: INLINE_RECV as u32,
+            remote_invalidate: false,
+        };
         id.connect(&private.encode(), 16)?;
         let established = expect_event(&events, &id, header_event::ESTABLISHED, peer, "connect")?;
         let negotiated = match ConnectPrivate::decode(&established.private) {
@@ -208,7 +222,10 @@ fn expect_event(
         if left.is_zero() {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                format!("cannot {step} to {peer} over RDMA: no answer within {} s", CONNECT_TIMEOUT.as_secs()),
+                format!(
+                    "cannot {step} to {peer} over RDMA: no answer within {} s",
+                    CONNECT_TIMEOUT.as_secs()
+                ),
             ));
         }
         let Some(event) = events.next_event(left.min(POLL_TICK))? else { continue };
@@ -247,7 +264,8 @@ impl RpcChannel for RdmaChannel {
     async fn call(&self, call: RpcCall<'_>) -> Result<Answer, CallError> {
         let connection = &self.connection;
         let slot = connection.acquire().await?;
-        let mut credit = CreditGuard { connection, slot: Some(slot), waiting_xid: None, offered_memory: false };
+        let mut credit =
+            CreditGuard { connection, slot: Some(slot), waiting_xid: None, offered_memory: false };
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
 
         // Where the server may write: the frame buffer for a READ, a reply buffer for a call
@@ -258,15 +276,22 @@ impl RpcChannel for RdmaChannel {
             let region = connection.shared.registry.region_for(read.buffer).map_err(CallError::Fatal)?;
             let segment = Segment {
                 handle: region.rkey(),
-                length: u32::try_from(read.dest.len()).map_err(|_| CallError::Malformed("read too large".into()))?,
+                length: u32::try_from(read.dest.len())
+                    .map_err(|_| CallError::Malformed("read too large".into()))?,
                 offset: read.dest.as_ptr() as u64,
             };
             offered_write = Some(segment);
             _frame_region = Some(region);
         }
-        let inline_limit = INLINE_RECV.min(connection.negotiated.server_send.max(header::DEFAULT_INLINE_SEND as usize));
+        let inline_limit =
+            INLINE_RECV.min(connection.negotiated.server_send.max(header::DEFAULT_INLINE_SEND as usize));
         let reply_buffer = if call.max_reply > inline_limit {
-            Some(connection.shared.reply_buffer(call.max_reply).map_err(|e| CallError::Fatal(e.to_string()))?)
+            Some(
+                connection
+                    .shared
+                    .reply_buffer(call.max_reply)
+                    .map_err(|e| CallError::Fatal(e.to_string()))?,
+            )
         } else {
             None
         };
@@ -305,7 +330,12 @@ impl RpcChannel for RdmaChannel {
         credit.waiting_xid = Some(xid);
         credit.offered_memory = offered_write.is_some() || offered_reply.is_some();
         connection.sends[slot].write(&message);
-        if let Err(e) = connection.id.post_send(connection.sends[slot].region(), 0, message.len() as u32, SEND_TAG | slot as u64) {
+        if let Err(e) = connection.id.post_send(
+            connection.sends[slot].region(),
+            0,
+            message.len() as u32,
+            SEND_TAG | slot as u64,
+        ) {
             let reason = format!("cannot send to {} over RDMA: {e}", connection.peer);
             connection.fail(reason.clone());
             return Err(CallError::Connection(reason));
@@ -417,6 +447,7 @@ impl Connection {
                 let offered = reply_segment(buffer);
                 let n = header::placed_length(&reply_chunk, std::slice::from_ref(&offered))
                     .map_err(|e| CallError::Malformed(format!("{server}: reply chunk: {e}")))?;
+                crate::NOMSG_REPLIES.fetch_add(1, Ordering::Relaxed);
                 (write_list, None, buffer.read(n))
             }
             ReplyKind::Error(RdmaError::Version { low, high }) => {
@@ -501,7 +532,8 @@ fn poll_completions(connection: &Connection) {
     let mut last_cpu = started;
     while !connection.stop.load(Ordering::Acquire) {
         if let Err(e) = connection.cq.wait(POLL_TICK) {
-            connection.fail(format!("the completion channel of the connection to {} failed: {e}", connection.peer));
+            connection
+                .fail(format!("the completion channel of the connection to {} failed: {e}", connection.peer));
         }
         loop {
             if let Err(e) = connection.cq.poll(&mut completions, 32) {
@@ -557,13 +589,15 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn initial_xid() -> u32 {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     nanos.wrapping_add((NEXT.fetch_add(1, Ordering::Relaxed) as u32).wrapping_mul(0x9e37_79b9))
 }
 
 fn thread_cpu_ns() -> u64 {
     let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    u64::try_from(now.tv_sec).unwrap_or(0).saturating_mul(1_000_000_000) + u64::try_from(now.tv_nsec).unwrap_or(0)
+    u64::try_from(now.tv_sec).unwrap_or(0).saturating_mul(1_000_000_000)
+        + u64::try_from(now.tv_nsec).unwrap_or(0)
 }
 
 #[allow(unused)]

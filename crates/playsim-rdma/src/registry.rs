@@ -101,19 +101,17 @@ impl Registry {
         if let Some(old) = entries.by_id.remove(&buffer.id) {
             entries.registered_bytes -= old.region.len() as u64;
         }
-        let stale: Vec<u64> = entries
-            .by_id
-            .iter()
-            .filter(|(_, e)| now - e.last_use > STALE_AFTER)
-            .map(|(id, _)| *id)
-            .collect();
+        let stale: Vec<u64> =
+            entries.by_id.iter().filter(|(_, e)| now - e.last_use > STALE_AFTER).map(|(id, _)| *id).collect();
         for id in stale {
             if let Some(old) = entries.by_id.remove(&id) {
                 entries.registered_bytes -= old.region.len() as u64;
             }
         }
         while entries.by_id.len() >= MAX_BUFFERS {
-            let Some(oldest) = entries.by_id.iter().min_by_key(|(_, e)| e.last_use).map(|(id, _)| *id) else { break };
+            let Some(oldest) = entries.by_id.iter().min_by_key(|(_, e)| e.last_use).map(|(id, _)| *id) else {
+                break;
+            };
             if let Some(old) = entries.by_id.remove(&oldest) {
                 entries.registered_bytes -= old.region.len() as u64;
             }
@@ -135,7 +133,9 @@ impl Registry {
         let region = Arc::new(region);
         entries.registered_bytes += buffer.len as u64;
         entries.registrations += 1;
-        entries.by_id.insert(buffer.id, Entry { region: Arc::clone(&region), base: buffer.base, last_use: now });
+        entries
+            .by_id
+            .insert(buffer.id, Entry { region: Arc::clone(&region), base: buffer.base, last_use: now });
         Ok(region)
     }
 

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use playsim_storage::nfs::{NfsOptions, NfsUrl};
-use playsim_storage::transport::{open_nfs_location, size_text, Location, OpenContext, Transport, TransportOptions};
+use playsim_storage::transport::{
+    open_nfs_location, size_text, Location, OpenContext, Transport, TransportOptions,
+};
 use playsim_storage::Error;
 
 use crate::connection::CREDITS_WANTED;
@@ -52,17 +54,24 @@ impl Transport for NfsRdmaTransport {
         }
         // The server's credit grant bounds the calls in flight on each connection.
         options.in_flight = options.in_flight.max(CREDITS_WANTED);
-        open_nfs_location(location, url, &options, Arc::new(RdmaConnector::new()), "playsim's NFS client over RDMA")
-            .await
+        open_nfs_location(
+            location,
+            url,
+            &options,
+            Arc::new(RdmaConnector::new()),
+            "playsim's NFS client over RDMA",
+        )
+        .await
     }
 }
 
 /// True for `nfs://...?proto=rdma`: the kernel mount option's spelling, taken as an alias of
 /// `nfs+rdma://`.
 pub(crate) fn is_rdma_alias(location: &str) -> bool {
-    let Some(rest) = location.strip_prefix("nfs://").or_else(|| {
-        location.get(..6).filter(|s| s.eq_ignore_ascii_case("nfs://")).map(|_| &location[6..])
-    }) else {
+    let Some(rest) = location
+        .strip_prefix("nfs://")
+        .or_else(|| location.get(..6).filter(|s| s.eq_ignore_ascii_case("nfs://")).map(|_| &location[6..]))
+    else {
         return false;
     };
     let Some((_, query)) = rest.split_once('?') else { return false };

@@ -70,7 +70,9 @@ impl EventChannel {
     pub fn new() -> io::Result<Arc<EventChannel>> {
         // SAFETY: no arguments; a null result sets errno.
         let raw = unsafe { sys::rdma_create_event_channel() };
-        NonNull::new(raw).map(|p| Arc::new(EventChannel(p))).ok_or_else(|| os_error("rdma_create_event_channel"))
+        NonNull::new(raw)
+            .map(|p| Arc::new(EventChannel(p)))
+            .ok_or_else(|| os_error("rdma_create_event_channel"))
     }
 
     pub fn fd(&self) -> RawFd {
@@ -101,8 +103,11 @@ impl EventChannel {
             let private = if e.param.conn.private_data.is_null() || e.param.conn.private_data_len == 0 {
                 Vec::new()
             } else {
-                std::slice::from_raw_parts(e.param.conn.private_data.cast::<u8>(), e.param.conn.private_data_len.into())
-                    .to_vec()
+                std::slice::from_raw_parts(
+                    e.param.conn.private_data.cast::<u8>(),
+                    e.param.conn.private_data_len.into(),
+                )
+                .to_vec()
             };
             let copied = CmEvent { kind: e.event, status: e.status, id: e.id as usize, private };
             sys::rdma_ack_cm_event(event);
@@ -165,8 +170,14 @@ impl CmId {
     pub fn new(channel: &Arc<EventChannel>) -> io::Result<CmId> {
         let mut raw: *mut sys::rdma_cm_id = ptr::null_mut();
         // SAFETY: the channel is alive; `raw` is a valid out-pointer.
-        let status =
-            unsafe { sys::rdma_create_id(channel.0.as_ptr(), &mut raw, ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP) };
+        let status = unsafe {
+            sys::rdma_create_id(
+                channel.0.as_ptr(),
+                &mut raw,
+                ptr::null_mut(),
+                sys::rdma_port_space::RDMA_PS_TCP,
+            )
+        };
         if status != 0 {
             return Err(os_error("rdma_create_id"));
         }
@@ -181,14 +192,22 @@ impl CmId {
 
     pub fn resolve_addr(&self, peer: SocketAddr, timeout: Duration) -> io::Result<()> {
         let SocketAddr::V4(v4) = peer else {
-            return Err(io::Error::new(io::ErrorKind::Unsupported, "RDMA to an IPv6 address is not supported yet"));
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "RDMA to an IPv6 address is not supported yet",
+            ));
         };
         let mut addr = sockaddr_in(v4);
         let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
         // SAFETY: the id is alive; `addr` is a valid sockaddr_in for the call's duration
         // (librdmacm copies it).
         let status = unsafe {
-            sys::rdma_resolve_addr(self.raw.as_ptr(), ptr::null_mut(), (&mut addr as *mut libc::sockaddr_in).cast(), ms)
+            sys::rdma_resolve_addr(
+                self.raw.as_ptr(),
+                ptr::null_mut(),
+                (&mut addr as *mut libc::sockaddr_in).cast(),
+                ms,
+            )
         };
         if status != 0 {
             return Err(os_error("rdma_resolve_addr"));
@@ -228,13 +247,25 @@ impl CmId {
     }
 
     /// Creates the id's reliable-connected queue pair on `pd`, completing on `cq`.
-    pub fn create_qp(&mut self, pd: &ProtectionDomain, cq: &CompletionQueue, send: u32, recv: u32) -> io::Result<()> {
+    pub fn create_qp(
+        &mut self,
+        pd: &ProtectionDomain,
+        cq: &CompletionQueue,
+        send: u32,
+        recv: u32,
+    ) -> io::Result<()> {
         let mut attr = sys::ibv_qp_init_attr {
             qp_context: ptr::null_mut(),
             send_cq: cq.raw.as_ptr(),
             recv_cq: cq.raw.as_ptr(),
             srq: ptr::null_mut(),
-            cap: sys::ibv_qp_cap { max_send_wr: send, max_recv_wr: recv, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
+            cap: sys::ibv_qp_cap {
+                max_send_wr: send,
+                max_recv_wr: recv,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
             qp_type: sys::ibv_qp_type::IBV_QPT_RC,
             sq_sig_all: 0,
         };
@@ -384,13 +415,19 @@ impl ProtectionDomain {
     /// `addr..addr + len` must stay allocated while the region is registered and while any
     /// operation that may touch it (a posted receive, a READ whose write chunk names it) is
     /// outstanding.
-    pub unsafe fn register(self: &Arc<Self>, addr: usize, len: usize, remote_write: bool) -> io::Result<MemoryRegion> {
+    pub unsafe fn register(
+        self: &Arc<Self>,
+        addr: usize,
+        len: usize,
+        remote_write: bool,
+    ) -> io::Result<MemoryRegion> {
         let mut access = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE;
         if remote_write {
             access |= sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE;
         }
         // SAFETY: the PD is alive; the memory's lifetime is the caller's promise (above).
-        let raw = unsafe { sys::ibv_reg_mr(self.raw.as_ptr(), addr as *mut libc::c_void, len, access.0 as i32) };
+        let raw =
+            unsafe { sys::ibv_reg_mr(self.raw.as_ptr(), addr as *mut libc::c_void, len, access.0 as i32) };
         let raw = NonNull::new(raw).ok_or_else(|| os_error("ibv_reg_mr"))?;
         Ok(MemoryRegion { raw, addr, len, _pd: Arc::clone(self) })
     }
@@ -457,7 +494,8 @@ impl CompletionChannel {
     pub fn new(context: *mut sys::ibv_context) -> io::Result<Arc<CompletionChannel>> {
         // SAFETY: `context` is a live device context.
         let raw = unsafe { sys::ibv_create_comp_channel(context) };
-        let channel = NonNull::new(raw).map(CompletionChannel).ok_or_else(|| os_error("ibv_create_comp_channel"))?;
+        let channel =
+            NonNull::new(raw).map(CompletionChannel).ok_or_else(|| os_error("ibv_create_comp_channel"))?;
         set_nonblocking(channel.fd())?;
         Ok(Arc::new(channel))
     }
@@ -519,7 +557,11 @@ impl Completion {
 }
 
 impl CompletionQueue {
-    pub fn new(context: *mut sys::ibv_context, entries: i32, channel: &Arc<CompletionChannel>) -> io::Result<CompletionQueue> {
+    pub fn new(
+        context: *mut sys::ibv_context,
+        entries: i32,
+        channel: &Arc<CompletionChannel>,
+    ) -> io::Result<CompletionQueue> {
         // SAFETY: `context` and the channel are alive; the channel outlives the CQ (Arc).
         let raw = unsafe { sys::ibv_create_cq(context, entries, ptr::null_mut(), channel.0.as_ptr(), 0) };
         let raw = NonNull::new(raw).ok_or_else(|| os_error("ibv_create_cq"))?;
@@ -583,7 +625,12 @@ impl CompletionQueue {
             return Err(io::Error::other(format!("ibv_poll_cq failed ({n})")));
         }
         for wc in &wcs[..n as usize] {
-            out.push(Completion { wr_id: wc.wr_id, status: wc.status, opcode: wc.opcode, byte_len: wc.byte_len });
+            out.push(Completion {
+                wr_id: wc.wr_id,
+                status: wc.status,
+                opcode: wc.opcode,
+                byte_len: wc.byte_len,
+            });
         }
         Ok(())
     }
@@ -620,7 +667,8 @@ fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
     // SAFETY: `fd` belongs to a live verbs object for the call's duration.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
     let mut fds = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
-    let timeout = rustix::event::Timespec::try_from(timeout).unwrap_or(rustix::event::Timespec { tv_sec: 1, tv_nsec: 0 });
+    let timeout = rustix::event::Timespec::try_from(timeout)
+        .unwrap_or(rustix::event::Timespec { tv_sec: 1, tv_nsec: 0 });
     match rustix::event::poll(&mut fds, Some(&timeout)) {
         Ok(n) => Ok(n > 0),
         Err(rustix::io::Errno::INTR) => Ok(false),

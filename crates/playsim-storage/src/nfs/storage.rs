@@ -189,12 +189,13 @@ impl NfsStorage {
         let inner = &self.inner;
         let config = inner.config.clone();
         let connector = inner.connector.fresh();
-        let pool = NfsPool::connect(inner.nfs_addr, config.clone(), Arc::clone(&connector))
-            .await
-            .map_err(|e| crate::Error::Url {
-                url: inner.url.as_str().to_owned(),
-                part: UrlPart::Port,
-                reason: connect_failure(inner.nfs_addr, "nfs service", &e),
+        let pool =
+            NfsPool::connect(inner.nfs_addr, config.clone(), Arc::clone(&connector)).await.map_err(|e| {
+                crate::Error::Url {
+                    url: inner.url.as_str().to_owned(),
+                    part: UrlPart::Port,
+                    reason: connect_failure(inner.nfs_addr, "nfs service", &e),
+                }
             })?;
         let nodes = lock(&inner.nodes).clone();
         Ok(NfsStorage {
