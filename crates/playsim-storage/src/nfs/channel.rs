@@ -184,6 +184,11 @@ pub trait RpcConnector: Send + Sync + fmt::Debug {
         credential: &Credential,
     ) -> std::io::Result<Arc<dyn RpcChannel>>;
 
+    /// A connector of the same kind and settings with none of this one's state (its
+    /// connections' device resources, registered memory, counters), for another client:
+    /// each stream reads through a client of its own, whose CPU and counters are its own.
+    fn fresh(&self) -> Arc<dyn RpcConnector>;
+
     /// What the transport adds to the report's storage options (device, credits granted,
     /// inline sizes), as `(key, value)` pairs; read at the end of a run.
     fn report_options(&self) -> Vec<(String, String)> {

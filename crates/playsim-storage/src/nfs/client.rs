@@ -719,6 +719,10 @@ mod tests {
             Some(20049)
         }
 
+        fn fresh(&self) -> Arc<dyn RpcConnector> {
+            Arc::new(ScriptedConnector(Arc::clone(&self.0)))
+        }
+
         async fn connect(
             &self,
             _addr: SocketAddr,

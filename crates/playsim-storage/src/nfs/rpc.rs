@@ -47,6 +47,10 @@ impl RpcConnector for TcpConnector {
         None
     }
 
+    fn fresh(&self) -> Arc<dyn RpcConnector> {
+        Arc::new(TcpConnector)
+    }
+
     async fn connect(&self, addr: SocketAddr, credential: &Credential) -> io::Result<Arc<dyn RpcChannel>> {
         Ok(Arc::new(RpcConnection::connect(addr, credential).await?))
     }

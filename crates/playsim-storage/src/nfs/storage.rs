@@ -188,12 +188,14 @@ impl NfsStorage {
     pub async fn another_client(&self) -> Result<NfsStorage, crate::Error> {
         let inner = &self.inner;
         let config = inner.config.clone();
-        let pool = NfsPool::connect(inner.nfs_addr, config.clone(), Arc::clone(&inner.connector))
-            .await
-            .map_err(|e| crate::Error::Url {
-                url: inner.url.as_str().to_owned(),
-                part: UrlPart::Port,
-                reason: connect_failure(inner.nfs_addr, "nfs service", &e),
+        let connector = inner.connector.fresh();
+        let pool =
+            NfsPool::connect(inner.nfs_addr, config.clone(), Arc::clone(&connector)).await.map_err(|e| {
+                crate::Error::Url {
+                    url: inner.url.as_str().to_owned(),
+                    part: UrlPart::Port,
+                    reason: connect_failure(inner.nfs_addr, "nfs service", &e),
+                }
             })?;
         let nodes = lock(&inner.nodes).clone();
         Ok(NfsStorage {
@@ -202,7 +204,7 @@ impl NfsStorage {
                 export: inner.export.clone(),
                 root: Arc::clone(&inner.root),
                 pool,
-                connector: Arc::clone(&inner.connector),
+                connector,
                 config,
                 rsize: inner.rsize,
                 server_rtmax: inner.server_rtmax,
