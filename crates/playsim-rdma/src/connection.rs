@@ -23,7 +23,7 @@ use crate::registry::RegisteredBuffer;
 use crate::verbs::{
     CmEvent, CmId, Completion, CompletionChannel, CompletionQueue, EventChannel, ProtectionDomain,
 };
-use crate::Shared;
+use crate::{ReplyBuffer, Shared};
 
 /// Bytes of each receive buffer and the largest reply the client takes inline: the size
 /// the client advertises in its connection private data (RFC 8797).
@@ -261,45 +261,59 @@ impl RpcChannel for RdmaChannel {
         self.connection.broken.load(Ordering::Acquire)
     }
 
-    async fn call(&self, call: RpcCall<'_>) -> Result<Answer, CallError> {
+    async fn call(&self, mut call: RpcCall<'_>) -> Result<Answer, CallError> {
         let connection = &self.connection;
         let slot = connection.acquire().await?;
-        let mut credit =
-            CreditGuard { connection, slot: Some(slot), waiting_xid: None, offered_memory: false };
+        let mut credit = CreditGuard {
+            connection,
+            slot: Some(slot),
+            waiting_xid: None,
+            offered_memory: false,
+            reply_buffer: None,
+            bounce: None,
+        };
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
 
-        // Where the server may write: the frame buffer for a READ, a reply buffer for a call
-        // whose reply may not fit a receive.
+        // Where the server may write: the frame buffer for a READ (or, when locked memory is
+        // short, a registered bounce buffer, copied from after the reply), a reply buffer for
+        // a call whose reply may not fit a receive.
         let mut offered_write = None;
         let mut _frame_region = None;
         if let Some(read) = &call.read_into {
-            let region = connection.shared.registry.region_for(read.buffer).map_err(CallError::Fatal)?;
-            let segment = Segment {
-                handle: region.rkey(),
-                length: u32::try_from(read.dest.len())
-                    .map_err(|_| CallError::Malformed("read too large".into()))?,
-                offset: read.dest.as_ptr() as u64,
-            };
-            offered_write = Some(segment);
-            _frame_region = Some(region);
+            let length =
+                u32::try_from(read.dest.len()).map_err(|_| CallError::Malformed("read too large".into()))?;
+            let shared = &connection.shared;
+            match shared.registry.region_for(read.buffer) {
+                Ok(region) => {
+                    offered_write =
+                        Some(Segment { handle: region.rkey(), length, offset: read.dest.as_ptr() as u64 });
+                    _frame_region = Some(region);
+                }
+                Err(refused) if refused.memlock => {
+                    let bounce = shared
+                        .bounce_buffer(read.dest.len())
+                        .await
+                        .map_err(|e| CallError::Fatal(e.to_string()))?;
+                    offered_write = Some(Segment {
+                        handle: bounce.region().rkey(),
+                        length,
+                        offset: bounce.region().addr() as u64,
+                    });
+                    credit.bounce = Some(bounce);
+                }
+                Err(refused) => return Err(CallError::Fatal(refused.message)),
+            }
         }
         let inline_limit =
             INLINE_RECV.min(connection.negotiated.server_send.max(header::DEFAULT_INLINE_SEND as usize));
-        let reply_buffer = if call.max_reply > inline_limit {
-            Some(
-                connection
-                    .shared
-                    .reply_buffer(call.max_reply)
-                    .map_err(|e| CallError::Fatal(e.to_string()))?,
-            )
-        } else {
-            None
-        };
-        let offered_reply = reply_buffer.as_ref().map(|b| Segment {
-            handle: b.region().rkey(),
-            length: u32::try_from(b.len()).unwrap_or(u32::MAX),
-            offset: b.region().addr() as u64,
-        });
+        if call.max_reply > inline_limit {
+            let buffer = connection
+                .shared
+                .reply_buffer(call.max_reply)
+                .map_err(|e| CallError::Fatal(e.to_string()))?;
+            credit.reply_buffer = Some(buffer);
+        }
+        let offered_reply = credit.reply_buffer.as_deref().map(reply_segment);
 
         let mut message = Vec::with_capacity(256 + call.args.len());
         header::encode_call_header(
@@ -345,20 +359,33 @@ impl RpcChannel for RdmaChannel {
         let delivery = rx
             .await
             .map_err(|_| CallError::Connection(format!("connection to {} closed", connection.peer)))??;
+        // The reply is in: the server writes no more into what the call offered.
         credit.waiting_xid = None;
-        drop(credit);
-        connection.answer(delivery, offered_write.as_ref(), reply_buffer.as_deref())
+        let answer = connection.answer(delivery, offered_write.as_ref(), credit.reply_buffer.as_deref())?;
+        if let (Some(bounce), Some(read), Answer::Placed { placed, .. }) =
+            (credit.bounce.as_deref(), call.read_into.as_mut(), &answer)
+        {
+            let n = (*placed).min(read.dest.len());
+            bounce.copy_into(&mut read.dest[..n]);
+            connection.shared.bounced_reads.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(answer)
     }
 }
 
 /// A call's credit (and, until posted, its send buffer). Dropped, it gives them back; dropped
 /// while the call still waits for a reply that may place data in memory it offered, it breaks
 /// the connection, so that the server can no longer write there.
+///
+/// It holds the call's reply and bounce buffers too, so that they go back to their pool only
+/// after that (fields drop after `drop` has run).
 struct CreditGuard<'a> {
     connection: &'a Connection,
     slot: Option<usize>,
     waiting_xid: Option<u32>,
     offered_memory: bool,
+    reply_buffer: Option<ReplyBuffer>,
+    bounce: Option<ReplyBuffer>,
 }
 
 impl Drop for CreditGuard<'_> {

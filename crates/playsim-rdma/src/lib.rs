@@ -61,9 +61,10 @@ mod verbs;
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use playsim_core::StorageWarning;
 use playsim_storage::nfs::{Credential, RpcChannel, RpcConnector};
 
 pub use connection::RdmaChannel;
@@ -114,6 +115,12 @@ pub(crate) struct Shared {
     last_grant: AtomicU32,
     connections: AtomicU64,
     cpu_ns: AtomicU64,
+    /// Reply and bounce buffers taken from the pool and not yet back.
+    buffers_out: AtomicUsize,
+    /// Wakes a call waiting for a bounce buffer.
+    buffer_returned: tokio::sync::Notify,
+    /// READs whose data went through a bounce buffer.
+    bounced_reads: AtomicU64,
 }
 
 impl Shared {
@@ -127,6 +134,9 @@ impl Shared {
             last_grant: AtomicU32::new(0),
             connections: AtomicU64::new(0),
             cpu_ns: AtomicU64::new(0),
+            buffers_out: AtomicUsize::new(0),
+            buffer_returned: tokio::sync::Notify::new(),
+            bounced_reads: AtomicU64::new(0),
         }
     }
 
@@ -179,7 +189,27 @@ impl Shared {
                 RegisteredBuffer::new(&pd, len, true)?
             }
         };
+        self.buffers_out.fetch_add(1, Ordering::AcqRel);
         Ok(ReplyBuffer { buffer: Some(buffer), shared: Arc::clone(self) })
+    }
+
+    /// A registered buffer of at least `len` bytes that a READ's data is placed in instead of
+    /// its frame buffer, which could not be registered for lack of locked memory; copied
+    /// from after the reply. When no more memory can be registered, waits for one of the
+    /// buffers in use to come back; fails only when none is in use.
+    async fn bounce_buffer(self: &Arc<Self>, len: usize) -> io::Result<ReplyBuffer> {
+        loop {
+            let returned = self.buffer_returned.notified();
+            match self.reply_buffer(len) {
+                Ok(buffer) => return Ok(buffer),
+                Err(e)
+                    if registry::is_memlock_shortage(&e) && self.buffers_out.load(Ordering::Acquire) > 0 =>
+                {
+                    returned.await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 
@@ -201,12 +231,17 @@ impl Drop for ReplyBuffer {
     fn drop(&mut self) {
         if let Some(buffer) = self.buffer.take() {
             let mut pool = lock(&self.shared.reply_buffers);
-            if pool.len() < 8 {
+            if pool.len() < MAX_POOLED_BUFFERS {
                 pool.push(buffer);
             }
         }
+        self.shared.buffers_out.fetch_sub(1, Ordering::AcqRel);
+        self.shared.buffer_returned.notify_waiters();
     }
 }
+
+/// Reply and bounce buffers kept registered for reuse, at most.
+const MAX_POOLED_BUFFERS: usize = 64;
 
 /// The RPC-over-RDMA transport of an NFS client: makes its [`RdmaChannel`]s, all on one
 /// device and protection domain.
@@ -272,6 +307,10 @@ impl RpcConnector for RdmaConnector {
             ("inline_send_client".to_owned(), INLINE_SEND.to_string()),
             ("inline_recv_client".to_owned(), INLINE_RECV.to_string()),
             ("frame_buffers_registered".to_owned(), registrations.to_string()),
+            (
+                "reads_through_bounce_buffers".to_owned(),
+                shared.bounced_reads.load(Ordering::Relaxed).to_string(),
+            ),
             ("replies_in_reply_chunk_process".to_owned(), NOMSG_REPLIES.load(Ordering::Relaxed).to_string()),
             ("registered_bytes".to_owned(), registered.to_string()),
         ];
@@ -288,6 +327,19 @@ impl RpcConnector for RdmaConnector {
 
     fn background_cpu_ns(&self) -> u64 {
         self.shared.cpu_ns.load(Ordering::Relaxed)
+    }
+
+    fn warnings(&self) -> Vec<StorageWarning> {
+        match self.shared.registry.off() {
+            Some(why) => vec![StorageWarning::new(
+                "rdma_frame_buffers_unregistered",
+                format!(
+                    "frame buffers not registered: {why}; READs went through registered bounce buffers and a copy ({} of them)",
+                    self.shared.bounced_reads.load(Ordering::Relaxed)
+                ),
+            )],
+            None => Vec::new(),
+        }
     }
 }
 

@@ -37,6 +37,14 @@ impl RegisteredBuffer {
         self.region.len()
     }
 
+    /// Copies the buffer's first `out.len()` bytes into `out` (data the server placed in a
+    /// bounce buffer).
+    pub fn copy_into(&self, out: &mut [u8]) {
+        let memory = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = out.len().min(memory.len());
+        out[..n].copy_from_slice(&memory[..n]);
+    }
+
     /// Copies `bytes` to the start of the buffer (a call about to be sent).
     pub fn write(&self, bytes: &[u8]) {
         let mut memory = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -65,6 +73,18 @@ struct Entries {
     uses: u64,
     registered_bytes: u64,
     registrations: u64,
+    /// Why frame buffers are no longer registered, once a registration failed for lack of
+    /// locked memory.
+    off: Option<String>,
+}
+
+/// Why a frame buffer was not registered.
+#[derive(Debug)]
+pub(crate) struct Refused {
+    /// In one line, naming the limit when it is RLIMIT_MEMLOCK.
+    pub message: String,
+    /// True when locked memory ran short: the read can go through a bounce buffer.
+    pub memlock: bool,
 }
 
 struct Entry {
@@ -88,8 +108,13 @@ impl Registry {
     }
 
     /// The region covering `buffer`, registering it if it is new (or has moved or grown).
-    pub fn region_for(&self, buffer: BufferIdentity) -> Result<Arc<MemoryRegion>, String> {
+    /// Once a registration has failed for lack of locked memory, frame buffers are no longer
+    /// registered (the caller reads through a bounce buffer) and this fails at once.
+    pub fn region_for(&self, buffer: BufferIdentity) -> Result<Arc<MemoryRegion>, Refused> {
         let mut entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(off) = &entries.off {
+            return Err(Refused { message: off.clone(), memlock: true });
+        }
         entries.uses += 1;
         let now = entries.uses;
         if let Some(entry) = entries.by_id.get_mut(&buffer.id) {
@@ -116,20 +141,28 @@ impl Registry {
                 entries.registered_bytes -= old.region.len() as u64;
             }
         }
-        let pd = self
-            .pd
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-            .ok_or_else(|| "no RDMA connection is open to register buffers on".to_owned())?;
+        let pd =
+            self.pd.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone().ok_or_else(|| {
+                Refused {
+                    message: "no RDMA connection is open to register buffers on".to_owned(),
+                    memlock: false,
+                }
+            })?;
         // SAFETY (of the promise `register` asks): the buffer is the caller's frame buffer,
         // borrowed mutably for the whole READ that offers it, so it stays allocated while
         // the server may write into it; a call abandoned before its reply breaks its
         // connection (the QP goes to the error state), so no write lands later. An entry
         // kept after its buffer is freed is never offered again: a new buffer has a new id.
         #[allow(unsafe_code)]
-        let region = unsafe { pd.register(buffer.base, buffer.len, true) }
-            .map_err(|e| memlock_hint(e, buffer.len).to_string())?;
+        let region = match unsafe { pd.register(buffer.base, buffer.len, true) } {
+            Ok(region) => region,
+            Err(e) if is_memlock_shortage(&e) => {
+                let message = memlock_hint(e, buffer.len).to_string();
+                entries.off = Some(message.clone());
+                return Err(Refused { message, memlock: true });
+            }
+            Err(e) => return Err(Refused { message: e.to_string(), memlock: false }),
+        };
         let region = Arc::new(region);
         entries.registered_bytes += buffer.len as u64;
         entries.registrations += 1;
@@ -144,25 +177,34 @@ impl Registry {
         let entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         (entries.registrations, entries.registered_bytes)
     }
+
+    /// Why frame buffers are not registered, if they are not.
+    pub fn off(&self) -> Option<String> {
+        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).off.clone()
+    }
+}
+
+/// True when a registration failed for lack of locked memory (ENOMEM from ibv_reg_mr, as
+/// RLIMIT_MEMLOCK makes it; EPERM or EAGAIN on some kernels).
+pub(crate) fn is_memlock_shortage(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EPERM) | Some(libc::EAGAIN))
+        || e.to_string().contains("Cannot allocate memory")
 }
 
 /// Names the locked-memory limit when a registration fails for lack of it.
 pub(crate) fn memlock_hint(e: io::Error, len: usize) -> io::Error {
     let limit = rustix::process::getrlimit(rustix::process::Resource::Memlock).current;
-    let is_short = matches!(e.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EPERM) | Some(libc::EAGAIN))
-        || e.to_string().contains("Cannot allocate memory");
-    if !is_short {
+    if !is_memlock_shortage(&e) {
         return e;
     }
     let limit_text = match limit {
-        Some(bytes) => format!("{} MiB", bytes >> 20),
+        Some(bytes) => format!("{} KiB (ulimit -l {})", bytes >> 10, bytes >> 10),
         None => "unlimited".to_owned(),
     };
     io::Error::new(
         e.kind(),
         format!(
-            "cannot register a {} MiB buffer for RDMA ({e}): registered memory is locked, and RLIMIT_MEMLOCK is {limit_text}; raise it with `ulimit -l unlimited` (or memlock in /etc/security/limits.conf)",
-            len >> 20
+            "cannot register a buffer of {len} bytes for RDMA ({e}): registered memory is locked, and RLIMIT_MEMLOCK is {limit_text}; raise it with `ulimit -l unlimited` (or memlock in /etc/security/limits.conf)"
         ),
     )
 }

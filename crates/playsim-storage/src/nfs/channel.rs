@@ -200,4 +200,10 @@ pub trait RpcConnector: Send + Sync + fmt::Debug {
     fn background_cpu_ns(&self) -> u64 {
         0
     }
+
+    /// What a user should know about how the transport read (frame buffers it could not
+    /// register, and why), for the report's storage warnings.
+    fn warnings(&self) -> Vec<playsim_core::StorageWarning> {
+        Vec::new()
+    }
 }

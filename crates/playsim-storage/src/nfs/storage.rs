@@ -468,6 +468,7 @@ impl Storage for NfsStorage {
             block_size: inner.rsize,
             direct: false,
             options,
+            warnings: inner.connector.warnings(),
             ..StorageInfo::default()
         }
     }
