@@ -35,7 +35,9 @@ const VM_PACKAGES: &[Package] = &[
     Package { name: "e2fsprogs", why: "mkfs.ext4 -d makes the guest image without a loop mount" },
 ];
 
-/// Guest packages besides the libraries the playsim binary links.
+/// Guest packages besides the libraries the playsim binary links. playsim's RDMA transport
+/// loads libibverbs and librdmacm with dlopen at run time (rdma-mummy-sys), so ldd does not
+/// name them: they are listed here, with the tools the bench rows and checks run.
 const GUEST_PACKAGES: &[&str] = &[
     "linux-image-amd64",
     "initramfs-tools",
@@ -49,6 +51,14 @@ const GUEST_PACKAGES: &[&str] = &[
     "rdma-core",
     "ibverbs-providers",
     "busybox",
+    // Loaded by playsim's nfs+rdma:// transport at run time, not linked.
+    "libibverbs1",
+    "librdmacm1",
+    // ibv_devices, rping and ib_write_bw (the verbs limit), fio (the kernel mount's row).
+    "ibverbs-utils",
+    "rdmacm-utils",
+    "perftest",
+    "fio",
 ];
 
 /// Frames per sequence: soft-RoCE under emulation moves 35-50 MB/s, so keep the media small.
