@@ -83,9 +83,9 @@ pub fn evaluate(out: &Path) -> Bench {
         Ok(tsv) => parse_runs(&tsv, |name| {
             let path = bench_dir.join(name);
             let figures =
-                fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()));
             let stderr = fs::read_to_string(bench_dir.join(format!("{name}.err"))).unwrap_or_default();
-            Ok((figures, stderr))
+            (figures, stderr)
         }),
         Err(_) => Vec::new(),
     };
@@ -101,8 +101,9 @@ pub fn evaluate(out: &Path) -> Bench {
     Bench { table, lines }
 }
 
-/// Parses `bench-runs.tsv`; `read(figures_name)` gives a figures file's text and the run's stderr.
-pub fn parse_runs(tsv: &str, read: impl Fn(&str) -> Result<(String, String), String>) -> Vec<Run> {
+/// Parses `bench-runs.tsv`; `read(figures_name)` gives a figures file's text (or why it has
+/// none) and the run's stderr.
+pub fn parse_runs(tsv: &str, read: impl Fn(&str) -> (Result<String, String>, String)) -> Vec<Run> {
     let mut runs = Vec::new();
     for line in tsv.lines().skip(1) {
         let fields: Vec<&str> = line.split('\t').collect();
@@ -111,17 +112,14 @@ pub fn parse_runs(tsv: &str, read: impl Fn(&str) -> Result<(String, String), Str
         };
         let number = |s: &str| s.trim().parse::<f64>().unwrap_or(0.0);
         let cpu_s = number(user_s) + number(system_s) + number(irq_s) + number(softirq_s);
-        let measured = read(figures).and_then(|(text, stderr)| {
-            if exit.trim() != "0" {
-                let why = last_line(&stderr);
-                return Err(if why.is_empty() {
-                    format!("exit {exit}")
-                } else {
-                    format!("exit {exit}: {why}")
-                });
-            }
-            measure(row, &text)
-        });
+        let (figures, stderr) = read(figures);
+        let measured = if exit.trim() != "0" {
+            // A run that failed may have left no figures: its stderr says why.
+            let why = last_line(&stderr);
+            Err(if why.is_empty() { format!("exit {exit}") } else { format!("exit {exit}: {why}") })
+        } else {
+            figures.and_then(|text| measure(row, &text))
+        };
         runs.push(Run {
             row: row.to_owned(),
             round: round.trim().parse().unwrap_or(0),
@@ -361,15 +359,16 @@ Conflicting CPU frequency values detected: 1496.133000 != 1529.788000. CPU Frequ
                 "f2" => 50,
                 "f3" => 45,
                 _ => {
-                    return Ok((String::new(), "playsim: error: no transport serves nfs+rdma://".to_owned()))
+                    let stderr = "playsim: error: no transport serves nfs+rdma://\n";
+                    return (Err("no such file".to_owned()), stderr.to_owned());
                 }
             };
-            Ok((
-                format!(
+            (
+                Ok(format!(
                     r#"{{"jobs":[{{"error":0,"read":{{"io_bytes":1000000000,"bw_bytes":{rate}000000}}}}]}}"#
-                ),
+                )),
                 String::new(),
-            ))
+            )
         });
         assert_eq!(runs.len(), 5);
         assert_eq!(runs[0].cpu_s_per_gb(), Some(4.0));
