@@ -20,7 +20,7 @@ pub const ROWS: [(&str, &str); 4] = [
     (KERNEL_RDMA, "kernel NFS over RDMA: fio O_DIRECT, 1M reads, 16 in flight"),
     (PLAYSIM_RDMA, "playsim nfs+rdma://: frametest -r -t 1 --rsize 1M"),
     ("playsim-nfs-tcp", "playsim nfs:// over TCP: the same, for reference"),
-    (IB_WRITE_BW, "ib_write_bw -R, 500 x 1 MiB: the verbs limit"),
+    (IB_WRITE_BW, "ib_write_bw -R, 100 x 1 MiB: the verbs limit"),
 ];
 
 const KERNEL_RDMA: &str = "kernel-rdma-fio";
@@ -140,9 +140,11 @@ pub fn measure(row: &str, text: &str) -> Result<Measured, String> {
     }
 }
 
-/// fio's `--output-format=json`: the job's read bytes and bandwidth.
+/// fio's `--output-format=json`: the job's read bytes and bandwidth. fio may print notes
+/// before the JSON (`fio: opendir added 12 files`).
 fn measure_fio(text: &str) -> Result<Measured, String> {
-    let json: Value = serde_json::from_str(text).map_err(|e| format!("fio's JSON does not parse: {e}"))?;
+    let json = text.find('{').map_or("", |at| &text[at..]);
+    let json: Value = serde_json::from_str(json).map_err(|e| format!("fio's JSON does not parse: {e}"))?;
     let job = &json["jobs"][0];
     if job["error"].as_i64().is_some_and(|e| e != 0) {
         return Err(format!("fio's job ended with error {}", job["error"]));
@@ -245,7 +247,7 @@ fn render(runs: &[Run], why_none: &str, rdma_rsize: &str) -> (String, Vec<String
     let n_rounds = runs.iter().map(|r| r.round).max().unwrap_or(0);
     let _ = writeln!(
         table,
-        "bench rows in the guest: one file set (frametest 2k frames), {n_rounds} rounds, rows in \
+        "bench rows in the guest: one file set (12 frametest 2k frames, 150 MB), {n_rounds} rounds, rows in \
          alternation, caches dropped before each run; median (min-max); CPU is the whole guest's \
          (user+system+irq+softirq from /proc/stat); kernel RDMA mount {rdma_rsize}"
     );
@@ -336,7 +338,8 @@ Conflicting CPU frequency values detected: 1496.133000 != 1529.788000. CPU Frequ
 
     #[test]
     fn fio_and_frametest_figures_are_read_from_their_json() {
-        let fio = r#"{"jobs":[{"error":0,"read":{"io_bytes":300000000,"bw_bytes":45000000}}]}"#;
+        let fio = "fio: opendir added 12 files\n\
+                   {\"jobs\":[{\"error\":0,\"read\":{\"io_bytes\":300000000,\"bw_bytes\":45000000}}]}";
         assert_eq!(measure(KERNEL_RDMA, fio), Ok(Measured { bytes: 300_000_000, mb_per_s: 45.0 }));
         let frametest = r#"{"bytes":300000000,"data_rate_mb_per_s":44.5,"frames_failed":0,"errors":[]}"#;
         assert_eq!(measure(PLAYSIM_RDMA, frametest), Ok(Measured { bytes: 300_000_000, mb_per_s: 44.5 }));
