@@ -13,7 +13,9 @@ use playsim_storage::transport::{LocalTransport, Location, OpenContext, Transpor
 use crate::Error;
 
 /// Adds the transports of this build to `registry`: plain paths through the kernel,
-/// `nfs://` through playsim's NFS client (the `nfs` feature), `sim://` over a simulated link.
+/// `nfs://` through playsim's NFS client (the `nfs` feature), `nfs+rdma://` (and
+/// `nfs://...?proto=rdma`) through the same client over RPC-over-RDMA (the `rdma` feature),
+/// `sim://` over a simulated link.
 /// A transport behind a cargo feature the build lacks is registered as disabled, so that its
 /// URLs are refused naming the feature. A new transport is one line here (two with a feature).
 pub fn register_enabled_transports(registry: &mut Transports) {
@@ -22,6 +24,10 @@ pub fn register_enabled_transports(registry: &mut Transports) {
     registry.register(Arc::new(NfsTransport));
     #[cfg(not(feature = "nfs"))]
     registry.register_disabled("nfs", "nfs");
+    #[cfg(feature = "rdma")]
+    registry.register(Arc::new(playsim_rdma::NfsRdmaTransport));
+    #[cfg(not(feature = "rdma"))]
+    registry.register_disabled("nfs+rdma", "rdma");
     registry.register(Arc::new(playsim_media::SimTransport));
 }
 
@@ -116,6 +122,16 @@ mod tests {
         assert_eq!(name("sim://lan?frames=4"), Ok("sim"));
         #[cfg(feature = "nfs")]
         assert_eq!(name("nfs://filer/media/shot.%07d.dpx"), Ok("nfs"));
+        #[cfg(feature = "rdma")]
+        {
+            assert_eq!(name("nfs+rdma://filer/media/shot.%07d.dpx"), Ok("nfs+rdma"));
+            assert_eq!(name("nfs://filer/media/shot.%07d.dpx?proto=rdma"), Ok("nfs+rdma"));
+        }
+        #[cfg(not(feature = "rdma"))]
+        {
+            let refused = name("nfs+rdma://filer/media/shot.%07d.dpx").unwrap_err().to_string();
+            assert!(refused.contains("`rdma` feature"), "{refused}");
+        }
         #[cfg(not(feature = "nfs"))]
         {
             let refused = name("nfs://filer/media/shot.%07d.dpx").unwrap_err().to_string();

@@ -1,5 +1,5 @@
 //! playsim's integration tests: one binary, one module per area. The areas that need a cargo
-//! feature (`nfs`, `ffmpeg`, `io-uring`) are compiled only with it; the rest is what a
+//! feature (`nfs`, `rdma`, `ffmpeg`, `io-uring`) are compiled only with it; the rest is what a
 //! `--no-default-features` build tests.
 
 mod bad_input;
@@ -14,6 +14,8 @@ mod io_uring;
 mod mount_label;
 #[cfg(feature = "nfs")]
 mod nfs;
+#[cfg(feature = "rdma")]
+mod rdma;
 mod scenario;
 mod sim;
 mod tiff;

@@ -38,6 +38,10 @@ pub const PACKAGES: &[Package] = &[
     Package { name: "libavutil-dev", why: "FFmpeg's utilities, needed by libavcodec and libavformat" },
     Package { name: "clang", why: "ffmpeg-sys-next generates its FFmpeg bindings with bindgen" },
     Package { name: "libclang-dev", why: "libclang, which bindgen loads to read FFmpeg's headers" },
+    Package {
+        name: "cmake",
+        why: "rdma-mummy-sys (the `rdma` feature) builds its loader of libibverbs and librdmacm with it",
+    },
     Package { name: "fonts-dejavu-core", why: "the font of PNG plots and of the fixtures' frame numbers" },
     Package {
         name: "nfs-ganesha",

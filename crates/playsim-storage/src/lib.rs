@@ -13,7 +13,8 @@
 //! - [`nfs`]: userspace NFSv3 over TCP from an `nfs://` URL, with no mount and
 //!   no root: a pool of `nconnect` connections, each with many READs of `rsize`
 //!   in flight, and each reply read straight into its frame buffer (the `nfs` cargo
-//!   feature; its options and URLs are in every build).
+//!   feature; its options and URLs are in every build). The client is generic over its
+//!   RPC transport (`nfs::channel`), so RPC-over-RDMA plugs in from another crate.
 //! - [`sim`]: objects held in memory, read over a modelled link (bandwidth shared by
 //!   the streams that name it, latency, seeded jitter), for `sim://` sources.
 //! - [`scripted`]: a storage whose sizes, latencies and failures follow a

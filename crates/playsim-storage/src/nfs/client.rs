@@ -1,5 +1,6 @@
-//! The NFSv3 calls playsim makes, over a pool of `nconnect` connections that reconnect with
-//! bounded backoff, and the MOUNT and portmapper calls that find the export's root handle.
+//! The NFSv3 calls playsim makes, over a pool of `nconnect` channels of one RPC transport
+//! ([`RpcConnector`]: TCP, or RPC-over-RDMA from another crate) that reconnect with bounded
+//! backoff, and the MOUNT and portmapper calls (always TCP) that find the export's root handle.
 
 use std::io::Cursor;
 use std::net::SocketAddr;
@@ -17,7 +18,10 @@ use nfs3_types::portmap::{mapping, PMAP_PROG};
 use nfs3_types::xdr_codec::{Opaque, Pack, Unpack, Void};
 use tokio::sync::{Mutex, Semaphore};
 
-use super::rpc::{Answer, CallError, Credential, Reply, RpcConnection, XdrReader};
+use super::channel::{
+    Answer, BufferIdentity, CallError, Credential, ReadInto, Reply, RpcCall, RpcChannel, RpcConnector,
+};
+use super::rpc::{RpcConnection, XdrReader, SMALL_REPLY_BYTES};
 
 const NFS_PROGRAM_NUMBER: u32 = nfs3_types::nfs3::PROGRAM;
 const NFS_VERSION: u32 = 3;
@@ -34,7 +38,10 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// Bytes of directory entries asked for per READDIRPLUS.
 const READDIR_DIRCOUNT: u32 = 64 * 1024;
+/// The largest READDIRPLUS reply asked for, entries and attributes.
 const READDIR_MAXCOUNT: u32 = 1024 * 1024;
+/// The largest READDIRPLUS reply: `maxcount` and the RPC and result headers around it.
+const READDIR_REPLY_BYTES: usize = READDIR_MAXCOUNT as usize + 1024;
 
 /// Why an NFS call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,12 +52,15 @@ pub(crate) enum NfsFailure {
     Status(u32),
     /// The server refused the call or answered nonsense.
     Protocol(String),
+    /// The transport refused the call for good ([`CallError::Fatal`]): every later call would
+    /// fail the same way, so the source fails (as an unavailable server does).
+    Fatal(String),
 }
 
 impl std::fmt::Display for NfsFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            NfsFailure::Unavailable(m) | NfsFailure::Protocol(m) => f.write_str(m),
+            NfsFailure::Unavailable(m) | NfsFailure::Protocol(m) | NfsFailure::Fatal(m) => f.write_str(m),
             NfsFailure::Status(s) => f.write_str(status_name(*s)),
         }
     }
@@ -65,10 +75,11 @@ pub(crate) struct PoolConfig {
     pub credential: Credential,
 }
 
-/// `nconnect` connections to the NFS service, each carrying many calls; a broken one is
+/// `nconnect` channels to the NFS service, each carrying many calls; a broken one is
 /// replaced on its next use.
 pub(crate) struct NfsPool {
     addr: SocketAddr,
+    connector: Arc<dyn RpcConnector>,
     slots: Vec<Mutex<Slot>>,
     next_slot: AtomicUsize,
     in_flight: Semaphore,
@@ -82,9 +93,9 @@ impl std::fmt::Debug for NfsPool {
     }
 }
 
-/// One of the pool's connections, made when first needed and replaced when broken.
+/// One of the pool's channels, made when first needed and replaced when broken.
 struct Slot {
-    connection: Option<Arc<RpcConnection>>,
+    connection: Option<Arc<dyn RpcChannel>>,
     ever_connected: bool,
 }
 
@@ -110,13 +121,17 @@ pub(crate) struct ListedEntry {
 }
 
 impl NfsPool {
-    /// Opens the first connection, so that a refused port is reported before anything else.
-    pub async fn connect(addr: SocketAddr, config: PoolConfig) -> std::io::Result<NfsPool> {
-        let first = tokio::time::timeout(config.timeout, RpcConnection::connect(addr, &config.credential))
+    /// Opens the first channel through `connector`, so that a refused port is reported
+    /// before anything else.
+    pub async fn connect(
+        addr: SocketAddr,
+        config: PoolConfig,
+        connector: Arc<dyn RpcConnector>,
+    ) -> std::io::Result<NfsPool> {
+        let first = tokio::time::timeout(config.timeout, connector.connect(addr, &config.credential))
             .await
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer"))??;
         let n = config.nconnect.max(1);
-        let first = Arc::new(first);
         let slots: Vec<_> = (0..n)
             .map(|i| {
                 Mutex::new(Slot { connection: (i == 0).then(|| Arc::clone(&first)), ever_connected: i == 0 })
@@ -124,6 +139,7 @@ impl NfsPool {
             .collect();
         Ok(NfsPool {
             addr,
+            connector,
             slots,
             next_slot: AtomicUsize::new(0),
             in_flight: Semaphore::new(config.in_flight.max(1) * n),
@@ -137,23 +153,39 @@ impl NfsPool {
         self.reconnects.load(Ordering::Relaxed)
     }
 
-    /// Calls an NFS procedure, on the next connection in turn. A connection that breaks is
-    /// replaced and the call sent again (every call playsim makes is idempotent), with a
-    /// backoff from 50 ms doubling to 1 s, until the pool's timeout has passed since the first
-    /// attempt; then the call fails as unavailable.
+    /// Calls an NFS procedure whose reply is small, on the next channel in turn. A channel
+    /// that breaks is replaced and the call sent again (every call playsim makes is
+    /// idempotent), with a backoff from 50 ms doubling to 1 s, until the pool's timeout has
+    /// passed since the first attempt; then the call fails as unavailable.
     pub async fn call(&self, procedure: NFS_PROGRAM, args: &(impl Pack + Sync)) -> Result<Reply, NfsFailure> {
-        match self.call_into(procedure, args, None).await? {
-            Answer::Reply(reply) => Ok(reply),
-            Answer::Data { .. } => Err(NfsFailure::Protocol("unexpected data reply".into())),
-        }
+        self.call_sized(procedure, args, SMALL_REPLY_BYTES).await
     }
 
-    /// [`call`](Self::call), for a READ whose data may go straight into `dest`.
-    async fn call_into(
+    /// [`call`](Self::call), for a reply of up to `max_reply` bytes.
+    async fn call_sized(
         &self,
         procedure: NFS_PROGRAM,
         args: &(impl Pack + Sync),
-        mut dest: Option<&mut [u8]>,
+        max_reply: usize,
+    ) -> Result<Reply, NfsFailure> {
+        let args = pack(args)?;
+        match self.call_into(procedure, &args, None, max_reply).await? {
+            Answer::Reply(reply) => Ok(reply),
+            Answer::Data { .. } | Answer::Placed { .. } => {
+                Err(NfsFailure::Protocol("unexpected data reply".into()))
+            }
+        }
+    }
+
+    /// Sends the call with packed `args`; a READ's data may go straight into `read_into`'s
+    /// bytes, which lie in the buffer it names. A channel that breaks is replaced and the call
+    /// sent again (see [`call`](Self::call)); a [`CallError::Fatal`] is not retried.
+    async fn call_into(
+        &self,
+        procedure: NFS_PROGRAM,
+        args: &[u8],
+        mut read_into: Option<(&mut [u8], BufferIdentity)>,
+        max_reply: usize,
     ) -> Result<Answer, NfsFailure> {
         let _permit =
             self.in_flight.acquire().await.map_err(|_| NfsFailure::Protocol("pool closed".into()))?;
@@ -161,13 +193,17 @@ impl NfsPool {
         let deadline = tokio::time::Instant::now() + self.config.timeout;
         let mut backoff = FIRST_BACKOFF;
         loop {
-            let dest = dest.as_deref_mut();
+            let call = RpcCall {
+                program: NFS_PROGRAM_NUMBER,
+                version: NFS_VERSION,
+                procedure: procedure as u32,
+                args,
+                read_into: read_into.as_mut().map(|(dest, buffer)| ReadInto { dest, buffer: *buffer }),
+                max_reply,
+            };
             let attempt = async {
                 let connection = self.connection(slot).await?;
-                match connection
-                    .call_into(NFS_PROGRAM_NUMBER, NFS_VERSION, procedure as u32, args, dest)
-                    .await
-                {
+                match connection.call(call).await {
                     Err(CallError::Connection(reason)) => {
                         self.discard(slot, &connection).await;
                         Err(reason)
@@ -176,7 +212,10 @@ impl NfsPool {
                 }
             };
             let last_error = match tokio::time::timeout_at(deadline, attempt).await {
-                Ok(Ok(Ok(reply))) => return Ok(reply),
+                Ok(Ok(Ok(answer))) => return Ok(answer),
+                Ok(Ok(Err(CallError::Fatal(reason)))) => {
+                    return Err(NfsFailure::Fatal(format!("nfs server {}: {reason}", self.addr)))
+                }
                 Ok(Ok(Err(other))) => return Err(NfsFailure::Protocol(other.to_string())),
                 Ok(Err(reason)) => reason,
                 Err(_) => format!("no answer within {}", describe(self.config.timeout)),
@@ -194,25 +233,26 @@ impl NfsPool {
         }
     }
 
-    async fn connection(&self, slot: usize) -> Result<Arc<RpcConnection>, String> {
+    async fn connection(&self, slot: usize) -> Result<Arc<dyn RpcChannel>, String> {
         let mut slot = self.slots[slot].lock().await;
         if let Some(connection) = slot.connection.as_ref().filter(|c| !c.is_broken()) {
             return Ok(Arc::clone(connection));
         }
         slot.connection = None;
-        let connection = RpcConnection::connect(self.addr, &self.config.credential)
+        let connection = self
+            .connector
+            .connect(self.addr, &self.config.credential)
             .await
             .map_err(|e| format!("cannot reconnect to {}: {e}", self.addr))?;
         if slot.ever_connected {
             self.reconnects.fetch_add(1, Ordering::Relaxed);
         }
         slot.ever_connected = true;
-        let connection = Arc::new(connection);
         slot.connection = Some(Arc::clone(&connection));
         Ok(connection)
     }
 
-    async fn discard(&self, slot: usize, broken: &Arc<RpcConnection>) {
+    async fn discard(&self, slot: usize, broken: &Arc<dyn RpcChannel>) {
         let mut slot = self.slots[slot].lock().await;
         if slot.connection.as_ref().is_some_and(|c| Arc::ptr_eq(c, broken)) {
             slot.connection = None;
@@ -265,7 +305,8 @@ impl NfsPool {
                 dircount: READDIR_DIRCOUNT,
                 maxcount: READDIR_MAXCOUNT,
             };
-            let reply = self.call(NFS_PROGRAM::NFSPROC3_READDIRPLUS, &args).await?;
+            let reply =
+                self.call_sized(NFS_PROGRAM::NFSPROC3_READDIRPLUS, &args, READDIR_REPLY_BYTES).await?;
             let ok = match unpack::<READDIRPLUS3res>(&reply)? {
                 Nfs3Result::Ok(ok) => ok,
                 Nfs3Result::Err((status, _)) => return Err(NfsFailure::Status(status as u32)),
@@ -297,13 +338,24 @@ impl NfsPool {
         }
     }
 
-    /// READ of up to `count` bytes at `offset`, copied into `out` (which must hold `count`
-    /// bytes). Returns the bytes read and whether the file ends there.
-    pub async fn read(&self, fh: &[u8], offset: u64, out: &mut [u8]) -> Result<(usize, bool), NfsFailure> {
+    /// READ of up to `out.len()` bytes at `offset` into `out`, which lies in the frame buffer
+    /// `buffer`: read there straight from the transport, placed there by the server, or
+    /// copied there from the reply. Returns the bytes read and whether the file ends there.
+    pub async fn read(
+        &self,
+        fh: &[u8],
+        offset: u64,
+        out: &mut [u8],
+        buffer: BufferIdentity,
+    ) -> Result<(usize, bool), NfsFailure> {
         let count = u32::try_from(out.len()).map_err(|_| NfsFailure::Protocol("read too large".into()))?;
-        let args = READ3args { file: handle(fh), offset, count };
-        let reply = match self.call_into(NFS_PROGRAM::NFSPROC3_READ, &args, Some(&mut *out)).await? {
+        let args = pack(&READ3args { file: handle(fh), offset, count })?;
+        // A READ's data is not in its reply when the transport places it, so its reply is small.
+        let answer =
+            self.call_into(NFS_PROGRAM::NFSPROC3_READ, &args, Some((&mut *out, buffer)), SMALL_REPLY_BYTES);
+        let reply = match answer.await? {
             Answer::Data { n, eof } => return Ok((n, eof)),
+            Answer::Placed { reply, placed } => return parse_placed_read(reply.body(), placed, out.len()),
             Answer::Reply(reply) => reply,
         };
         let (data, eof) = parse_read(reply.body())?;
@@ -338,6 +390,48 @@ fn parse_read(body: &[u8]) -> Result<(&[u8], bool), NfsFailure> {
     Ok((data, eof))
 }
 
+/// The bytes read and eof flag of a READ3res whose data the server placed in the caller's
+/// buffer (RFC 8267's reduced data item: the opaque's length stays, its bytes do not).
+/// `placed` is the length the transport reports placed, `dest_len` the bytes asked for: the
+/// reply's count and opaque length must both equal `placed`, which must fit in `dest_len`.
+fn parse_placed_read(body: &[u8], placed: usize, dest_len: usize) -> Result<(usize, bool), NfsFailure> {
+    let mut r = XdrReader::new(body);
+    let truncated = |r: &XdrReader<'_>| {
+        NfsFailure::Protocol(format!(
+            "malformed read reply: its data was placed, and its result ends after {} of its bytes",
+            r.position()
+        ))
+    };
+    let status = r.u32().ok_or_else(|| truncated(&r))?;
+    if status != 0 {
+        return Err(NfsFailure::Status(status));
+    }
+    if r.u32().ok_or_else(|| truncated(&r))? == 1 {
+        r.skip(84).ok_or_else(|| truncated(&r))?;
+    }
+    let count = r.u32().ok_or_else(|| truncated(&r))?;
+    let eof = r.u32().ok_or_else(|| truncated(&r))? != 0;
+    let length = r.u32().ok_or_else(|| truncated(&r))?;
+    if count as usize != placed || length as usize != placed {
+        return Err(NfsFailure::Protocol(format!(
+            "a read reply says count {count} and data length {length}, but the server placed {placed} bytes"
+        )));
+    }
+    if placed > dest_len {
+        return Err(NfsFailure::Protocol(format!(
+            "the server placed {placed} bytes for a read of {dest_len}"
+        )));
+    }
+    Ok((placed, eof))
+}
+
+/// `args` in XDR, for an [`RpcCall`].
+fn pack(args: &impl Pack) -> Result<Vec<u8>, NfsFailure> {
+    let mut packed = Vec::with_capacity(args.packed_size());
+    args.pack(&mut packed).map_err(|e| NfsFailure::Protocol(format!("cannot encode the call: {e}")))?;
+    Ok(packed)
+}
+
 fn handle(fh: &[u8]) -> nfs_fh3 {
     nfs_fh3 { data: Opaque::owned(fh.to_vec()) }
 }
@@ -364,7 +458,7 @@ pub(crate) async fn portmap_port(
             .map_err(|e| format!("the portmapper at {addr} cannot be reached: {e}"))?;
         let args = mapping { prog: program, vers: version, prot: IPPROTO_TCP, port: 0 };
         let reply = connection
-            .call(PORTMAP_PROGRAM, PORTMAP_VERSION, PMAP_PROG::PMAPPROC_GETPORT as u32, &args)
+            .call_procedure(PORTMAP_PROGRAM, PORTMAP_VERSION, PMAP_PROG::PMAPPROC_GETPORT as u32, &args)
             .await
             .map_err(|e| format!("the portmapper at {addr} failed: {e}"))?;
         let port = XdrReader::new(reply.body()).u32().ok_or("the portmapper's reply is malformed")?;
@@ -394,7 +488,12 @@ impl MountService {
     pub async fn exports(&self) -> Result<Vec<String>, String> {
         let reply = self
             .connection
-            .call(MOUNT_PROGRAM_NUMBER, MOUNT_VERSION, MOUNT_PROGRAM::MOUNTPROC3_EXPORT as u32, &Void)
+            .call_procedure(
+                MOUNT_PROGRAM_NUMBER,
+                MOUNT_VERSION,
+                MOUNT_PROGRAM::MOUNTPROC3_EXPORT as u32,
+                &Void,
+            )
             .await
             .map_err(|e| e.to_string())?;
         let mut cursor = Cursor::new(reply.body());
@@ -407,7 +506,7 @@ impl MountService {
         let args = dirpath(Opaque::borrowed(export.as_bytes()));
         let reply = self
             .connection
-            .call(MOUNT_PROGRAM_NUMBER, MOUNT_VERSION, MOUNT_PROGRAM::MOUNTPROC3_MNT as u32, &args)
+            .call_procedure(MOUNT_PROGRAM_NUMBER, MOUNT_VERSION, MOUNT_PROGRAM::MOUNTPROC3_MNT as u32, &args)
             .await
             .map_err(|e| e.to_string())?;
         let mut cursor = Cursor::new(reply.body());
@@ -494,6 +593,195 @@ mod tests {
         body.extend_from_slice(&words(&[3, 0, 3]));
         body.extend_from_slice(b"abc\0");
         assert_eq!(parse_read(&body).unwrap(), (&b"abc"[..], false));
+    }
+
+    /// A READ3res whose data was placed: OK, attributes or not, count, eof, opaque length.
+    fn placed_body(with_attributes: bool, count: u32, eof: bool, length: u32) -> Vec<u8> {
+        let mut body = words(&[0, u32::from(with_attributes)]);
+        if with_attributes {
+            body.extend_from_slice(&[0; 84]);
+        }
+        body.extend_from_slice(&words(&[count, u32::from(eof), length]));
+        body
+    }
+
+    #[test]
+    fn a_placed_read_reply_gives_the_placed_length() {
+        assert_eq!(parse_placed_read(&placed_body(false, 5, true, 5), 5, 8), Ok((5, true)));
+        assert_eq!(parse_placed_read(&placed_body(true, 4096, false, 4096), 4096, 4096), Ok((4096, false)));
+        // A read at the end of the file places nothing.
+        assert_eq!(parse_placed_read(&placed_body(false, 0, true, 0), 0, 4096), Ok((0, true)));
+        // An error status is the status, whatever was placed.
+        assert_eq!(parse_placed_read(&words(&[70, 0]), 0, 8), Err(NfsFailure::Status(70)));
+    }
+
+    #[test]
+    fn a_placed_read_reply_that_disagrees_names_the_numbers() {
+        let count = parse_placed_read(&placed_body(false, 6, false, 5), 5, 8).unwrap_err();
+        assert_eq!(
+            count,
+            NfsFailure::Protocol(
+                "a read reply says count 6 and data length 5, but the server placed 5 bytes".into()
+            )
+        );
+        let length = parse_placed_read(&placed_body(false, 5, false, 4), 5, 8).unwrap_err();
+        assert!(matches!(&length, NfsFailure::Protocol(m) if m.contains("data length 4")), "{length}");
+        let placed = parse_placed_read(&placed_body(false, 5, false, 5), 4, 8).unwrap_err();
+        assert!(matches!(&placed, NfsFailure::Protocol(m) if m.contains("placed 4 bytes")), "{placed}");
+        let too_many = parse_placed_read(&placed_body(false, 9, false, 9), 9, 8).unwrap_err();
+        assert_eq!(too_many, NfsFailure::Protocol("the server placed 9 bytes for a read of 8".into()));
+    }
+
+    #[test]
+    fn a_truncated_placed_read_reply_is_malformed() {
+        let whole = placed_body(true, 5, true, 5);
+        for len in [0, 3, 4, 8, 8 + 83, whole.len() - 8, whole.len() - 1] {
+            let err = parse_placed_read(&whole[..len], 5, 8).unwrap_err();
+            assert!(
+                matches!(&err, NfsFailure::Protocol(m) if m.starts_with("malformed read reply")),
+                "{len}: {err}"
+            );
+        }
+    }
+
+    /// What a [`ScriptedChannel`] does with each call.
+    #[derive(Clone, Copy, Debug)]
+    enum Behaviour {
+        /// Places these bytes in the READ's buffer, as RDMA Write would, with eof.
+        Place(&'static [u8]),
+        /// Refuses every call for good.
+        Fatal,
+        /// Fails the first call as a lost connection, then answers as `Place`.
+        BreakFirst(&'static [u8]),
+    }
+
+    #[derive(Debug)]
+    struct Script {
+        behaviour: Behaviour,
+        calls: AtomicUsize,
+        connects: AtomicUsize,
+        /// The last call's `max_reply` and buffer.
+        last: std::sync::Mutex<Option<(usize, Option<BufferIdentity>)>>,
+    }
+
+    #[derive(Debug)]
+    struct ScriptedConnector(Arc<Script>);
+
+    #[derive(Debug)]
+    struct ScriptedChannel {
+        script: Arc<Script>,
+        broken: std::sync::atomic::AtomicBool,
+    }
+
+    /// An accepted RPC reply message carrying `body`.
+    fn accepted(body: &[u8]) -> Reply {
+        let mut message = words(&[1, 1, 0, 0, 0, 0]);
+        message.extend_from_slice(body);
+        Reply::accept(message, None).unwrap()
+    }
+
+    #[async_trait::async_trait]
+    impl RpcChannel for ScriptedChannel {
+        fn is_broken(&self) -> bool {
+            self.broken.load(Ordering::Acquire)
+        }
+
+        async fn call(&self, call: RpcCall<'_>) -> Result<Answer, CallError> {
+            let n_call = self.script.calls.fetch_add(1, Ordering::Relaxed);
+            *self.script.last.lock().unwrap() =
+                Some((call.max_reply, call.read_into.as_ref().map(|r| r.buffer)));
+            let data = match self.script.behaviour {
+                Behaviour::Fatal => return Err(CallError::Fatal("RDMA_ERROR ERR_VERS".into())),
+                Behaviour::BreakFirst(_) if n_call == 0 => {
+                    self.broken.store(true, Ordering::Release);
+                    return Err(CallError::Connection("connection lost (scripted)".into()));
+                }
+                Behaviour::Place(data) | Behaviour::BreakFirst(data) => data,
+            };
+            let dest = call.read_into.unwrap().dest;
+            dest[..data.len()].copy_from_slice(data);
+            let n = data.len() as u32;
+            Ok(Answer::Placed { reply: accepted(&placed_body(true, n, true, n)), placed: data.len() })
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl RpcConnector for ScriptedConnector {
+        fn transport_name(&self) -> &'static str {
+            "scripted"
+        }
+
+        fn proto(&self) -> &'static str {
+            "scripted"
+        }
+
+        fn default_nfs_port(&self) -> Option<u16> {
+            Some(20049)
+        }
+
+        fn fresh(&self) -> Arc<dyn RpcConnector> {
+            Arc::new(ScriptedConnector(Arc::clone(&self.0)))
+        }
+
+        async fn connect(
+            &self,
+            _addr: SocketAddr,
+            _credential: &Credential,
+        ) -> std::io::Result<Arc<dyn RpcChannel>> {
+            self.0.connects.fetch_add(1, Ordering::Relaxed);
+            Ok(Arc::new(ScriptedChannel { script: Arc::clone(&self.0), broken: false.into() }))
+        }
+    }
+
+    async fn scripted_pool(behaviour: Behaviour) -> (NfsPool, Arc<Script>) {
+        let script = Arc::new(Script {
+            behaviour,
+            calls: AtomicUsize::new(0),
+            connects: AtomicUsize::new(0),
+            last: std::sync::Mutex::new(None),
+        });
+        let config = PoolConfig {
+            nconnect: 1,
+            in_flight: 4,
+            timeout: Duration::from_secs(5),
+            credential: Credential { uid: 0, gid: 0, machine_name: "test".into() },
+        };
+        let addr = "192.0.2.1:20049".parse().unwrap();
+        let connector = Arc::new(ScriptedConnector(Arc::clone(&script)));
+        (NfsPool::connect(addr, config, connector).await.unwrap(), script)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_placed_by_the_transport_lands_in_its_buffer() {
+        let (pool, script) = scripted_pool(Behaviour::Place(b"frame")).await;
+        let mut out = vec![0u8; 8];
+        let buffer = BufferIdentity { id: 7, base: out.as_ptr() as usize, len: out.len() };
+        assert_eq!(pool.read(b"fh", 0, &mut out, buffer).await, Ok((5, true)));
+        assert_eq!(&out[..5], b"frame");
+        // The READ's data is not in its reply, so the reply it may get is small.
+        assert_eq!(*script.last.lock().unwrap(), Some((SMALL_REPLY_BYTES, Some(buffer))));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fatal_transport_error_is_not_retried() {
+        let (pool, script) = scripted_pool(Behaviour::Fatal).await;
+        let mut out = vec![0u8; 8];
+        let buffer = BufferIdentity { id: 1, base: out.as_ptr() as usize, len: out.len() };
+        let err = pool.read(b"fh", 0, &mut out, buffer).await.unwrap_err();
+        assert_eq!(err, NfsFailure::Fatal("nfs server 192.0.2.1:20049: RDMA_ERROR ERR_VERS".into()));
+        assert_eq!(script.calls.load(Ordering::Relaxed), 1);
+        assert_eq!((script.connects.load(Ordering::Relaxed), pool.reconnects()), (1, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lost_channel_is_replaced_and_the_call_sent_again() {
+        let (pool, script) = scripted_pool(Behaviour::BreakFirst(b"abc")).await;
+        let mut out = vec![0u8; 4];
+        let buffer = BufferIdentity { id: 1, base: out.as_ptr() as usize, len: out.len() };
+        assert_eq!(pool.read(b"fh", 0, &mut out, buffer).await, Ok((3, true)));
+        assert_eq!(&out[..3], b"abc");
+        assert_eq!(script.calls.load(Ordering::Relaxed), 2);
+        assert_eq!(pool.reconnects(), 1);
     }
 
     #[test]

@@ -1,10 +1,16 @@
-//! Userspace NFSv3 over TCP: `nfs://` sources read with no mount and no root.
+//! Userspace NFSv3: `nfs://` sources read with no mount and no root, over TCP or another RPC
+//! transport.
 //!
 //! [`NfsStorage::connect`] resolves the host, finds the MOUNT and NFS ports (from the URL or
 //! the portmapper), picks the export (the longest exported prefix of the path, or
 //! `?export=`), mounts it and opens a pool of `nconnect` connections. Each carries many calls
-//! at once ([`rpc`]): a frame read is split into READs of `rsize` bytes (capped by the server's
+//! at once (`rpc.rs`): a frame read is split into READs of `rsize` bytes (capped by the server's
 //! FSINFO rtmax), spread over the connections and all in flight together.
+//!
+//! The NFS calls go through an RPC transport ([`channel`]: an [`RpcConnector`] makes
+//! [`RpcChannel`]s). TCP with record marking is [`TcpConnector`], which [`NfsStorage::connect`]
+//! uses; [`NfsStorage::connect_with`] takes another (RPC-over-RDMA, from the `playsim-rdma`
+//! crate). MOUNT and the portmapper are always called over TCP.
 //!
 //! Paths are server paths, the export included (`/media/shot/shot.0001.dpx`). Handles are
 //! cached per path; a READDIRPLUS listing fills the cache for every entry, so playing a
@@ -21,6 +27,8 @@
 //! the same whichever features a build has.
 
 #[cfg(feature = "nfs")]
+pub mod channel;
+#[cfg(feature = "nfs")]
 mod client;
 #[cfg(feature = "nfs")]
 mod cpu;
@@ -35,6 +43,12 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "nfs")]
+pub use channel::{
+    Answer, BufferIdentity, CallError, Credential, ReadInto, Reply, RpcCall, RpcChannel, RpcConnector,
+};
+#[cfg(feature = "nfs")]
+pub use rpc::{encode_call_message, TcpConnector};
 #[cfg(feature = "nfs")]
 pub use storage::NfsStorage;
 pub use url::{NfsUrl, UrlPart, URL_EXAMPLE};

@@ -1,9 +1,11 @@
-//! ONC RPC over one TCP connection, with many calls in flight (RFC 5531, record marking).
+//! ONC RPC over one TCP connection, with many calls in flight (RFC 5531, record marking):
+//! the TCP [`RpcConnector`] ([`TcpConnector`]) of the NFS client, and the one MOUNT and the
+//! portmapper always use.
 //!
 //! nfs3_client's `RpcClient` sends one call and waits for its reply before the next, so a
 //! connection carries one READ at a time; the Linux client keeps many in flight on each of its
 //! `nconnect` connections. Here callers send whole records under a lock and take turns reading
-//! replies (see [`RpcConnection::call_into`]), each handed to the call with its XID. When the
+//! replies (see [`RpcConnection::send`]), each handed to the call with its XID. When the
 //! connection fails, every call waiting on it fails at once with the reason, so the pool can
 //! reconnect.
 
@@ -19,58 +21,52 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
+use super::channel::{Answer, CallError, Credential, Reply, RpcCall, RpcChannel, RpcConnector};
+
+/// The largest reply expected to a call that is not a READ or a READDIRPLUS (attributes, a
+/// handle, a port, an export list of a small server): what [`RpcCall::max_reply`] says for it.
+pub(crate) const SMALL_REPLY_BYTES: usize = 4096;
+
+/// The TCP transport of the NFS client: one `RpcConnection` per channel, record marking,
+/// the NFS port from the portmapper when the URL gives none, and each READ's data read from
+/// the socket straight into its frame buffer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpConnector;
+
+#[async_trait::async_trait]
+impl RpcConnector for TcpConnector {
+    fn transport_name(&self) -> &'static str {
+        "nfs"
+    }
+
+    fn proto(&self) -> &'static str {
+        "tcp"
+    }
+
+    fn default_nfs_port(&self) -> Option<u16> {
+        None
+    }
+
+    fn fresh(&self) -> Arc<dyn RpcConnector> {
+        Arc::new(TcpConnector)
+    }
+
+    async fn connect(&self, addr: SocketAddr, credential: &Credential) -> io::Result<Arc<dyn RpcChannel>> {
+        Ok(Arc::new(RpcConnection::connect(addr, credential).await?))
+    }
+}
+
+/// Appends the RPC call message of `call` with transaction id `xid` to `out`, without a
+/// record mark (RFC 5531): the call header, `credential` as AUTH_SYS, an empty AUTH_NONE
+/// verifier and the call's XDR arguments. TCP prepends its record mark; RPC-over-RDMA sends
+/// the message after its own transport header.
+pub fn encode_call_message(out: &mut Vec<u8>, xid: u32, call: &RpcCall<'_>, credential: &Credential) {
+    put_call_message(out, xid, call, &auth_sys(credential));
+}
+
 /// The largest reply record accepted: a READ of the largest rsize plus headers, with room.
 /// A hostile or confused server cannot make the client allocate more.
 const MAX_RECORD_BYTES: usize = 64 << 20;
-
-/// The AUTH_SYS credential sent with every call.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Credential {
-    pub uid: u32,
-    pub gid: u32,
-    pub machine_name: String,
-}
-
-/// Why a call got no usable reply.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CallError {
-    /// The connection failed or closed: the call may be sent again on a new connection.
-    Connection(String),
-    /// The server answered, but not with the procedure's result (denied, no such program).
-    Rejected(String),
-    /// The server's reply could not be parsed.
-    Malformed(String),
-}
-
-impl std::fmt::Display for CallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CallError::Connection(m) | CallError::Rejected(m) | CallError::Malformed(m) => f.write_str(m),
-        }
-    }
-}
-
-/// The accepted result of a call: the reply record, and where the procedure's result starts.
-/// Its buffer goes back to the connection's pool when dropped.
-#[derive(Debug)]
-pub(crate) struct Reply {
-    record: Vec<u8>,
-    start: usize,
-    pool: Arc<BufferPool>,
-}
-
-impl Reply {
-    /// The procedure's result bytes.
-    pub fn body(&self) -> &[u8] {
-        &self.record[self.start..]
-    }
-}
-
-impl Drop for Reply {
-    fn drop(&mut self) {
-        self.pool.put(std::mem::take(&mut self.record));
-    }
-}
 
 /// Reply buffers kept for reuse. A fresh megabyte per READ reply cost more CPU in page
 /// faults and zeroing than the copy of the data itself (measured with perf on loopback).
@@ -138,21 +134,11 @@ struct Pending {
     closed: Option<String>,
 }
 
-/// What a call got back.
-#[derive(Debug)]
-pub(crate) enum Answer {
-    /// The accepted reply, to be parsed.
-    Reply(Reply),
-    /// A successful READ whose data went straight from the socket into the caller's buffer:
-    /// the bytes read and whether the file ends there.
-    Data { n: usize, eof: bool },
-}
-
 /// One TCP connection to an RPC service.
 pub(crate) struct RpcConnection {
     peer: SocketAddr,
     writer: tokio::sync::Mutex<OwnedWriteHalf>,
-    /// Held by the caller that is reading replies (see [`RpcConnection::call_into`]).
+    /// Held by the caller that is reading replies (see [`RpcConnection::send`]).
     reader: Arc<tokio::sync::Mutex<OwnedReadHalf>>,
     pending: Arc<Mutex<Pending>>,
     next_xid: AtomicU32,
@@ -185,26 +171,35 @@ impl RpcConnection {
         })
     }
 
-    /// True once the connection has failed; calls on it fail at once.
-    pub fn is_broken(&self) -> bool {
-        self.broken.load(Ordering::Acquire)
-    }
-
-    /// Calls `procedure` of `program` `version` with `args` and waits for the accepted reply.
-    pub async fn call(
+    /// Calls `procedure` of `program` `version` with `args` (packed here) and waits for the
+    /// accepted reply: how MOUNT and the portmapper are called.
+    pub async fn call_procedure(
         &self,
         program: u32,
         version: u32,
         procedure: u32,
         args: &impl Pack,
     ) -> Result<Reply, CallError> {
-        match self.call_into(program, version, procedure, args, None).await? {
+        let mut packed = Vec::with_capacity(args.packed_size());
+        args.pack(&mut packed).map_err(|e| CallError::Malformed(format!("cannot encode the call: {e}")))?;
+        let call = RpcCall {
+            program,
+            version,
+            procedure,
+            args: &packed,
+            read_into: None,
+            max_reply: SMALL_REPLY_BYTES,
+        };
+        match self.send(call).await? {
             Answer::Reply(reply) => Ok(reply),
-            Answer::Data { .. } => Err(CallError::Malformed("unexpected data reply".into())),
+            Answer::Data { .. } | Answer::Placed { .. } => {
+                Err(CallError::Malformed("unexpected data reply".into()))
+            }
         }
     }
 
-    /// [`call`](Self::call), for a READ whose data may go straight into `dest`.
+    /// Sends `call` and waits for its answer; a READ's data may go straight into
+    /// `call.read_into`'s `dest`.
     ///
     /// There is no reader task: the callers take turns reading, and every reply is read by
     /// its own caller. The caller whose turn it is reads the first bytes of the next record;
@@ -213,16 +208,10 @@ impl RpcConnection {
     /// buffer, on the caller's thread, with one copy, the kernel's. (Measured on loopback: a
     /// reader task, a hop to another thread and a second copy cost about twice the CPU per
     /// GB of nfs3_client's one call per connection, which reads its replies itself.)
-    pub async fn call_into(
-        &self,
-        program: u32,
-        version: u32,
-        procedure: u32,
-        args: &impl Pack,
-        dest: Option<&mut [u8]>,
-    ) -> Result<Answer, CallError> {
+    async fn send(&self, call: RpcCall<'_>) -> Result<Answer, CallError> {
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
-        let record = self.encode(xid, program, version, procedure, args)?;
+        let record = self.encode(xid, &call)?;
+        let dest = call.read_into.map(|read_into| read_into.dest);
         let (tx, mut rx) = oneshot::channel();
         {
             let mut pending = lock(&self.pending);
@@ -334,32 +323,25 @@ impl RpcConnection {
         CallError::Connection(reason)
     }
 
-    fn encode(
-        &self,
-        xid: u32,
-        program: u32,
-        version: u32,
-        procedure: u32,
-        args: &impl Pack,
-    ) -> Result<Vec<u8>, CallError> {
-        let mut record = Vec::with_capacity(64 + self.credential.len() + args.packed_size());
+    /// The record of `call`: a record mark, then the call message as
+    /// [`encode_call_message`] writes it, with this connection's encoded credential.
+    fn encode(&self, xid: u32, call: &RpcCall<'_>) -> Result<Vec<u8>, CallError> {
+        let mut record = Vec::with_capacity(4 + 32 + self.credential.len() + call.args.len());
         record.extend_from_slice(&[0; 4]); // the record mark, filled in below
-        for word in [xid, 0 /* CALL */, 2 /* RPC version */, program, version, procedure] {
-            record.extend_from_slice(&word.to_be_bytes());
-        }
-        record.extend_from_slice(&self.credential);
-        record.extend_from_slice(&[0; 8]); // verifier: AUTH_NONE, empty
-        args.pack(&mut record).map_err(|e| CallError::Malformed(format!("cannot encode the call: {e}")))?;
+        put_call_message(&mut record, xid, call, &self.credential);
         let body_len = u32::try_from(record.len() - 4)
-            .map_err(|_| CallError::Malformed("the call is too large to send".into()))?;
-        record[..4].copy_from_slice(&(body_len | 0x8000_0000).to_be_bytes());
+            .ok()
+            .filter(|len| *len <= MAX_FRAGMENT_BYTES)
+            .ok_or_else(|| CallError::Malformed("the call is too large to send".into()))?;
+        record[..4].copy_from_slice(&(body_len | LAST_FRAGMENT).to_be_bytes());
         Ok(record)
     }
 
+    /// The reply in `record` (no record mark), whose buffer goes back to the connection's
+    /// pool when the reply is dropped.
     fn accept(&self, record: Vec<u8>) -> Result<Reply, CallError> {
-        let mut reply = Reply { record, start: 0, pool: Arc::clone(&self.buffers) };
-        reply.start = accepted_result_start(&reply.record)?;
-        Ok(reply)
+        let buffers = Arc::clone(&self.buffers);
+        Reply::accept(record, Some(Box::new(move |buffer| buffers.put(buffer))))
     }
 
     /// Marks the connection broken and fails every waiting call with `reason`.
@@ -367,6 +349,35 @@ impl RpcConnection {
         self.broken.store(true, Ordering::Release);
         fail_all(&self.pending, reason);
     }
+}
+
+#[async_trait::async_trait]
+impl RpcChannel for RpcConnection {
+    fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Acquire)
+    }
+
+    /// See [`RpcConnection::send`]. The caller reads its own reply, so a dropped call stops
+    /// reading; one dropped in the middle of a reply breaks the connection.
+    async fn call(&self, call: RpcCall<'_>) -> Result<Answer, CallError> {
+        self.send(call).await
+    }
+}
+
+/// The record mark's flag for the last fragment of a record.
+const LAST_FRAGMENT: u32 = 0x8000_0000;
+/// The largest fragment a record mark can give.
+const MAX_FRAGMENT_BYTES: u32 = 0x7fff_ffff;
+
+/// Appends the call message of `call` to `out`, with `credential` already in XDR.
+fn put_call_message(out: &mut Vec<u8>, xid: u32, call: &RpcCall<'_>, credential: &[u8]) {
+    out.reserve(32 + credential.len() + call.args.len());
+    for word in [xid, 0 /* CALL */, 2 /* RPC version */, call.program, call.version, call.procedure] {
+        out.extend_from_slice(&word.to_be_bytes());
+    }
+    out.extend_from_slice(credential);
+    out.extend_from_slice(&[0; 8]); // verifier: AUTH_NONE, empty
+    out.extend_from_slice(call.args);
 }
 
 /// Breaks the connection if a caller stops in the middle of reading a record (its call
@@ -542,8 +553,9 @@ fn describe_read_error(e: &io::Error) -> String {
     }
 }
 
-/// Checks that `record` is an accepted, successful reply and returns where its result starts.
-fn accepted_result_start(record: &[u8]) -> Result<usize, CallError> {
+/// Checks that `record` (an RPC reply message, no record mark) is an accepted, successful
+/// reply and returns where its result starts.
+pub(crate) fn accepted_result_start(record: &[u8]) -> Result<usize, CallError> {
     let mut r = XdrReader::new(record);
     let malformed = |what: &str| CallError::Malformed(format!("malformed rpc reply: {what}"));
     let _xid = r.u32().ok_or_else(|| malformed("too short"))?;
@@ -654,6 +666,7 @@ impl<'a> XdrReader<'a> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::nfs::channel::{BufferIdentity, ReadInto};
 
     fn reply(words: &[u32]) -> Vec<u8> {
         words.iter().flat_map(|w| w.to_be_bytes()).collect()
@@ -741,8 +754,16 @@ mod tests {
             let connection = Arc::clone(&connection);
             calls.push(tokio::spawn(async move {
                 let mut dest = vec![0u8; 64];
-                let answer =
-                    connection.call_into(100_003, 3, 6, &nfs3_types::xdr_codec::Void, Some(&mut dest)).await;
+                let buffer = BufferIdentity { id: k, base: dest.as_ptr() as usize, len: dest.len() };
+                let call = RpcCall {
+                    program: 100_003,
+                    version: 3,
+                    procedure: 6,
+                    args: &[],
+                    read_into: Some(ReadInto { dest: &mut dest, buffer }),
+                    max_reply: SMALL_REPLY_BYTES,
+                };
+                let answer = RpcChannel::call(&*connection, call).await;
                 (k, answer, dest)
             }));
             // The calls go out in order, so that call k's XID is the k-th the server sees.
@@ -756,6 +777,7 @@ mod tests {
                     assert!(eof);
                     dest[..n].to_vec()
                 }
+                Answer::Placed { .. } => panic!("tcp places no data"),
                 Answer::Reply(reply) => {
                     // Read by another caller: the whole READ3res, parsed by the caller.
                     let body = reply.body();
@@ -783,12 +805,57 @@ mod tests {
         });
         let credential = Credential { uid: 0, gid: 0, machine_name: "test".into() };
         let connection = RpcConnection::connect(addr, &credential).await.unwrap();
-        let first = connection.call(100_003, 3, 0, &nfs3_types::xdr_codec::Void).await.unwrap_err();
+        let first = connection.call_procedure(100_003, 3, 0, &nfs3_types::xdr_codec::Void).await.unwrap_err();
         // The server's unread bytes make its close a reset, or else it is a plain end of stream.
         assert!(matches!(&first, CallError::Connection(m) if m.contains("lost")), "{first}");
         assert!(connection.is_broken());
-        let later = connection.call(100_003, 3, 0, &nfs3_types::xdr_codec::Void).await.unwrap_err();
+        let later = connection.call_procedure(100_003, 3, 0, &nfs3_types::xdr_codec::Void).await.unwrap_err();
         assert!(matches!(later, CallError::Connection(_)));
+    }
+
+    #[test]
+    fn a_call_message_is_header_credential_verifier_and_args() {
+        let credential = Credential { uid: 1000, gid: 100, machine_name: "abc".into() };
+        let args = [0xaa; 8];
+        let call = RpcCall {
+            program: 100_003,
+            version: 3,
+            procedure: 6,
+            args: &args,
+            read_into: None,
+            max_reply: SMALL_REPLY_BYTES,
+        };
+        let mut out = vec![0xff];
+        encode_call_message(&mut out, 7, &call, &credential);
+        // Appended after what `out` held.
+        assert_eq!(out[0], 0xff);
+        let message = &out[1..];
+        assert_eq!(&message[..24], &reply(&[7, 0, 2, 100_003, 3, 6])[..]);
+        let cred = auth_sys(&credential);
+        assert_eq!(&message[24..24 + cred.len()], &cred[..]);
+        assert_eq!(&message[24 + cred.len()..32 + cred.len()], &[0; 8]);
+        assert_eq!(&message[32 + cred.len()..], &args);
+    }
+
+    #[tokio::test]
+    async fn the_tcp_record_is_the_call_message_behind_a_record_mark() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let credential = Credential { uid: 1, gid: 2, machine_name: "host".into() };
+        let connection = RpcConnection::connect(addr, &credential).await.unwrap();
+        let call = RpcCall {
+            program: 100_005,
+            version: 3,
+            procedure: 1,
+            args: &[1, 2, 3, 4],
+            read_into: None,
+            max_reply: SMALL_REPLY_BYTES,
+        };
+        let record = connection.encode(42, &call).unwrap();
+        let mut message = Vec::new();
+        encode_call_message(&mut message, 42, &call, &credential);
+        assert_eq!(&record[..4], &(message.len() as u32 | LAST_FRAGMENT).to_be_bytes());
+        assert_eq!(&record[4..], &message[..]);
     }
 
     #[test]

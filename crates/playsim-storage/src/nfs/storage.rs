@@ -1,5 +1,5 @@
 //! [`NfsStorage`]: files on an NFSv3 server, read with playsim's own client (the `nfs`
-//! feature).
+//! feature), over TCP or another RPC transport ([`RpcConnector`]).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -13,9 +13,10 @@ use playsim_core::{
     StorageStats,
 };
 
+use super::channel::{BufferIdentity, Credential, RpcConnector};
 use super::client::{self, mount_status_name, MountService, NfsFailure, NfsPool, Node, PoolConfig};
 use super::cpu::CpuMeter;
-use super::rpc::Credential;
+use super::rpc::TcpConnector;
 use super::url::{self, NfsUrl, UrlPart};
 use super::{NfsOptions, Resolver};
 
@@ -29,6 +30,8 @@ struct Inner {
     export: String,
     root: Arc<[u8]>,
     pool: NfsPool,
+    /// The RPC transport of the NFS calls; a second client uses the same.
+    connector: Arc<dyn RpcConnector>,
     config: PoolConfig,
     rsize: usize,
     server_rtmax: u32,
@@ -54,10 +57,21 @@ impl fmt::Debug for NfsStorage {
 }
 
 impl NfsStorage {
-    /// Connects to the server `url` names and mounts the export holding its path. Checks
-    /// that the path (or, for a pattern, its directory) exists. Each failure names the
+    /// Connects to the server `url` names and mounts the export holding its path, over TCP.
+    /// Checks that the path (or, for a pattern, its directory) exists. Each failure names the
     /// part of the URL at fault. Must run inside a tokio runtime.
     pub async fn connect(url: &NfsUrl, options: &NfsOptions) -> Result<NfsStorage, crate::Error> {
+        NfsStorage::connect_with(url, options, Arc::new(TcpConnector)).await
+    }
+
+    /// [`connect`](Self::connect), with the NFS calls over `connector`'s transport (MOUNT and
+    /// the portmapper stay on TCP, as the kernel client's do). The NFS port is the URL's
+    /// (`host:port`, `?nfsport=`), else the transport's default, else the portmapper's.
+    pub async fn connect_with(
+        url: &NfsUrl,
+        options: &NfsOptions,
+        connector: Arc<dyn RpcConnector>,
+    ) -> Result<NfsStorage, crate::Error> {
         options.validate()?;
         let fail =
             |part: UrlPart, reason: String| crate::Error::Url { url: url.as_str().to_owned(), part, reason };
@@ -83,7 +97,9 @@ impl NfsStorage {
             .await
             .map_err(|r| fail(UrlPart::Port, r))?;
         let nfs_port =
-            port_of(url.nfs_port(), nfs3_types::nfs3::PROGRAM).await.map_err(|r| fail(UrlPart::Port, r))?;
+            port_of(url.nfs_port().or_else(|| connector.default_nfs_port()), nfs3_types::nfs3::PROGRAM)
+                .await
+                .map_err(|r| fail(UrlPart::Port, r))?;
         let mount_addr = SocketAddr::new(ip, mount_port);
         let nfs_addr = SocketAddr::new(ip, nfs_port);
 
@@ -133,7 +149,7 @@ impl NfsStorage {
             timeout,
             credential: credential.clone(),
         };
-        let pool = NfsPool::connect(nfs_addr, config.clone())
+        let pool = NfsPool::connect(nfs_addr, config.clone(), Arc::clone(&connector))
             .await
             .map_err(|e| fail(UrlPart::Port, connect_failure(nfs_addr, "nfs service", &e)))?;
         let describe_call = |e: NfsFailure| format!("the nfs service at {nfs_addr} failed: {e}");
@@ -146,6 +162,7 @@ impl NfsStorage {
                 export: export.clone(),
                 root: Arc::from(root),
                 pool,
+                connector,
                 config,
                 rsize,
                 server_rtmax: rtmax,
@@ -165,16 +182,21 @@ impl NfsStorage {
     }
 
     /// A second client of the same server and export, as another workstation would be: its
-    /// own connections and counters, and a copy of this one's handle cache (so it needs no
-    /// LOOKUPs for files this one has listed). Each stream of a run reads through its own.
+    /// own connections (through the same transport) and counters, and a copy of this one's
+    /// handle cache (so it needs no LOOKUPs for files this one has listed). Each stream of a
+    /// run reads through its own.
     pub async fn another_client(&self) -> Result<NfsStorage, crate::Error> {
         let inner = &self.inner;
         let config = inner.config.clone();
-        let pool = NfsPool::connect(inner.nfs_addr, config.clone()).await.map_err(|e| crate::Error::Url {
-            url: inner.url.as_str().to_owned(),
-            part: UrlPart::Port,
-            reason: connect_failure(inner.nfs_addr, "nfs service", &e),
-        })?;
+        let connector = inner.connector.fresh();
+        let pool =
+            NfsPool::connect(inner.nfs_addr, config.clone(), Arc::clone(&connector)).await.map_err(|e| {
+                crate::Error::Url {
+                    url: inner.url.as_str().to_owned(),
+                    part: UrlPart::Port,
+                    reason: connect_failure(inner.nfs_addr, "nfs service", &e),
+                }
+            })?;
         let nodes = lock(&inner.nodes).clone();
         Ok(NfsStorage {
             inner: Arc::new(Inner {
@@ -182,6 +204,7 @@ impl NfsStorage {
                 export: inner.export.clone(),
                 root: Arc::clone(&inner.root),
                 pool,
+                connector,
                 config,
                 rsize: inner.rsize,
                 server_rtmax: inner.server_rtmax,
@@ -302,7 +325,7 @@ impl Inner {
 
     fn failure(&self, what: &str, path: &str, failure: NfsFailure) -> StorageError {
         let kind = match failure {
-            NfsFailure::Unavailable(_) => StorageErrorKind::Unavailable,
+            NfsFailure::Unavailable(_) | NfsFailure::Fatal(_) => StorageErrorKind::Unavailable,
             NfsFailure::Status(2) => StorageErrorKind::NotFound,
             NfsFailure::Status(21) => StorageErrorKind::NotAFile,
             _ => StorageErrorKind::Io,
@@ -359,18 +382,20 @@ impl Inner {
     }
 
     /// Reads `out.len()` bytes at `offset` (fewer at the end of the file) with READs of
-    /// `rsize`, all in flight together. Returns the bytes read.
+    /// `rsize`, all in flight together; `out` lies in the frame buffer `buffer`. Returns the
+    /// bytes read.
     async fn read_into(
         &self,
         path: &str,
         handle: &[u8],
         offset: u64,
         out: &mut [u8],
+        buffer: BufferIdentity,
     ) -> Result<usize, StorageError> {
         let rsize = self.rsize;
         let chunks = out.chunks_mut(rsize).enumerate().map(|(i, chunk)| {
             let chunk_offset = offset + (i * rsize) as u64;
-            self.read_chunk(path, handle, chunk_offset, chunk)
+            self.read_chunk(path, handle, chunk_offset, chunk, buffer)
         });
         let results = futures_util::future::join_all(chunks).await;
         let mut total = 0;
@@ -392,13 +417,14 @@ impl Inner {
         handle: &[u8],
         offset: u64,
         out: &mut [u8],
+        buffer: BufferIdentity,
     ) -> Result<usize, StorageError> {
         let mut done = 0;
         while done < out.len() {
             let (n, eof) =
-                self.pool.read(handle, offset + done as u64, &mut out[done..]).await.map_err(|e| {
-                    self.failure(&format!("read {} bytes at offset {offset} of", out.len()), path, e)
-                })?;
+                self.pool.read(handle, offset + done as u64, &mut out[done..], buffer).await.map_err(
+                    |e| self.failure(&format!("read {} bytes at offset {offset} of", out.len()), path, e),
+                )?;
             self.n_reads.fetch_add(1, Ordering::Relaxed);
             self.bytes.fetch_add(n as u64, Ordering::Relaxed);
             done += n;
@@ -423,7 +449,7 @@ impl Storage for NfsStorage {
             ("mount_service", inner.mount_addr.to_string()),
             ("export", inner.export.clone()),
             ("vers", "3".to_owned()),
-            ("proto", "tcp".to_owned()),
+            ("proto", inner.connector.proto().to_owned()),
             ("nconnect", inner.options.nconnect.to_string()),
             ("rsize", inner.rsize.to_string()),
             ("server_rtmax", inner.server_rtmax.to_string()),
@@ -434,11 +460,14 @@ impl Storage for NfsStorage {
             ("reconnects", inner.pool.reconnects().to_string()),
             ("lookups", inner.n_lookups.load(Ordering::Relaxed).to_string()),
         ];
+        let mut options: Vec<(String, String)> =
+            options.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        options.extend(inner.connector.report_options());
         StorageInfo {
-            transport: "nfs".into(),
+            transport: inner.connector.transport_name().into(),
             block_size: inner.rsize,
             direct: false,
-            options: options.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+            options,
             ..StorageInfo::default()
         }
     }
@@ -456,7 +485,7 @@ impl Storage for NfsStorage {
         StorageStats {
             n_reads: self.inner.n_reads.load(Ordering::Relaxed),
             bytes: self.inner.bytes.load(Ordering::Relaxed),
-            cpu_ns: self.inner.cpu_ns.load(Ordering::Relaxed),
+            cpu_ns: self.inner.cpu_ns.load(Ordering::Relaxed) + self.inner.connector.background_cpu_ns(),
         }
     }
 
@@ -519,7 +548,9 @@ impl StorageFile for NfsFile {
 
     async fn read_at(&self, offset: u64, len: usize, buf: &mut IoBuf) -> Result<usize, StorageError> {
         buf.prepare(len);
-        let read = self.inner.read_into(&self.path, &self.node.handle, offset, &mut buf[..]);
+        // A transport that registers memory (RDMA) knows the buffer by its allocation.
+        let buffer = BufferIdentity { id: buf.id(), base: buf[..].as_ptr() as usize, len: buf.len() };
+        let read = self.inner.read_into(&self.path, &self.node.handle, offset, &mut buf[..], buffer);
         let n = CpuMeter::new(read, Arc::clone(&self.inner.cpu_ns)).await?;
         buf.truncate(n);
         Ok(n)

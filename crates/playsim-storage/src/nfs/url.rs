@@ -1,5 +1,6 @@
-//! `nfs://` URLs: host, port, the path on the server with its sequence tokens, and the
-//! options libnfs names (`export`, `mountport`, `nfsport`, `uid`, `gid`).
+//! `nfs://` and `nfs+rdma://` URLs: host, port, the path on the server with its sequence
+//! tokens, the options libnfs names (`export`, `mountport`, `nfsport`, `uid`, `gid`), and
+//! `proto` (`tcp` or `rdma`, as a kernel mount's option).
 //!
 //! Sequence tokens in the last path segment (`%07d`, `%d`, `#`, `@`) are pattern tokens,
 //! not percent-escapes or a fragment: they are pulled out before the rest is percent-decoded.
@@ -9,11 +10,19 @@ use std::fmt;
 /// The example every URL error shows.
 pub const URL_EXAMPLE: &str = "nfs://filer:2049/media/shot/shot.%07d.dpx?mountport=20048&uid=1000&gid=1000";
 
-/// A parsed `nfs://host[:port]/path[?options]` URL.
+/// The URL schemes of NFS, without `://`: over TCP, and RPC-over-RDMA.
+const SCHEMES: [&str; 2] = ["nfs", "nfs+rdma"];
+
+/// The values `?proto=` takes.
+const PROTOS: [&str; 2] = ["tcp", "rdma"];
+
+/// A parsed `nfs://host[:port]/path[?options]` (or `nfs+rdma://`) URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NfsUrl {
     raw: String,
-    /// `nfs://` and the authority as given, for naming files in messages.
+    /// The scheme, lower-case, without `://`: `nfs` or `nfs+rdma`.
+    scheme: &'static str,
+    /// The scheme and the authority as given, for naming files in messages.
     origin: String,
     host: String,
     path: String,
@@ -22,6 +31,7 @@ pub struct NfsUrl {
     nfs_port: Option<u16>,
     uid: Option<u32>,
     gid: Option<u32>,
+    proto: Option<&'static str>,
 }
 
 /// Which part of a URL (or of the server's answer to it) is at fault.
@@ -59,10 +69,10 @@ impl fmt::Display for UrlPart {
 }
 
 impl NfsUrl {
-    /// True when `text` is meant as an NFS URL (it starts with `nfs://`, any case), so that a
-    /// malformed one is refused as a URL rather than looked for as a local file.
+    /// True when `text` is meant as an NFS URL (it starts with `nfs://` or `nfs+rdma://`, any
+    /// case), so that a malformed one is refused as a URL rather than looked for as a local file.
     pub fn is_nfs_url(text: &str) -> bool {
-        text.get(..6).is_some_and(|s| s.eq_ignore_ascii_case("nfs://"))
+        scheme_of(text).is_some()
     }
 
     /// Parses `text`; the error says which part is malformed and shows a valid example.
@@ -72,10 +82,11 @@ impl NfsUrl {
             part,
             reason: format!("{reason} (for example {URL_EXAMPLE})"),
         };
-        if !NfsUrl::is_nfs_url(text) {
+        let Some(scheme) = scheme_of(text) else {
             return Err(bad(UrlPart::Url, "an nfs url starts with nfs://".into()));
-        }
-        let rest = &text[6..];
+        };
+        let origin_len = scheme.len() + 3;
+        let rest = &text[origin_len..];
         let (rest, query) = match rest.split_once('?') {
             Some((r, q)) => (r, Some(q)),
             None => (rest, None),
@@ -100,7 +111,8 @@ impl NfsUrl {
         let path = decode_path(path).map_err(|r| bad(UrlPart::Path, r))?;
         let mut url = NfsUrl {
             raw: text.to_owned(),
-            origin: format!("nfs://{authority}"),
+            scheme,
+            origin: format!("{}{authority}", &text[..origin_len]),
             host: host.to_owned(),
             path,
             export: None,
@@ -108,6 +120,7 @@ impl NfsUrl {
             nfs_port: port,
             uid: None,
             gid: None,
+            proto: None,
         };
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -134,10 +147,22 @@ impl NfsUrl {
                 "nfsport" => url.nfs_port = Some(port("nfsport")?),
                 "uid" => url.uid = Some(number("uid")?),
                 "gid" => url.gid = Some(number("gid")?),
+                "proto" => {
+                    let proto =
+                        PROTOS.into_iter().find(|p| p.eq_ignore_ascii_case(&value)).ok_or_else(|| {
+                            bad(
+                                UrlPart::Option,
+                                format!("proto={value} is not a protocol: tcp or rdma, as in ?proto=rdma"),
+                            )
+                        })?;
+                    url.proto = Some(proto);
+                }
                 other => {
                     return Err(bad(
                         UrlPart::Option,
-                        format!("unknown option `{other}`: known are export, mountport, nfsport, uid, gid"),
+                        format!(
+                            "unknown option `{other}`: known are export, mountport, nfsport, uid, gid, proto"
+                        ),
                     ))
                 }
             }
@@ -156,6 +181,18 @@ impl NfsUrl {
     /// The URL as given.
     pub fn as_str(&self) -> &str {
         &self.raw
+    }
+
+    /// The scheme, lower-case, without `://`: `nfs`, or `nfs+rdma` for RPC-over-RDMA.
+    pub fn scheme(&self) -> &str {
+        self.scheme
+    }
+
+    /// The transport `?proto=` asks for, lower-case (`tcp` or `rdma`), if given. The URL
+    /// does not choose its transport itself: `nfs://...?proto=rdma` is for the RDMA transport
+    /// to take, as `nfs+rdma://` is.
+    pub fn proto(&self) -> Option<&str> {
+        self.proto
     }
 
     /// The host name or address.
@@ -193,7 +230,8 @@ impl NfsUrl {
         self.gid
     }
 
-    /// `nfs://host[:port]` followed by `path`, for naming a file on the server in messages.
+    /// `nfs://host[:port]` (the scheme as given) followed by `path`, for naming a file on the
+    /// server in messages.
     pub fn display_path(&self, path: &str) -> String {
         format!("{}{path}", self.origin)
     }
@@ -203,6 +241,15 @@ impl fmt::Display for NfsUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.raw)
     }
+}
+
+/// The scheme `text` starts with, followed by `://` (any case), among [`SCHEMES`].
+fn scheme_of(text: &str) -> Option<&'static str> {
+    SCHEMES.into_iter().find(|scheme| {
+        text.get(..scheme.len() + 3).is_some_and(|start| {
+            start[..scheme.len()].eq_ignore_ascii_case(scheme) && &start[scheme.len()..] == "://"
+        })
+    })
 }
 
 /// True when `prefix` is `path` or a directory above it (component-wise: `/a` holds `/a/b`, not `/ab`).
@@ -356,6 +403,10 @@ mod tests {
             ("nfs://filer/x?mountport=0", UrlPart::Port),
             ("nfs://filer/x?uid=root", UrlPart::Option),
             ("nfs://filer/x?timeout=3", UrlPart::Option),
+            ("nfs://filer/x?proto=udp", UrlPart::Option),
+            ("nfs+tcp://filer/x", UrlPart::Url),
+            ("nfs+rdma:/filer/x", UrlPart::Url),
+            ("nfs+rdma://", UrlPart::Host),
             ("nfs://filer/x/y?export=/z", UrlPart::Export),
             ("nfs://filer/x/y?export=z", UrlPart::Export),
         ];
@@ -367,6 +418,27 @@ mod tests {
             assert!(message.contains(text) && message.contains("for example nfs://"), "{message}");
             assert!(!message.contains('\n'), "{message}");
         }
+    }
+
+    #[test]
+    fn takes_the_rdma_scheme_and_the_proto_option() {
+        let url = NfsUrl::parse("nfs+rdma://filer:20049/media/shot.%07d.dpx?mountport=20048").unwrap();
+        assert_eq!((url.scheme(), url.host(), url.nfs_port()), ("nfs+rdma", "filer", Some(20049)));
+        assert_eq!(url.path(), "/media/shot.%07d.dpx");
+        assert_eq!(url.display_path("/media/a.dpx"), "nfs+rdma://filer:20049/media/a.dpx");
+        assert_eq!(url.proto(), None);
+        assert!(NfsUrl::is_nfs_url("NFS+RDMA://filer/x"));
+        assert_eq!(NfsUrl::parse("NFS+RDMA://filer/x").unwrap().scheme(), "nfs+rdma");
+
+        let url = NfsUrl::parse("nfs://filer/media/a.dpx?proto=rdma").unwrap();
+        assert_eq!((url.scheme(), url.proto()), ("nfs", Some("rdma")));
+        assert_eq!(NfsUrl::parse("nfs://filer/a?proto=TCP").unwrap().proto(), Some("tcp"));
+
+        let err = NfsUrl::parse("nfs://filer/a?proto=udp").unwrap_err().to_string();
+        assert!(err.contains("proto=udp is not a protocol: tcp or rdma, as in ?proto=rdma"), "{err}");
+        // Another scheme gets the message it always got.
+        let err = NfsUrl::parse("smb://filer/a").unwrap_err().to_string();
+        assert!(err.contains("url: an nfs url starts with nfs:// (for example nfs://"), "{err}");
     }
 
     #[test]

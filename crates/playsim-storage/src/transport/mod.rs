@@ -29,7 +29,7 @@ mod nfs;
 
 pub use local::LocalTransport;
 #[cfg(feature = "nfs")]
-pub use nfs::NfsTransport;
+pub use nfs::{open_nfs_location, NfsTransport};
 
 /// A way to reach storage: local paths through the kernel, `nfs://` through playsim's NFS
 /// client, `sim://` over a simulated link, and later `nfs+rdma://` and `smb://`.
@@ -41,6 +41,13 @@ pub trait Transport: Send + Sync {
     /// The URL schemes it serves, without `://` (`["nfs"]`), or none for plain paths.
     /// The registry sends a location here when it starts with one of them and `://`.
     fn schemes(&self) -> &'static [&'static str];
+
+    /// True when this transport takes `location` although its scheme is another's: an
+    /// alias such as `nfs://host/path?proto=rdma`, which the `nfs+rdma` transport serves.
+    /// The registry asks every transport before it looks at schemes.
+    fn claims(&self, _location: &str) -> bool {
+        false
+    }
 
     /// A valid location of this transport, for messages that refuse one.
     fn example(&self) -> &'static str;
@@ -191,6 +198,9 @@ impl Transports {
     /// A scheme no transport serves is refused, listing the ones this build has, or naming
     /// the cargo feature that adds it.
     pub fn find(&self, location: &str) -> Result<&Arc<dyn Transport>, Error> {
+        if let Some(claimed) = self.enabled.iter().find(|t| t.claims(location)) {
+            return Ok(claimed);
+        }
         let scheme = scheme_of(location);
         let found = self.enabled.iter().find(|t| match scheme {
             Some(scheme) => t.schemes().iter().any(|s| s.eq_ignore_ascii_case(scheme)),

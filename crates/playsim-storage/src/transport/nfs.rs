@@ -1,4 +1,6 @@
-//! The `nfs` transport: `nfs://` URLs, read by playsim's own NFSv3 client (see [`crate::nfs`]).
+//! The `nfs` transport: `nfs://` URLs, read by playsim's own NFSv3 client (see [`crate::nfs`])
+//! over TCP; and [`open_nfs_location`], with which a transport of another RPC transport
+//! (`nfs+rdma://`, in playsim-rdma) opens its locations with the same client.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -6,10 +8,11 @@ use std::sync::Arc;
 use playsim_core::Storage;
 
 use super::{size_text, Location, OpenContext, Transport, TransportOptions};
-use crate::nfs::{NfsOptions, NfsStorage, NfsUrl, URL_EXAMPLE};
+use crate::nfs::{NfsOptions, NfsStorage, NfsUrl, RpcConnector, TcpConnector, UrlPart, URL_EXAMPLE};
 use crate::{ColdOutcome, Error};
 
-/// `nfs://host[:port]/path[?export=&mountport=&nfsport=&uid=&gid=]`; options: [`NfsOptions`].
+/// `nfs://host[:port]/path[?export=&mountport=&nfsport=&uid=&gid=&proto=tcp]`, over TCP; options:
+/// [`NfsOptions`]. A URL with `?proto=rdma` is refused here, naming the transport that takes it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NfsTransport;
 
@@ -36,15 +39,41 @@ impl Transport for NfsTransport {
     /// or path is refused here, naming the part at fault.
     async fn open(&self, location: &str, context: &OpenContext) -> Result<Arc<dyn Location>, Error> {
         let url = NfsUrl::parse(location)?;
+        if url.proto() == Some("rdma") {
+            return Err(Error::Url {
+                url: location.to_owned(),
+                part: UrlPart::Option,
+                reason: "nfs://...?proto=rdma needs the rdma transport (nfs+rdma://, the `rdma` feature); \
+                         for example nfs+rdma://filer/media/shot/shot.%07d.dpx"
+                    .into(),
+            });
+        }
         let options = context.options.get::<NfsOptions>();
-        options.validate()?;
-        let index = NfsStorage::connect(&url, &options).await?;
-        Ok(Arc::new(NfsLocation {
-            path: PathBuf::from(url.path()),
-            url: location.to_owned(),
-            index: Arc::new(index),
-        }))
+        open_nfs_location(location, url, &options, Arc::new(TcpConnector), "playsim's NFS client").await
     }
+}
+
+/// Opens `location` (parsed as `url`) with playsim's NFS client, its NFS calls over
+/// `connector`'s RPC transport: checks `options`, connects and mounts the export (so that a
+/// bad URL, host, port, export or path is refused here, naming the part at fault), and returns
+/// the location, whose readers are further clients over the same transport. `describe` is
+/// what summaries call the client (`playsim's NFS client`). The `nfs` transport is this over
+/// [`TcpConnector`]; an `nfs+rdma` transport is this over its own connector.
+pub async fn open_nfs_location(
+    location: &str,
+    url: NfsUrl,
+    options: &NfsOptions,
+    connector: Arc<dyn RpcConnector>,
+    describe: &'static str,
+) -> Result<Arc<dyn Location>, Error> {
+    options.validate()?;
+    let index = NfsStorage::connect_with(&url, options, connector).await?;
+    Ok(Arc::new(NfsLocation {
+        path: PathBuf::from(url.path()),
+        url: location.to_owned(),
+        index: Arc::new(index),
+        describe,
+    }))
 }
 
 /// A path on an NFS server, and the client that found it.
@@ -54,6 +83,8 @@ struct NfsLocation {
     /// The URL as given: reports name the source by it, not by its path on the server.
     url: String,
     index: Arc<NfsStorage>,
+    /// What summaries call the client.
+    describe: &'static str,
 }
 
 #[async_trait::async_trait]
@@ -86,6 +117,41 @@ impl Location for NfsLocation {
     }
 
     fn describe(&self, _reader: &dyn Storage) -> String {
-        "playsim's NFS client".into()
+        self.describe.into()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Duration;
+
+    use playsim_core::{Clock, SleepFuture};
+
+    use super::*;
+
+    /// A clock the refusal never reads.
+    struct StoppedClock;
+
+    impl Clock for StoppedClock {
+        fn now(&self) -> Duration {
+            Duration::ZERO
+        }
+
+        fn sleep_until(&self, _deadline: Duration) -> SleepFuture {
+            Box::pin(std::future::ready(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn nfs_with_proto_rdma_is_refused_naming_the_rdma_transport() {
+        let context = OpenContext { options: TransportOptions::new(), clock: Arc::new(StoppedClock) };
+        let location = "nfs://192.0.2.1/media/shot.%07d.dpx?proto=rdma";
+        let Err(err) = NfsTransport.open(location, &context).await else { panic!("opened") };
+        assert_eq!(
+            err.to_string(),
+            "nfs://192.0.2.1/media/shot.%07d.dpx?proto=rdma: option: nfs://...?proto=rdma needs the rdma \
+             transport (nfs+rdma://, the `rdma` feature); for example nfs+rdma://filer/media/shot/shot.%07d.dpx"
+        );
     }
 }

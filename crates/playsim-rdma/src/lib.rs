@@ -1,0 +1,296 @@
+//! playsim's own NFS client over RDMA: `nfs+rdma://host/path`, NFSv3 over RPC-over-RDMA
+//! version 1 (RFC 8166, with RFC 8267's NFS binding), in the process, on verbs, with no
+//! mount and no root.
+//!
+//! It is the same NFS client as `nfs://` (playsim-storage's [`NfsStorage`]: MOUNT and portmap
+//! on TCP, handles cached, READs of `rsize` spread over `nconnect` connections) with another
+//! RPC transport under it: [`RdmaConnector`] makes [`RdmaChannel`]s, each an rdma_cm
+//! connection to the server's RDMA port (20049) with its own queue pair. READ data is placed
+//! by the server, with RDMA Write, straight into the frame buffer (registered once, reused):
+//! no copy on the client.
+//!
+//! - [`header`]: the transport header, encoded and decoded as a pure function over bytes
+//!   (the server's bytes are hostile until checked).
+//! - `verbs`: the verbs and connection-manager calls, through rdma-mummy-sys, which loads
+//!   libibverbs and librdmacm at run time. Every `unsafe` block but the registry's two is
+//!   there.
+//! - `registry`: registered memory, the client's buffers and the frame buffers.
+//! - `connection`: one connection, its credits, its calls in flight and its poller thread.
+//! - [`NfsRdmaTransport`]: the `nfs+rdma` transport (and `nfs://...?proto=rdma`).
+//!
+//! The header codec on its own:
+//!
+//! ```
+//! use playsim_rdma::header::{decode_reply, encode_call_header, ReplyKind, Segment};
+//!
+//! // A READ call that offers one write chunk of one 1 MiB segment for the data.
+//! let offered = [Segment { handle: 0x1234, length: 1 << 20, offset: 0x7f00_0000_0000 }];
+//! let mut call = Vec::new();
+//! encode_call_header(&mut call, 7, 32, Some(&offered), None);
+//! assert_eq!(call.len(), 52);
+//!
+//! // The server's reply header: RDMA_MSG, 32 credits, the write chunk with 4096 bytes placed.
+//! let mut reply = Vec::new();
+//! for word in [7u32, 1, 32, 0, /* read list */ 0, /* write list */ 1, 1, 0x1234, 4096] {
+//!     reply.extend_from_slice(&word.to_be_bytes());
+//! }
+//! reply.extend_from_slice(&0x7f00_0000_0000u64.to_be_bytes());
+//! reply.extend_from_slice(&[0; 4]); // end of the write list
+//! reply.extend_from_slice(&[0; 4]); // no reply chunk
+//! reply.extend_from_slice(&[0xab; 24]); // the RPC reply message itself
+//! let header = decode_reply(&reply)?;
+//! assert_eq!((header.xid, header.credits, header.header_len), (7, 32, 52));
+//! let ReplyKind::Msg { write_list, .. } = &header.kind else { panic!("an RDMA_MSG reply") };
+//! assert_eq!(playsim_rdma::header::placed_length(&write_list[0], &offered)?, 4096);
+//! # Ok::<(), playsim_rdma::header::HeaderError>(())
+//! ```
+//!
+//! [`NfsStorage`]: playsim_storage::nfs::NfsStorage
+// `unsafe` is allowed in `verbs` (the FFI) and `registry` (registering memory), and denied
+// everywhere else.
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
+mod connection;
+pub mod header;
+mod registry;
+mod transport;
+#[allow(unsafe_code)]
+mod verbs;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use playsim_storage::nfs::{Credential, RpcChannel, RpcConnector};
+
+pub use connection::RdmaChannel;
+use connection::{Negotiated, CREDITS_WANTED, INLINE_RECV, INLINE_SEND};
+use registry::{RegisteredBuffer, Registry};
+pub use transport::NfsRdmaTransport;
+use verbs::ProtectionDomain;
+
+/// The port NFS servers listen on for RPC-over-RDMA (RFC 8267), as the kernel client's
+/// `port=20049`.
+pub const NFS_RDMA_PORT: u16 = 20049;
+
+/// The RDMA devices this host has, by name, as `ibv_devices` lists them; or why there are
+/// none to be had (no rdma-core libraries, no kernel support).
+pub fn rdma_devices() -> Result<Vec<String>, String> {
+    match verbs::device_names() {
+        Ok(names) => Ok(names),
+        Err(e) => Err(format!("the verbs library found no RDMA support ({e})")),
+    }
+}
+
+/// The refusal of an RDMA location on a host with no RDMA device, in one line naming the
+/// device check; `None` when there is a device.
+pub fn no_device_reason() -> Option<String> {
+    match rdma_devices() {
+        Ok(names) if !names.is_empty() => None,
+        Ok(_) => Some("this host has no RDMA device (`ibv_devices` lists none): nfs+rdma:// needs a RoCE or InfiniBand NIC, or soft-RoCE (`rdma link add rxe0 type rxe netdev IF`)".into()),
+        Err(why) => Some(format!(
+            "this host has no RDMA device: {why}; check with `ibv_devices` (rdma-core's ibverbs-utils) and install rdma-core's libraries (libibverbs1, librdmacm1, ibverbs-providers)"
+        )),
+    }
+}
+
+/// Replies that came as RDMA_NOMSG (the whole RPC reply written into the call's reply
+/// chunk), by every client of the process: the listing is made by the index client, whose
+/// counters no stream's report shows, so this one counts for the process.
+static NOMSG_REPLIES: AtomicU64 = AtomicU64::new(0);
+
+/// What the connections of one client share: the protection domain (so that a frame
+/// buffer registered once serves every connection), the registry, the reply buffers, and
+/// the figures the report gives.
+pub(crate) struct Shared {
+    pd: Mutex<Option<Arc<ProtectionDomain>>>,
+    registry: Registry,
+    reply_buffers: Mutex<Vec<RegisteredBuffer>>,
+    device: Mutex<Option<String>>,
+    negotiated: Mutex<Option<Negotiated>>,
+    last_grant: AtomicU32,
+    connections: AtomicU64,
+    cpu_ns: AtomicU64,
+}
+
+impl Shared {
+    fn new() -> Shared {
+        Shared {
+            pd: Mutex::new(None),
+            registry: Registry::new(),
+            reply_buffers: Mutex::new(Vec::new()),
+            device: Mutex::new(None),
+            negotiated: Mutex::new(None),
+            last_grant: AtomicU32::new(0),
+            connections: AtomicU64::new(0),
+            cpu_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// The protection domain on `context`'s device, made by the first connection.
+    fn protection_domain(
+        &self,
+        context: *mut rdma_mummy_sys::ibv_context,
+        device: &str,
+    ) -> io::Result<Arc<ProtectionDomain>> {
+        let mut pd = lock(&self.pd);
+        if let Some(existing) = pd.as_ref() {
+            if existing.is_on(context) {
+                return Ok(Arc::clone(existing));
+            }
+            return Err(io::Error::other(format!(
+                "the route to the server now goes through device {device}, not the one this client registered its buffers on"
+            )));
+        }
+        let made = ProtectionDomain::new(context)?;
+        self.registry.set_pd(&made);
+        *pd = Some(Arc::clone(&made));
+        Ok(made)
+    }
+
+    fn note_connection(&self, device: &str, negotiated: Negotiated) {
+        *lock(&self.device) = Some(device.to_owned());
+        *lock(&self.negotiated) = Some(negotiated);
+        self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn note_grant(&self, credits: u32) {
+        self.last_grant.store(credits, Ordering::Relaxed);
+    }
+
+    fn add_cpu_ns(&self, ns: u64) {
+        self.cpu_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// A registered buffer of at least `len` bytes for a reply chunk, from the pool.
+    fn reply_buffer(self: &Arc<Self>, len: usize) -> io::Result<ReplyBuffer> {
+        let found = {
+            let mut pool = lock(&self.reply_buffers);
+            pool.iter().position(|b| b.len() >= len).map(|i| pool.swap_remove(i))
+        };
+        let buffer = match found {
+            Some(buffer) => buffer,
+            None => {
+                let pd =
+                    lock(&self.pd).clone().ok_or_else(|| io::Error::other("no RDMA connection is open"))?;
+                RegisteredBuffer::new(&pd, len, true)?
+            }
+        };
+        Ok(ReplyBuffer { buffer: Some(buffer), shared: Arc::clone(self) })
+    }
+}
+
+/// A reply-chunk buffer taken from the pool; it goes back when dropped.
+pub(crate) struct ReplyBuffer {
+    buffer: Option<RegisteredBuffer>,
+    shared: Arc<Shared>,
+}
+
+impl std::ops::Deref for ReplyBuffer {
+    type Target = RegisteredBuffer;
+    fn deref(&self) -> &RegisteredBuffer {
+        // Only `drop` takes the buffer out.
+        self.buffer.as_ref().unwrap_or_else(|| unreachable!("a reply buffer used after it went back"))
+    }
+}
+
+impl Drop for ReplyBuffer {
+    fn drop(&mut self) {
+        if let Some(buffer) = self.buffer.take() {
+            let mut pool = lock(&self.shared.reply_buffers);
+            if pool.len() < 8 {
+                pool.push(buffer);
+            }
+        }
+    }
+}
+
+/// The RPC-over-RDMA transport of an NFS client: makes its [`RdmaChannel`]s, all on one
+/// device and protection domain.
+pub struct RdmaConnector {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for RdmaConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RdmaConnector").finish_non_exhaustive()
+    }
+}
+
+impl RdmaConnector {
+    /// A connector with no connection yet.
+    pub fn new() -> RdmaConnector {
+        RdmaConnector { shared: Arc::new(Shared::new()) }
+    }
+}
+
+impl Default for RdmaConnector {
+    fn default() -> RdmaConnector {
+        RdmaConnector::new()
+    }
+}
+
+#[async_trait::async_trait]
+impl RpcConnector for RdmaConnector {
+    fn transport_name(&self) -> &'static str {
+        "nfs over rdma (playsim)"
+    }
+
+    fn proto(&self) -> &'static str {
+        "rdma"
+    }
+
+    fn default_nfs_port(&self) -> Option<u16> {
+        Some(NFS_RDMA_PORT)
+    }
+
+    fn fresh(&self) -> Arc<dyn RpcConnector> {
+        Arc::new(RdmaConnector::new())
+    }
+
+    async fn connect(&self, addr: SocketAddr, credential: &Credential) -> io::Result<Arc<dyn RpcChannel>> {
+        let shared = Arc::clone(&self.shared);
+        let credential = credential.clone();
+        let channel = tokio::task::spawn_blocking(move || RdmaChannel::connect(addr, &credential, &shared))
+            .await
+            .map_err(|e| io::Error::other(format!("the RDMA connection attempt failed: {e}")))??;
+        Ok(Arc::new(channel))
+    }
+
+    fn report_options(&self) -> Vec<(String, String)> {
+        let shared = &self.shared;
+        let negotiated = *lock(&shared.negotiated);
+        let (registrations, registered) = shared.registry.summary();
+        let mut options = vec![
+            ("rdma_device".to_owned(), lock(&shared.device).clone().unwrap_or_else(|| "none".into())),
+            ("credits_requested".to_owned(), CREDITS_WANTED.to_string()),
+            ("credits_granted".to_owned(), shared.last_grant.load(Ordering::Relaxed).to_string()),
+            ("rdma_connections_made".to_owned(), shared.connections.load(Ordering::Relaxed).to_string()),
+            ("inline_send_client".to_owned(), INLINE_SEND.to_string()),
+            ("inline_recv_client".to_owned(), INLINE_RECV.to_string()),
+            ("frame_buffers_registered".to_owned(), registrations.to_string()),
+            ("replies_in_reply_chunk_process".to_owned(), NOMSG_REPLIES.load(Ordering::Relaxed).to_string()),
+            ("registered_bytes".to_owned(), registered.to_string()),
+        ];
+        if let Some(n) = negotiated {
+            options.push(("inline_recv_server".to_owned(), n.server_recv.to_string()));
+            options.push(("inline_send_server".to_owned(), n.server_send.to_string()));
+            options.push((
+                "inline_sizes_from".to_owned(),
+                if n.from_private_data { "RFC 8797 private data" } else { "RFC 8166 defaults" }.to_owned(),
+            ));
+        }
+        options
+    }
+
+    fn background_cpu_ns(&self) -> u64 {
+        self.shared.cpu_ns.load(Ordering::Relaxed)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

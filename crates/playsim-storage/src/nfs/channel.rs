@@ -1,0 +1,203 @@
+//! How NFS calls travel: the seam between playsim's NFSv3 client and the RPC transport under
+//! it. TCP with record marking ([`super::TcpConnector`]) is one [`RpcConnector`]; RPC-over-RDMA
+//! (the `playsim-rdma` crate) is another. The client above ([`super::NfsStorage`]) is the
+//! same for both: MOUNT and portmap on TCP, handles cached, READs split by `rsize` and
+//! spread over `nconnect` channels.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The AUTH_SYS credential sent with every call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credential {
+    /// User id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+    /// The client's host name, as AUTH_SYS carries it.
+    pub machine_name: String,
+}
+
+/// Why a call got no usable reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallError {
+    /// The connection failed or closed: the call may be sent again on a new connection.
+    Connection(String),
+    /// The server answered, but not with the procedure's result (denied, no such program).
+    Rejected(String),
+    /// The server's reply could not be parsed.
+    Malformed(String),
+    /// The transport under RPC refused the call for good (RPC-over-RDMA's ERR_VERS, or a
+    /// chunk error that retrying cannot mend): the source fails with this message.
+    Fatal(String),
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Connection(m)
+            | CallError::Rejected(m)
+            | CallError::Malformed(m)
+            | CallError::Fatal(m) => f.write_str(m),
+        }
+    }
+}
+
+/// A frame buffer a READ's data may be placed in directly, named by its allocation
+/// identity ([`playsim_core::IoBuf::id`]) so that a transport that registers memory
+/// (RDMA) registers each buffer once and never mistakes a new buffer at an old address for
+/// the old one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferIdentity {
+    /// [`playsim_core::IoBuf::id`] of the buffer.
+    pub id: u64,
+    /// The address of the buffer's first byte.
+    pub base: usize,
+    /// The buffer's length in bytes now; `dest` lies inside `base..base + len`.
+    pub len: usize,
+}
+
+/// Where a READ's data goes: `dest`, a part of the frame buffer `buffer`.
+#[derive(Debug)]
+pub struct ReadInto<'a> {
+    /// The bytes to fill, as many as the READ asks for.
+    pub dest: &'a mut [u8],
+    /// The whole buffer `dest` lies in.
+    pub buffer: BufferIdentity,
+}
+
+/// One RPC call for a channel to send.
+#[derive(Debug)]
+pub struct RpcCall<'a> {
+    /// The RPC program, version and procedure.
+    pub program: u32,
+    /// The program's version.
+    pub version: u32,
+    /// The procedure number.
+    pub procedure: u32,
+    /// The procedure's arguments, XDR-encoded.
+    pub args: &'a [u8],
+    /// For a READ: where its data may go without a copy.
+    pub read_into: Option<ReadInto<'a>>,
+    /// The largest reply the call may get, in bytes (for READDIRPLUS, its `maxcount` and the
+    /// headers): a transport whose replies come inline only up to a size (RPC-over-RDMA)
+    /// offers a reply chunk of this size for a call that may exceed it.
+    pub max_reply: usize,
+}
+
+/// The accepted result of a call: the reply message, and where the procedure's result
+/// starts.
+pub struct Reply {
+    message: Vec<u8>,
+    start: usize,
+    recycle: Option<Box<dyn FnOnce(Vec<u8>) + Send + Sync>>,
+}
+
+impl fmt::Debug for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reply").field("len", &self.message.len()).field("start", &self.start).finish()
+    }
+}
+
+impl Reply {
+    /// The reply to a call from its RPC reply message (no record mark): checks that the call
+    /// was accepted and succeeded, and finds where the procedure's result starts. `recycle`
+    /// gets the message's buffer back when the reply is dropped.
+    pub fn accept(
+        message: Vec<u8>,
+        recycle: Option<Box<dyn FnOnce(Vec<u8>) + Send + Sync>>,
+    ) -> Result<Reply, CallError> {
+        let start = super::rpc::accepted_result_start(&message)?;
+        Ok(Reply { message, start, recycle })
+    }
+
+    /// The procedure's result bytes.
+    pub fn body(&self) -> &[u8] {
+        &self.message[self.start..]
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        if let Some(recycle) = self.recycle.take() {
+            recycle(std::mem::take(&mut self.message));
+        }
+    }
+}
+
+/// What a call got back.
+#[derive(Debug)]
+pub enum Answer {
+    /// The accepted reply, to be parsed; a READ's data, if any, is inside it.
+    Reply(Reply),
+    /// A successful READ whose data the transport read straight into `read_into.dest`
+    /// (TCP): the bytes read and whether the file ends there.
+    Data {
+        /// Bytes read.
+        n: usize,
+        /// True when the file ends there.
+        eof: bool,
+    },
+    /// A READ reply whose data the server placed straight into `read_into.dest` (RDMA Write
+    /// into a Write chunk): `placed` bytes, the length the reply's write list gives. The
+    /// reply's READ result has its data removed (RFC 8267's reduced data item): its opaque
+    /// length stays, its bytes do not.
+    Placed {
+        /// The reply, without the data.
+        reply: Reply,
+        /// Bytes the server wrote into `dest`.
+        placed: usize,
+    },
+}
+
+/// One connection to an RPC service, carrying many calls at once.
+#[async_trait::async_trait]
+pub trait RpcChannel: Send + Sync + fmt::Debug {
+    /// True once the channel has failed; calls on it fail at once, and the pool replaces it.
+    fn is_broken(&self) -> bool;
+
+    /// Sends `call` and waits for its reply. A channel that fails fails every call waiting on
+    /// it with [`CallError::Connection`]. Dropping the future before the reply arrives must
+    /// leave no way for the reply's data to land in `call.read_into` later (break the
+    /// channel if need be).
+    async fn call(&self, call: RpcCall<'_>) -> Result<Answer, CallError>;
+}
+
+/// Makes [`RpcChannel`]s to the NFS service: the transport of an NFS client.
+#[async_trait::async_trait]
+pub trait RpcConnector: Send + Sync + fmt::Debug {
+    /// The transport as reports name it: `nfs` for TCP, `nfs over rdma (playsim)`.
+    fn transport_name(&self) -> &'static str;
+
+    /// The `proto` option reports give (`tcp`, `rdma`), as a kernel mount's options would.
+    fn proto(&self) -> &'static str;
+
+    /// The NFS port to use when the URL gives none: `None` asks the portmapper (TCP);
+    /// RPC-over-RDMA uses 20049, as the kernel client does.
+    fn default_nfs_port(&self) -> Option<u16>;
+
+    /// Opens one channel to the NFS service at `addr`, sending `credential` with each call.
+    async fn connect(
+        &self,
+        addr: SocketAddr,
+        credential: &Credential,
+    ) -> std::io::Result<Arc<dyn RpcChannel>>;
+
+    /// A connector of the same kind and settings with none of this one's state (its
+    /// connections' device resources, registered memory, counters), for another client:
+    /// each stream reads through a client of its own, whose CPU and counters are its own.
+    fn fresh(&self) -> Arc<dyn RpcConnector>;
+
+    /// What the transport adds to the report's storage options (device, credits granted,
+    /// inline sizes), as `(key, value)` pairs; read at the end of a run.
+    fn report_options(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// CPU time the transport spent outside the callers' polls (completion threads), in
+    /// nanoseconds, so far: added to the storage's CPU.
+    fn background_cpu_ns(&self) -> u64 {
+        0
+    }
+}
