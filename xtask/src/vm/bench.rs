@@ -247,7 +247,7 @@ fn render(runs: &[Run], why_none: &str, rdma_rsize: &str) -> (String, Vec<String
     let n_rounds = runs.iter().map(|r| r.round).max().unwrap_or(0);
     let _ = writeln!(
         table,
-        "bench rows in the guest: one file set (12 frametest 2k frames, 150 MB), {n_rounds} rounds, rows in \
+        "bench rows in the guest: one file set (8 frametest 2k frames, 100 MB), {n_rounds} rounds, rows in \
          alternation, caches dropped before each run; median (min-max); CPU is the whole guest's \
          (user+system+irq+softirq from /proc/stat); kernel RDMA mount {rdma_rsize}"
     );
