@@ -7,13 +7,19 @@
 //! repository, keyed on the kernel package's version and the package list. Each run boots it
 //! (read-only, `snapshot=on`) with two 9p shares: `payload` (the host-built playsim, the guest
 //! script `xtask/vm/guest.sh`, generated DPX and EXR sequences and their md5s) and `out` (where
-//! the guest writes its reports). The guest plays each sequence from a `proto=tcp` and a
-//! `proto=rdma` mount of the same export, caches dropped before each run, and checks the
-//! decoded frames against the host's md5s. While it waits, the host reads the same export with
-//! playsim's userspace NFS client through qemu's hostfwd ports. Then the guest powers off and
-//! the host prints the runs side by side.
+//! the guest writes its reports). The guest decodes each sequence over four paths to the same
+//! export, caches dropped before each run, and checks the decoded frames against the host's
+//! md5s: a `proto=tcp` and a `proto=rdma` kernel mount, playsim's own NFS client over TCP
+//! (`nfs://`) and over RDMA (`nfs+rdma://`, issue 18). It makes one paced run per path,
+//! restarts nfsd in the middle of an `nfs+rdma://` run (which must count storage drops and a
+//! reconnect, and finish its report), and measures the bench rows ([`bench`]). While it then
+//! waits, the host reads the same export with playsim's userspace NFS client through qemu's
+//! hostfwd ports. Then the guest powers off and the host checks the reports ([`checks`]) and
+//! prints the runs side by side.
 
-use std::collections::BTreeMap;
+mod bench;
+mod checks;
+
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -35,7 +41,9 @@ const VM_PACKAGES: &[Package] = &[
     Package { name: "e2fsprogs", why: "mkfs.ext4 -d makes the guest image without a loop mount" },
 ];
 
-/// Guest packages besides the libraries the playsim binary links.
+/// Guest packages besides the libraries the playsim binary links. playsim's RDMA transport
+/// loads libibverbs and librdmacm with dlopen at run time (rdma-mummy-sys), so ldd does not
+/// name them: they are listed here, with the tools the bench rows and checks run.
 const GUEST_PACKAGES: &[&str] = &[
     "linux-image-amd64",
     "initramfs-tools",
@@ -49,6 +57,14 @@ const GUEST_PACKAGES: &[&str] = &[
     "rdma-core",
     "ibverbs-providers",
     "busybox",
+    // Loaded by playsim's nfs+rdma:// transport at run time, not linked.
+    "libibverbs1",
+    "librdmacm1",
+    // ibv_devices, rping and ib_write_bw (the verbs limit), fio (the kernel mount's row).
+    "ibverbs-utils",
+    "rdmacm-utils",
+    "perftest",
+    "fio",
 ];
 
 /// Frames per sequence: soft-RoCE under emulation moves 35-50 MB/s, so keep the media small.
@@ -76,15 +92,21 @@ struct Outcome {
     out: PathBuf,
     /// The playsim that ran, whose `compare` prints them.
     playsim: PathBuf,
-    /// Lines of the guest's results file.
+    /// Lines of the guest's results file, with the host's verdicts on the fault run and the
+    /// bench rows appended.
     results: Vec<String>,
+    /// Every check that failed; the tier fails when there is one, after printing the outcome.
+    failures: Vec<String>,
+    /// The bench rows' table.
+    bench_table: String,
     elapsed: Duration,
 }
 
 /// Runs the whole tier and prints the side-by-side comparison.
 pub fn run(args: &VmArgs) -> Result<()> {
     let outcome = run_tier(args)?;
-    print_outcome(&outcome)
+    print_outcome(&outcome)?;
+    verdict(&outcome)
 }
 
 /// The tier inside `cargo xtask test`: runs when this machine can boot the guest, and says
@@ -96,9 +118,22 @@ pub fn test_tier() -> Result<()> {
     }
     let outcome = run_tier(&VmArgs::default())?;
     print_outcome(&outcome)?;
+    verdict(&outcome)?;
     println!(
-        "vm tier: RAN in {:.0} s: kernel NFS over TCP and over RDMA (soft-RoCE), frames bit-exact",
+        "vm tier: RAN in {:.0} s: kernel NFS and playsim's own client, each over TCP and over RDMA \
+         (soft-RoCE), frames bit-exact",
         outcome.elapsed.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Fails when any check failed, listing them and the results file.
+fn verdict(outcome: &Outcome) -> Result<()> {
+    ensure!(
+        outcome.failures.is_empty(),
+        "the guest tier failed:\n  {}\n(results:\n  {})",
+        outcome.failures.join("\n  "),
+        outcome.results.join("\n  ")
     );
     Ok(())
 }
@@ -127,7 +162,7 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
     deps::run()?;
     deps::ensure(VM_PACKAGES)?;
     let target = crate::target_dir()?;
-    let playsim = crate::build_playsim(&target)?;
+    let playsim = build_playsim(&target)?;
     let image = ensure_image(args, &playsim)?;
     let work = target.join("vm");
     let payload = work.join("payload");
@@ -138,72 +173,106 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
     let (nfs_port, mount_port) = (free_port()?, free_port()?);
     boot_and_run(&image, &payload, &out, &playsim, nfs_port, mount_port)?;
 
-    let results: Vec<String> = fs::read_to_string(out.join("results.txt"))
+    let mut results: Vec<String> = fs::read_to_string(out.join("results.txt"))
         .context("the guest wrote no results")?
         .lines()
         .map(str::to_owned)
         .collect();
-    let mut reports = BTreeMap::new();
+    // The host's verdicts on the fault run and the bench rows join the results file.
+    let bench = bench::evaluate(&out);
+    let mut verdicts = vec![fault_line(&out)];
+    verdicts.extend(bench.lines);
+    let mut file = fs::OpenOptions::new().append(true).open(out.join("results.txt"))?;
+    for line in &verdicts {
+        writeln!(file, "{line}")?;
+    }
+    results.extend(verdicts);
+
+    let mut failures: Vec<String> = results.iter().filter(|l| checks::is_failure(l)).cloned().collect();
+    let mut expected: Vec<(String, String)> = Vec::new();
+    for seq in ["dpx", "exr"] {
+        for path in ["tcp", "rdma", "userspace-tcp", "userspace-tcp-guest", "userspace-rdma"] {
+            expected.push((format!("MD5 {seq} {path} "), format!("MD5 {seq} {path} OK")));
+        }
+    }
+    expected.push(("SCENARIO tcp-vs-rdma ".into(), "SCENARIO tcp-vs-rdma OK".into()));
+    for path in checks::GUEST_PATHS {
+        expected.push((format!("PACED {path} "), format!("PACED {path} OK")));
+    }
+    expected.push(("FAULT rdma ".into(), "FAULT rdma OK".into()));
+    for (prefix, line) in &expected {
+        // A line that failed is already among the failures; a line missing altogether is one.
+        if !results.iter().any(|l| l.starts_with(prefix.as_str())) {
+            failures.push(format!("no `{line}` in the results"));
+        }
+    }
+
+    // Each report names its transport; the paced runs are complete.
     for seq in ["dpx", "exr"] {
         for transport in ["tcp", "rdma", "userspace-tcp"] {
             let path = out.join(format!("{seq}-{transport}.json"));
-            let text = fs::read_to_string(&path).with_context(|| format!("no report {}", path.display()))?;
-            let report: Value =
-                serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-            reports.insert((seq.to_owned(), transport.to_owned()), report);
+            let checked = load_report(&path).and_then(|r| checks::check_label(transport, &r));
+            if let Err(e) = checked {
+                failures.push(format!("{seq} over {transport}: {e}"));
+            }
         }
     }
     // The scenario's two runs: a kernel mount each, named in the report like `play`'s.
     for transport in ["tcp", "rdma"] {
         let path = out.join("scenario").join(format!("pair-{transport}-1.json"));
-        let text =
-            fs::read_to_string(&path).with_context(|| format!("no scenario report {}", path.display()))?;
-        let report: Value =
-            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        reports.insert(("scenario".to_owned(), transport.to_owned()), report);
-    }
-    let failures: Vec<&String> =
-        results.iter().filter(|l| !l.contains(" OK") && !l.starts_with("LDD OK")).collect();
-    ensure!(failures.is_empty(), "the guest tier failed:\n{}", results.join("\n"));
-    for seq in ["dpx", "exr"] {
-        for transport in ["tcp", "rdma", "userspace-tcp"] {
-            let line = format!("MD5 {seq} {transport} OK");
-            ensure!(
-                results.iter().any(|l| l.starts_with(&line)),
-                "no `{line}` in the results:\n{}",
-                results.join("\n")
-            );
+        let checked = load_report(&path).and_then(|r| checks::check_label(transport, &r));
+        if let Err(e) = checked {
+            failures.push(format!("scenario over {transport}: {e}"));
         }
     }
-    ensure!(
-        results.iter().any(|l| l.starts_with("SCENARIO tcp-vs-rdma OK")),
-        "no `SCENARIO tcp-vs-rdma OK` in the results:\n{}",
-        results.join("\n")
-    );
-    check_labels(&reports)?;
-    Ok(Outcome { out, playsim, results, elapsed: start.elapsed() })
+    for path in checks::GUEST_PATHS {
+        let file = out.join(format!("paced-{path}.json"));
+        let checked = load_report(&file)
+            .and_then(|r| checks::check_complete(&r).and_then(|()| checks::check_label(path, &r)));
+        if let Err(e) = checked {
+            failures.push(format!("paced run over {path}: {e}"));
+        }
+    }
+    Ok(Outcome { out, playsim, results, failures, bench_table: bench.table, elapsed: start.elapsed() })
 }
 
-/// Each kernel-mount report names its transport, from the mount's options.
-fn check_labels(reports: &BTreeMap<(String, String), Value>) -> Result<()> {
-    for ((seq, transport), report) in reports {
-        let storage = &report["streams"][0]["storage"];
-        match transport.as_str() {
-            "userspace-tcp" => ensure!(
-                storage["transport"] == "nfs",
-                "{seq} {transport}: transport {}",
-                storage["transport"]
-            ),
-            _ => {
-                let proto = &storage["mount"]["options"]["proto"];
-                ensure!(
-                    proto == transport.as_str(),
-                    "{seq} over {transport}: the report's mount says proto={proto}"
-                );
-            }
-        }
+/// A report the guest or the host wrote, parsed.
+fn load_report(path: &Path) -> std::result::Result<Value, String> {
+    let text = fs::read_to_string(path).map_err(|e| format!("no report {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("parsing {}: {e}", path.display()))
+}
+
+/// The results line of the server fault in the middle of the nfs+rdma run, from what the guest
+/// left in `out`: the exit status, the report, stderr and when nfsd stopped and came back.
+fn fault_line(out: &Path) -> String {
+    let read = |name: &str| fs::read_to_string(out.join(name)).unwrap_or_default();
+    let exit = read("fault-rdma.exit").trim().parse().ok();
+    let report = load_report(&out.join("fault-rdma.json")).ok();
+    let stderr = read("fault-rdma.err");
+    let timeline = read("fault-rdma.timeline");
+    checks::fault_line(&checks::FaultRun {
+        exit,
+        report: report.as_ref(),
+        stderr: &stderr,
+        timeline: &timeline,
+    })
+}
+
+/// The release playsim, with the `rdma` feature when the workspace has one, so that the guest
+/// can read `nfs+rdma://` whether or not the feature is on by default.
+fn build_playsim(target: &Path) -> Result<PathBuf> {
+    let metadata = process::read(process::cargo().args(["metadata", "--format-version", "1", "--no-deps"]))?;
+    let metadata: Value = serde_json::from_str(&metadata).context("cannot parse cargo metadata")?;
+    let has_rdma = metadata["packages"]
+        .as_array()
+        .and_then(|packages| packages.iter().find(|p| p["name"] == "playsim"))
+        .is_some_and(|playsim| playsim["features"].get("rdma").is_some());
+    if !has_rdma {
+        println!("vm: playsim has no `rdma` feature yet: its nfs+rdma:// lines will fail");
+        return crate::build_playsim(target);
     }
-    Ok(())
+    process::run(process::cargo().args(["build", "--release", "--bin", "playsim", "--features", "rdma"]))?;
+    Ok(target.join("release").join(format!("playsim{}", std::env::consts::EXE_SUFFIX)))
 }
 
 /// The cache directory for images.
@@ -512,7 +581,8 @@ fn host_checks(playsim: &Path, payload: &Path, out: &Path, nfs_port: u16, mount_
 }
 
 /// Prints each sequence's runs side by side with `playsim compare`: kernel NFS over TCP (the
-/// baseline), over RDMA, and playsim's userspace client over TCP from the host.
+/// baseline), over RDMA, and playsim's userspace client over TCP from the host; then the
+/// scenario's table, the paced run of each of the guest's four paths, and the bench rows.
 fn print_outcome(outcome: &Outcome) -> Result<()> {
     println!("\nvm results:\n  {}", outcome.results.join("\n  "));
     for seq in ["dpx", "exr"] {
@@ -534,10 +604,26 @@ fn print_outcome(outcome: &Outcome) -> Result<()> {
             &scenario[at..]
         );
     }
+    // The paced run of each path, the kernel's TCP mount first as the baseline.
+    let paced: Vec<PathBuf> = checks::GUEST_PATHS
+        .iter()
+        .map(|path| outcome.out.join(format!("paced-{path}.json")))
+        .filter(|report| report.exists())
+        .collect();
+    println!("\npaced: {PRESET} DPX, --fps 24 --frames 48 --loop, one run per path (kernel mounts cold)");
+    if paced.is_empty() {
+        println!("  no paced report was written");
+    } else {
+        let table = Command::new(&outcome.playsim).arg("compare").args(&paced).output()?;
+        ensure!(table.status.success(), "playsim compare failed: {}", String::from_utf8_lossy(&table.stderr));
+        print!("{}", String::from_utf8_lossy(&table.stdout));
+    }
+    println!("\n{}", outcome.bench_table);
     println!(
         "soft-RoCE is RDMA done in software by the guest's emulated CPU: these figures show that the\n\
          path works and is labelled, not that RDMA is faster (see README, \"RDMA on real hardware\")."
     );
+    println!("vm: the tier took {:.0} s", outcome.elapsed.as_secs_f64());
     Ok(())
 }
 

@@ -1,10 +1,15 @@
 #!/bin/bash
 # PID 1 of the test guest (`cargo xtask vm`): brings up soft-RoCE (rdma_rxe) and the kernel NFS
-# server on a tmpfs export, mounts the export twice (proto=tcp and proto=rdma,port=20049), and
-# for each sequence in /payload/media plays it from both mounts with caches dropped before each
-# run, checking the decoded frames against the md5s the host computed. Then it tells the host it
-# may read the export with playsim's own NFS client (hostfwd), waits for /out/poweroff, and
-# powers off. Every result goes to /out; the console says PLAYSIM-GUEST-DONE or -FAIL.
+# server on a tmpfs export, and reads the export over four paths: a proto=tcp and a proto=rdma
+# kernel mount, playsim's own NFS client over TCP (nfs://) and over RDMA (nfs+rdma://, port
+# 20049; MOUNT over TCP to rpc.mountd). For each sequence in /payload/media it decodes every
+# frame over each path and checks them against the md5s the host computed, plays it from the
+# kernel mounts with caches dropped before each run, makes one paced run per path, survives a
+# server restart in the middle of an nfs+rdma run, and measures the bench rows (fio on the
+# kernel RDMA mount, playsim's clients, ib_write_bw). Then it tells the host it may read the
+# export with playsim's own NFS client (hostfwd), waits for /out/poweroff, and powers off.
+# Every result goes to /out (results.txt, the JSON reports, bench-runs.tsv); the console says
+# PLAYSIM-GUEST-DONE or -FAIL. The host judges the JSON reports: this script only records.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 say() { echo "PLAYSIM-GUEST: $* (uptime $(cut -d' ' -f1 /proc/uptime) s)"; }
 die() { echo "PLAYSIM-GUEST-FAIL: $*"; echo "FAIL $*" >> /out/results.txt; sync; echo o > /proc/sysrq-trigger; sleep 10; }
@@ -24,6 +29,10 @@ if ldd /payload/playsim | grep -q "not found"; then
   die "libraries missing in the guest: $(ldd /payload/playsim | grep 'not found' | awk '{print $1}' | tr '\n' ' ')"
 fi
 echo "LDD OK" >> /out/results.txt
+# Runs use a copy on tmpfs, which dropping the caches leaves in memory: otherwise every cold
+# run would first read the binary again over 9p, seconds of the guest's CPU under TCG.
+PLAYSIM=/tmp/playsim
+cp /payload/playsim "$PLAYSIM" || die "copying playsim to /tmp"
 
 # Network: the NIC's name varies (ens3, eth0); MTU 9000 lets rxe use 4096-byte packets.
 modprobe virtio_net
@@ -64,19 +73,44 @@ grep -E ' nfs ' /proc/mounts
 say "mounted over tcp and rdma"
 
 cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+# Root may lock memory without limit anyway; the RDMA client registers whole frame buffers.
+ulimit -l unlimited
+# The source of sequence $2 over path $1. playsim's own clients are given the ports (rpc.mountd
+# on 20048, nfsd on 2049 and, for RDMA, 20049 by default) so that no portmap call is needed.
+source_of() {
+  case $1 in
+    tcp|rdma) echo "/mnt/$1/$2" ;;
+    userspace-tcp-guest) echo "nfs://10.0.2.15/export/$2?mountport=20048&nfsport=2049" ;;
+    userspace-rdma) echo "nfs+rdma://10.0.2.15/export/$2?mountport=20048" ;;
+  esac
+}
+# Why a command failed, in one line: its exit status and the last line it wrote to stderr.
+why() { echo "exit $1: $(grep -v '^[[:space:]]*$' "$2" 2>/dev/null | tail -1)"; }
+# Decodes every frame of sequence $1 over path $2 from cold caches and checks the md5s.
+check_md5() {
+  local seq=$1 t=$2 rc
+  cold
+  timeout 600 "$PLAYSIM" decode --md5 "$(source_of "$t" "$seq")" > "/out/$seq-$t.md5" 2> "/out/$seq-$t.md5.err"
+  rc=$?
+  if [ $rc != 0 ]; then
+    echo "MD5 $seq $t FAILED ($(why $rc "/out/$seq-$t.md5.err"))" >> /out/results.txt
+    tail -5 "/out/$seq-$t.md5.err"
+  elif cmp -s "/out/$seq-$t.md5" "/payload/expected/$seq.md5"; then
+    echo "MD5 $seq $t OK $(wc -l < "/out/$seq-$t.md5") frames" >> /out/results.txt
+  else
+    echo "MD5 $seq $t MISMATCH" >> /out/results.txt
+  fi
+}
 for seq in $(ls /payload/media); do
   for t in tcp rdma; do
+    check_md5 "$seq" "$t"
     cold
-    if timeout 600 /payload/playsim decode --md5 "/mnt/$t/$seq" > "/out/$seq-$t.md5" 2> "/out/$seq-$t.md5.err" \
-       && cmp -s "/out/$seq-$t.md5" "/payload/expected/$seq.md5"; then
-      echo "MD5 $seq $t OK $(wc -l < "/out/$seq-$t.md5") frames" >> /out/results.txt
-    else
-      echo "MD5 $seq $t MISMATCH" >> /out/results.txt
-      cat "/out/$seq-$t.md5.err"
-    fi
-    cold
-    timeout 600 /payload/playsim play "/mnt/$t/$seq" --fps max --quiet --json "/out/$seq-$t.json" \
+    timeout 600 "$PLAYSIM" play "/mnt/$t/$seq" --fps max --quiet --json "/out/$seq-$t.json" \
       > "/out/$seq-$t.txt" 2>&1 || echo "PLAY $seq $t FAILED (exit $?)" >> /out/results.txt
+    say "$seq over $t done"
+  done
+  for t in userspace-tcp-guest userspace-rdma; do
+    check_md5 "$seq" "$t"
     say "$seq over $t done"
   done
 done
@@ -96,7 +130,7 @@ name = "rdma"
 [[run.stream]]
 source = "/mnt/rdma/dpx"
 TOML
-if timeout 600 /payload/playsim run /tmp/pair.toml --quiet --json-dir /out/scenario > /out/scenario.txt 2>&1; then
+if timeout 600 "$PLAYSIM" run /tmp/pair.toml --quiet --json-dir /out/scenario > /out/scenario.txt 2>&1; then
   echo "SCENARIO tcp-vs-rdma OK" >> /out/results.txt
 else
   echo "SCENARIO tcp-vs-rdma FAILED (exit $?)" >> /out/results.txt
@@ -104,6 +138,111 @@ else
 fi
 say "scenario done"
 grep -E 'xprt' /proc/self/mountstats | sort | uniq -c
+grep ' nfs ' /proc/mounts > /out/mounts.txt
+
+# One paced run per path: the DPX sequence at 24 fps, 48 frames, looping, cold caches for the
+# kernel mounts (playsim's own clients have no cache). The host compares the four reports and
+# checks each one's storage label.
+PATHS="tcp rdma userspace-tcp-guest userspace-rdma"
+for t in $PATHS; do
+  cold
+  timeout 300 "$PLAYSIM" play "$(source_of "$t" dpx)" --fps 24 --frames 48 --loop --quiet \
+    --json "/out/paced-$t.json" > "/out/paced-$t.txt" 2> "/out/paced-$t.err"
+  rc=$?
+  if [ $rc = 0 ]; then
+    echo "PACED $t OK" >> /out/results.txt
+  else
+    echo "PACED $t FAILED ($(why $rc "/out/paced-$t.err"))" >> /out/results.txt
+  fi
+done
+say "paced runs done"
+
+# Bench rows (issue 18, point 5): one file set of 8 frametest 2k frames (100 MB: the rows take
+# 15-60 MB/s under TCG, and the tier's time is short), then rounds in which each
+# row runs once, in alternation, from cold caches. The whole guest's CPU comes from /proc/stat
+# (user+nice, system, irq, softirq), because the kernel client's work runs in kworkers and
+# softirq, not in fio's process; knfsd and rxe share the guest, the same for every row. The
+# host reads each run's output for its bytes and MB/s and prints the table; a run that fails
+# is recorded with its exit status and never fails the tier.
+BENCH_ROUNDS=3
+HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+mkdir -p /out/bench
+printf 'row\tround\texit\twall_s\tuser_s\tsystem_s\tirq_s\tsoftirq_s\toutput\n' > /out/bench-runs.tsv
+bench_cpu() { awk '/^cpu /{print $2+$3, $4, $7, $8}' /proc/stat; }
+# bench_run ROW ROUND OUTPUT FIGURES COMMAND...: one run, its stdout in /out/bench/OUTPUT; the
+# file in /out/bench that holds its figures is FIGURES (the stdout itself, or a --json file),
+# and its stderr is FIGURES.err.
+bench_run() {
+  local row=$1 round=$2 out=$3 figures=$4 rc c0 c1 t0 t1
+  shift 4
+  cold
+  # The data's caches are dropped; the program and its libraries are loaded again before the
+  # clock starts, so that no row pays for reading its binary back from the disk.
+  "$1" --version > /dev/null 2>&1
+  c0=$(bench_cpu); t0=$(date +%s.%N)
+  timeout 300 "$@" > "/out/bench/$out" 2> "/out/bench/$figures.err"
+  rc=$?
+  t1=$(date +%s.%N); c1=$(bench_cpu)
+  echo "$row $round $rc $t0 $t1 $c0 $c1 $figures" | awk -v hz="$HZ" '{
+    printf "%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", $1, $2, $3, $5 - $4,
+      ($10 - $6) / hz, ($11 - $7) / hz, ($12 - $8) / hz, ($13 - $9) / hz, $14 }' >> /out/bench-runs.tsv
+  [ $rc = 0 ] || echo "bench $row round $round: $(why $rc "/out/bench/$figures.err")"
+}
+# The verbs limit: ib_write_bw's server in the background (not measured: it waits in accept),
+# the client measured; 100 x 1 MiB, about a file set's worth. Both connect with rdma_cm (-R), as NFS
+# over RDMA does, so no GID index has to be chosen.
+ib_write_pair() {
+  local round=$1 server i
+  ib_write_bw -d rxe0 -R -s 1048576 -n 100 -F > "/out/bench/ib_write_bw-server-$round.txt" 2>&1 &
+  server=$!
+  sleep 1
+  bench_run ib_write_bw "$round" "ib_write_bw-$round.txt" "ib_write_bw-$round.txt" ib_write_bw -d rxe0 -R -s 1048576 -n 100 -F 10.0.2.15
+  for i in $(seq 20); do kill -0 $server 2>/dev/null || break; sleep 0.5; done
+  kill $server 2>/dev/null; wait $server 2>/dev/null
+}
+if timeout 300 "$PLAYSIM" frametest -w 2k -n 8 /export/ft > /out/bench/frametest-write.txt 2>&1; then
+  for round in $(seq $BENCH_ROUNDS); do
+    bench_run kernel-rdma-fio "$round" "kernel-rdma-fio-$round.json" "kernel-rdma-fio-$round.json" \
+      fio --name=r --opendir=/mnt/rdma/ft --rw=read --bs=1M --iodepth=16 --ioengine=libaio --direct=1 \
+      --output-format=json
+    bench_run playsim-nfs-rdma "$round" "playsim-nfs-rdma-$round.txt" "playsim-nfs-rdma-$round.json" \
+      "$PLAYSIM" frametest -r -t 1 --rsize 1M "$(source_of userspace-rdma ft)" \
+      --json "/out/bench/playsim-nfs-rdma-$round.json"
+    bench_run playsim-nfs-tcp "$round" "playsim-nfs-tcp-$round.txt" "playsim-nfs-tcp-$round.json" \
+      "$PLAYSIM" frametest -r -t 1 --rsize 1M "$(source_of userspace-tcp-guest ft)" \
+      --json "/out/bench/playsim-nfs-tcp-$round.json"
+    ib_write_pair "$round"
+    say "bench round $round done"
+  done
+else
+  echo "bench: writing the frametest frames failed:"; tail -5 /out/bench/frametest-write.txt
+  cp /out/bench/frametest-write.txt /out/bench/frametest-write.failed
+fi
+rm -rf /export/ft
+
+# A server fault in the middle of an nfs+rdma run: about 5 s in, nfsd stops (which closes its
+# RDMA connections: removing the listener alone would leave them up); about 3 s later it comes
+# back with its RDMA listener. The host checks the report: complete, storage drops, a reconnect.
+: > /out/fault-rdma.timeline
+( timeout 120 "$PLAYSIM" play "$(source_of userspace-rdma dpx)" --fps 24 --duration 20s --loop \
+    --quiet --json /out/fault-rdma.json > /out/fault-rdma.txt 2> /out/fault-rdma.err
+  echo $? > /out/fault-rdma.exit ) &
+runner=$!
+sleep 5
+if kill -0 $runner 2>/dev/null; then
+  rpc.nfsd 0
+  echo "nfsd stopped at uptime $(cut -d' ' -f1 /proc/uptime) s" >> /out/fault-rdma.timeline
+  sleep 3
+  rpc.nfsd 8 || echo "FAULT rdma FAILED (rpc.nfsd 8 did not restart nfsd)" >> /out/results.txt
+  echo "rdma 20049" > /proc/fs/nfsd/portlist \
+    || echo "FAULT rdma FAILED (the RDMA listener did not come back)" >> /out/results.txt
+  echo "nfsd back at uptime $(cut -d' ' -f1 /proc/uptime) s: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)" \
+    >> /out/fault-rdma.timeline
+else
+  echo "the run ended before the fault" >> /out/fault-rdma.timeline
+fi
+wait $runner
+say "fault run done (exit $(cat /out/fault-rdma.exit 2>/dev/null))"
 sync
 
 echo "PLAYSIM-GUEST-READY-FOR-HOST"

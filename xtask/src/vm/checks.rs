@@ -1,0 +1,173 @@
+//! What the host checks in the guest's reports: each path's storage label, that the paced runs
+//! completed, and that the nfs+rdma run survived the server's restart (issue 18, point 4).
+
+use serde_json::Value;
+
+/// The paths the guest reads the export over, as its results lines and report names spell them.
+pub const GUEST_PATHS: [&str; 4] = ["tcp", "rdma", "userspace-tcp-guest", "userspace-rdma"];
+
+/// The transport playsim's own RPC-over-RDMA client names in its reports.
+pub const RDMA_TRANSPORT: &str = "nfs over rdma (playsim)";
+
+/// Checks that a report read over `path` names that path's transport: a kernel mount's proto
+/// (`tcp`, `rdma`) from the mount's options, playsim's own clients by their transport and proto.
+/// `userspace-tcp` is the host's read through qemu's hostfwd.
+pub fn check_label(path: &str, report: &Value) -> Result<(), String> {
+    let storage = &report["streams"][0]["storage"];
+    let transport = &storage["transport"];
+    let proto = &storage["options"]["proto"];
+    let (want_transport, want_proto) = match path {
+        "userspace-tcp" => ("nfs", None),
+        "userspace-tcp-guest" => ("nfs", Some("tcp")),
+        "userspace-rdma" => (RDMA_TRANSPORT, Some("rdma")),
+        _ => {
+            let proto = &storage["mount"]["options"]["proto"];
+            return if proto == path {
+                Ok(())
+            } else {
+                Err(format!("the report's mount says proto={proto}, not {path}"))
+            };
+        }
+    };
+    if transport != want_transport {
+        return Err(format!("transport {transport}, not \"{want_transport}\""));
+    }
+    match want_proto {
+        Some(want) if proto != want => Err(format!("storage.options.proto {proto}, not \"{want}\"")),
+        _ => Ok(()),
+    }
+}
+
+/// Checks that a run's report is complete: every frame fell due and was presented or dropped.
+pub fn check_complete(report: &Value) -> Result<(), String> {
+    match report["status"].as_str() {
+        Some("complete") => Ok(()),
+        Some(status) => {
+            Err(format!("status {status}: {}", report["error"].as_str().unwrap_or("no error given")))
+        }
+        None => Err("the report has no status".to_owned()),
+    }
+}
+
+/// What the guest left of the fault run.
+pub struct FaultRun<'a> {
+    /// The exit status of `playsim play`, when it ended.
+    pub exit: Option<i32>,
+    /// Its report, when it wrote one that parses.
+    pub report: Option<&'a Value>,
+    /// Its stderr.
+    pub stderr: &'a str,
+    /// When the guest stopped and restarted nfsd.
+    pub timeline: &'a str,
+}
+
+/// The results line of the fault run: `FAULT rdma OK drops=N reconnects=M` when playsim exited
+/// 0 with a complete report, the fault was injected while it ran, and the report counts storage
+/// drops and at least one reconnect; else `FAULT rdma FAILED (why)`.
+pub fn fault_line(run: &FaultRun<'_>) -> String {
+    match fault_verdict(run) {
+        Ok((drops, reconnects)) => format!("FAULT rdma OK drops={drops} reconnects={reconnects}"),
+        Err(why) => format!("FAULT rdma FAILED ({why})"),
+    }
+}
+
+fn fault_verdict(run: &FaultRun<'_>) -> Result<(u64, u64), String> {
+    let exit = run.exit.ok_or("playsim play did not finish")?;
+    if exit != 0 {
+        let why = run.stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        return Err(format!("exit {exit}: {why}"));
+    }
+    if !run.timeline.contains("nfsd back") {
+        return Err(format!("the fault was not injected: {}", run.timeline.trim()));
+    }
+    let report = run.report.ok_or("no report fault-rdma.json")?;
+    check_complete(report)?;
+    let drops = report["totals"]["dropped"]["storage"].as_u64().ok_or("no totals.dropped.storage")?;
+    let reconnects = report["streams"][0]["storage"]["options"]["reconnects"]
+        .as_str()
+        .and_then(|r| r.parse::<u64>().ok())
+        .ok_or("no streams[0].storage.options.reconnects")?;
+    if drops == 0 || reconnects == 0 {
+        return Err(format!(
+            "drops={drops} reconnects={reconnects}: a server restart must show as storage drops and a reconnect"
+        ));
+    }
+    Ok((drops, reconnects))
+}
+
+/// Whether a results line records a failure. `BENCH` lines never do: bench rows print what
+/// they got and never fail the tier.
+pub fn is_failure(line: &str) -> bool {
+    if line.starts_with("BENCH ") {
+        return false;
+    }
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let bad = words.iter().any(|w| matches!(*w, "FAILED" | "MISMATCH" | "FAIL"));
+    bad || !words.contains(&"OK")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn report(transport: &str, proto: &str, mount_proto: Option<&str>) -> Value {
+        let mut storage = json!({ "transport": transport, "options": { "proto": proto } });
+        if let Some(p) = mount_proto {
+            storage["mount"] = json!({ "options": { "proto": p } });
+        }
+        json!({ "status": "complete", "streams": [ { "storage": storage } ] })
+    }
+
+    #[test]
+    fn each_path_wants_its_own_label() {
+        assert_eq!(check_label("rdma", &report("local", "", Some("rdma"))), Ok(()));
+        assert!(check_label("rdma", &report("local", "", Some("tcp"))).is_err());
+        assert_eq!(check_label("userspace-tcp-guest", &report("nfs", "tcp", None)), Ok(()));
+        assert_eq!(check_label("userspace-rdma", &report(RDMA_TRANSPORT, "rdma", None)), Ok(()));
+        assert_eq!(
+            check_label("userspace-rdma", &report("nfs", "tcp", None)),
+            Err("transport \"nfs\", not \"nfs over rdma (playsim)\"".to_owned())
+        );
+        assert!(check_label("userspace-rdma", &report(RDMA_TRANSPORT, "tcp", None)).is_err());
+    }
+
+    #[test]
+    fn the_fault_run_needs_drops_a_reconnect_and_a_complete_report() {
+        let mut report = json!({
+            "status": "complete",
+            "totals": { "dropped": { "storage": 31 } },
+            "streams": [ { "storage": { "options": { "reconnects": "1" } } } ]
+        });
+        let timeline = "nfsd stopped at uptime 300.1 s\nnfsd back at uptime 303.2 s: rdma 20049";
+        let line = |report: &Value| {
+            fault_line(&FaultRun { exit: Some(0), report: Some(report), stderr: "", timeline })
+        };
+        assert_eq!(line(&report), "FAULT rdma OK drops=31 reconnects=1");
+        report["streams"][0]["storage"]["options"]["reconnects"] = json!("0");
+        assert!(line(&report).starts_with("FAULT rdma FAILED (drops=31 reconnects=0"));
+        report["status"] = json!("failed");
+        assert!(line(&report).starts_with("FAULT rdma FAILED (status failed"));
+        let refused = FaultRun {
+            exit: Some(1),
+            report: None,
+            stderr: "playsim: error: nfs+rdma://10.0.2.15/export/dpx: no transport serves nfs+rdma://\n",
+            timeline: "the run ended before the fault",
+        };
+        assert_eq!(
+            fault_line(&refused),
+            "FAULT rdma FAILED (exit 1: playsim: error: nfs+rdma://10.0.2.15/export/dpx: no transport serves \
+             nfs+rdma://)"
+        );
+    }
+
+    #[test]
+    fn failures_are_told_by_their_verdict_word() {
+        assert!(!is_failure("MD5 dpx tcp OK 12 frames"));
+        assert!(!is_failure("LDD OK"));
+        assert!(is_failure("MD5 dpx userspace-rdma FAILED (exit 1: playsim: error: it said OK)"));
+        assert!(is_failure("MD5 exr rdma MISMATCH"));
+        assert!(is_failure("PLAY dpx tcp FAILED (exit 1)"));
+        assert!(!is_failure("BENCH playsim-nfs-rdma FAILED (no run succeeded)"));
+    }
+}
