@@ -220,15 +220,21 @@ else
 fi
 rm -rf /export/ft
 
-# A server fault in the middle of an nfs+rdma run: about 5 s in, nfsd stops (which closes its
+# A server fault in the middle of an nfs+rdma run: once the run has played for about 3 s (its
+# live CSV has 3 rows: setup time varies with the host's load), nfsd stops (which closes its
 # RDMA connections: removing the listener alone would leave them up); about 3 s later it comes
 # back with its RDMA listener. The host checks the report: complete, storage drops, a reconnect.
 : > /out/fault-rdma.timeline
+rm -f /tmp/fault-live.csv
 ( timeout 120 "$PLAYSIM" play "$(source_of userspace-rdma dpx)" --fps 24 --duration 20s --loop \
-    --quiet --json /out/fault-rdma.json > /out/fault-rdma.txt 2> /out/fault-rdma.err
+    --quiet --live-csv /tmp/fault-live.csv --json /out/fault-rdma.json > /out/fault-rdma.txt 2> /out/fault-rdma.err
   echo $? > /out/fault-rdma.exit ) &
 runner=$!
-sleep 5
+for i in $(seq 600); do
+  [ "$(wc -l < /tmp/fault-live.csv 2>/dev/null || echo 0)" -ge 4 ] && break
+  kill -0 $runner 2>/dev/null || break
+  sleep 0.1
+done
 if kill -0 $runner 2>/dev/null; then
   rpc.nfsd 0
   echo "nfsd stopped at uptime $(cut -d' ' -f1 /proc/uptime) s" >> /out/fault-rdma.timeline
