@@ -200,6 +200,7 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
         expected.push((format!("PACED {path} "), format!("PACED {path} OK")));
     }
     expected.push(("FAULT rdma ".into(), "FAULT rdma OK".into()));
+    expected.push(("LISTING userspace-rdma ".into(), "LISTING userspace-rdma OK".into()));
     for (prefix, line) in &expected {
         // A line that failed is already among the failures; a line missing altogether is one.
         if !results.iter().any(|l| l.starts_with(prefix.as_str())) {

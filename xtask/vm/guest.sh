@@ -157,6 +157,22 @@ for t in $PATHS; do
 done
 say "paced runs done"
 
+# A directory of 3000 entries over nfs+rdma: READDIRPLUS's replies are larger than the 4 KiB
+# a reply may take inline, so the call offers a reply chunk and the server writes the reply
+# into it (RDMA_NOMSG). The listing must come whole, and the report counts those replies.
+"$PLAYSIM" generate /export/many --preset 64x36 --frames 3000 --threads 2 > /out/many-gen.txt 2>&1
+timeout 300 "$PLAYSIM" play "$(source_of userspace-rdma many)" --fps max --frames 24 --quiet \
+  > /out/many-rdma.txt 2> /out/many-rdma.err
+rc=$?
+nomsg=$(grep -o 'replies_in_reply_chunk_process=[0-9]*' /out/many-rdma.txt | cut -d= -f2)
+if [ $rc = 0 ] && grep -q '(3000 frames)' /out/many-rdma.txt && [ "${nomsg:-0}" -ge 1 ]; then
+  echo "LISTING userspace-rdma OK 3000 entries, $nomsg replies in the reply chunk" >> /out/results.txt
+else
+  echo "LISTING userspace-rdma FAILED (exit $rc, replies in the reply chunk: ${nomsg:-none}; $(why $rc /out/many-rdma.err))" >> /out/results.txt
+fi
+rm -rf /export/many
+say "listing done"
+
 # Bench rows (issue 18, point 5): one file set of 8 frametest 2k frames (100 MB: the rows take
 # 15-60 MB/s under TCG, and the tier's time is short), then rounds in which each
 # row runs once, in alternation, from cold caches. The whole guest's CPU comes from /proc/stat
