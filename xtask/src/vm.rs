@@ -191,7 +191,14 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
     let mut failures: Vec<String> = results.iter().filter(|l| checks::is_failure(l)).cloned().collect();
     let mut expected: Vec<(String, String)> = Vec::new();
     for seq in ["dpx", "exr"] {
-        for path in ["tcp", "rdma", "userspace-tcp", "userspace-tcp-guest", "userspace-rdma"] {
+        for path in [
+            "tcp",
+            "rdma",
+            "userspace-tcp",
+            "userspace-tcp-guest",
+            "userspace-rdma",
+            "userspace-rdma-nconnect4",
+        ] {
             expected.push((format!("MD5 {seq} {path} "), format!("MD5 {seq} {path} OK")));
         }
     }

@@ -82,15 +82,18 @@ source_of() {
     tcp|rdma) echo "/mnt/$1/$2" ;;
     userspace-tcp-guest) echo "nfs://10.0.2.15/export/$2?mountport=20048&nfsport=2049" ;;
     userspace-rdma) echo "nfs+rdma://10.0.2.15/export/$2?mountport=20048" ;;
+    # The same client through the kernel option's spelling, with 4 connections (below).
+    userspace-rdma-nconnect4) echo "nfs://10.0.2.15/export/$2?proto=rdma&mountport=20048" ;;
   esac
 }
 # Why a command failed, in one line: its exit status and the last line it wrote to stderr.
 why() { echo "exit $1: $(grep -v '^[[:space:]]*$' "$2" 2>/dev/null | tail -1)"; }
 # Decodes every frame of sequence $1 over path $2 from cold caches and checks the md5s.
 check_md5() {
-  local seq=$1 t=$2 rc
+  local seq=$1 t=$2 rc extra=""
+  [ "$t" = userspace-rdma-nconnect4 ] && extra="--nconnect 4"
   cold
-  timeout 600 "$PLAYSIM" decode --md5 "$(source_of "$t" "$seq")" > "/out/$seq-$t.md5" 2> "/out/$seq-$t.md5.err"
+  timeout 600 "$PLAYSIM" decode --md5 "$(source_of "$t" "$seq")" $extra > "/out/$seq-$t.md5" 2> "/out/$seq-$t.md5.err"
   rc=$?
   if [ $rc != 0 ]; then
     echo "MD5 $seq $t FAILED ($(why $rc "/out/$seq-$t.md5.err"))" >> /out/results.txt
@@ -109,7 +112,7 @@ for seq in $(ls /payload/media); do
       > "/out/$seq-$t.txt" 2>&1 || echo "PLAY $seq $t FAILED (exit $?)" >> /out/results.txt
     say "$seq over $t done"
   done
-  for t in userspace-tcp-guest userspace-rdma; do
+  for t in userspace-tcp-guest userspace-rdma userspace-rdma-nconnect4; do
     check_md5 "$seq" "$t"
     say "$seq over $t done"
   done
