@@ -19,6 +19,7 @@ mod live;
 mod priority;
 pub mod probe;
 mod run;
+mod start;
 mod stream;
 pub mod v210;
 
@@ -30,6 +31,7 @@ pub use exec::{
 };
 pub use live::{LiveCounters, LiveSnapshot};
 pub use run::{report_settings, OwnDecodePool, Simulation, SimulationBuilder, StreamSpec};
+pub use start::{StartBarrier, StartFuture};
 pub use stream::MAX_FRAME_BYTES;
 
 #[cfg(test)]

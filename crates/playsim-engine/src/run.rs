@@ -15,6 +15,7 @@ use crate::cancel::CancelToken;
 use crate::exec::{DecodeExecutor, DecodePool, OutputExecutor, V210Output};
 use crate::live::LiveCounters;
 use crate::probe::{self, ProcessCpu, ProcessMemory, SystemCpuSnapshot};
+use crate::start::StartBarrier;
 use crate::stream::{duration_ns, DeadlineSlots, Shared, StartGate, StreamCtx, StreamState, Verdict};
 use crate::{EngineConfig, OutputStage};
 
@@ -100,9 +101,17 @@ pub struct SimulationBuilder {
     output: Option<Option<Arc<dyn OutputExecutor>>>,
     libraries: BTreeMap<String, String>,
     frame_index: Option<FrameIndexReader>,
+    start_barrier: Option<Arc<dyn StartBarrier>>,
 }
 
 impl SimulationBuilder {
+    /// Makes this run one client of several: once every stream has its preroll, playback
+    /// starts when `barrier` says (see [`StartBarrier`]).
+    pub fn start_barrier(mut self, barrier: Arc<dyn StartBarrier>) -> Self {
+        self.start_barrier = Some(barrier);
+        self
+    }
+
     /// How `verify` reads the index a decoded frame carries in its pixels
     /// (`playsim_media::read_frame_index` for playsim's synthetic media). Needed only with
     /// `EngineConfig::verify`.
@@ -188,6 +197,7 @@ impl SimulationBuilder {
             frame_index: self.frame_index,
             live: Arc::default(),
             cancel: Arc::default(),
+            start_barrier: self.start_barrier,
         })
     }
 }
@@ -203,6 +213,7 @@ pub struct Simulation {
     frame_index: Option<FrameIndexReader>,
     live: Arc<LiveCounters>,
     cancel: Arc<CancelToken>,
+    start_barrier: Option<Arc<dyn StartBarrier>>,
 }
 
 impl Simulation {
@@ -239,7 +250,11 @@ impl Simulation {
             output: self.output.clone(),
             live: Arc::clone(&self.live),
             cancel: Arc::clone(&self.cancel),
-            start: Arc::new(StartGate::new(self.streams.iter().filter(|s| s.start_offset.is_zero()).count())),
+            start: Arc::new(StartGate::new(
+                self.streams.iter().filter(|s| s.start_offset.is_zero()).count(),
+                self.start_barrier.clone(),
+                origin,
+            )),
             start_offset: Duration::ZERO,
             frame_index: self.frame_index,
         };

@@ -53,6 +53,7 @@ use tokio::task::JoinSet;
 use crate::cancel::CancelToken;
 use crate::exec::{DecodeExecutor, DecodeJob, InOrderJob, OutputExecutor, OutputJob};
 use crate::live::LiveCounters;
+use crate::start::StartBarrier;
 use crate::EngineConfig;
 
 mod admit;
@@ -62,7 +63,7 @@ mod schedule;
 
 use admit::{Admission, RecentTimes};
 use in_order::{Picture, PictureBudget, PictureToken};
-pub(crate) use present::StartGate;
+pub(crate) use present::{Opened, StartGate};
 pub(crate) use schedule::DeadlineSlots;
 use schedule::{DeadlineKey, DeadlineSlot};
 
@@ -542,7 +543,7 @@ impl StreamCtx {
     pub async fn run(self: Arc<Self>) {
         if !self.start_offset.is_zero() {
             // Nothing is read before the stream's own start.
-            let Some(t0) = self.start.opened(&self.cancel).await else {
+            let Some(Opened { t0, .. }) = self.start.opened(&self.cancel).await else {
                 return self.finish_presenting(0);
             };
             tokio::select! {

@@ -8,27 +8,42 @@ use super::*;
 ///
 /// Streams with a start offset do not hold the gate: they wait for it to open, then for
 /// their offset, and start from there (a client pressing play later).
+///
+/// With a [`StartBarrier`] (a client of several), the last stream to arrive asks it for the
+/// common start, and the gate opens at that instant for every stream: a scheduled start.
 pub(crate) struct StartGate {
-    waiting: Mutex<(usize, Option<Duration>)>,
+    waiting: Mutex<(usize, Option<Opened>)>,
     opened: Notify,
+    barrier: Option<Arc<dyn StartBarrier>>,
+    /// The run's origin on the clock: the barrier speaks in clock time, the gate in run time.
+    origin: Duration,
+}
+
+/// When the gate opened, in run time, and whether that instant was scheduled ahead by a
+/// [`StartBarrier`] (then the presenter needs no lead of its own).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Opened {
+    pub t0: Duration,
+    pub scheduled: bool,
 }
 
 impl StartGate {
-    /// A gate for `n_streams` streams; with none to wait for, it is open at the run's start.
-    pub fn new(n_streams: usize) -> StartGate {
-        let opened_at = (n_streams == 0).then_some(Duration::ZERO);
-        StartGate { waiting: Mutex::new((n_streams, opened_at)), opened: Notify::new() }
+    /// A gate for `n_streams` streams; with none to wait for, it is open at the run's start
+    /// (and the barrier, having no stream to start, is not asked).
+    pub fn new(n_streams: usize, barrier: Option<Arc<dyn StartBarrier>>, origin: Duration) -> StartGate {
+        let opened_at = (n_streams == 0).then_some(Opened { t0: Duration::ZERO, scheduled: false });
+        StartGate { waiting: Mutex::new((n_streams, opened_at)), opened: Notify::new(), barrier, origin }
     }
 
     /// Waits for the gate to open without holding it; the common t0, or `None` if the run
     /// is cancelled first.
-    pub(super) async fn opened(&self, cancel: &CancelToken) -> Option<Duration> {
+    pub(super) async fn opened(&self, cancel: &CancelToken) -> Option<Opened> {
         loop {
             let opened = self.opened.notified();
             tokio::pin!(opened);
             opened.as_mut().enable();
-            if let Some(t0) = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).1 {
-                return Some(t0);
+            if let Some(at) = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).1 {
+                return Some(at);
             }
             tokio::select! {
                 biased;
@@ -39,13 +54,37 @@ impl StartGate {
     }
 
     /// Called by a stream whose preroll is ready at `now`; returns the common t0 once
-    /// every stream has arrived, or `None` if the run is cancelled first.
-    pub(super) async fn arrive(&self, now: Duration, cancel: &CancelToken) -> Option<Duration> {
-        {
+    /// every stream has arrived (and the barrier, if any, has opened), or `None` if the run
+    /// is cancelled first. A barrier that refuses to open fails the run with its reason.
+    pub(super) async fn arrive(&self, now: Duration, cancel: &CancelToken) -> Option<Opened> {
+        let last = {
             let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
             w.0 = w.0.saturating_sub(1);
-            if w.0 == 0 {
-                w.1 = Some(now);
+            w.0 == 0 && w.1.is_none()
+        };
+        if last {
+            let opened = match &self.barrier {
+                None => Some(Opened { t0: now, scheduled: false }),
+                Some(barrier) => {
+                    let start = tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => None,
+                        start = barrier.open(self.origin + now) => Some(start),
+                    };
+                    match start {
+                        Some(Ok(start)) => {
+                            Some(Opened { t0: start.saturating_sub(self.origin).max(now), scheduled: true })
+                        }
+                        Some(Err(reason)) => {
+                            cancel.fail(reason);
+                            None
+                        }
+                        None => None,
+                    }
+                }
+            };
+            if let Some(opened) = opened {
+                self.waiting.lock().unwrap_or_else(|p| p.into_inner()).1 = Some(opened);
                 self.opened.notify_waiters();
             }
         }
@@ -70,16 +109,17 @@ impl StreamCtx {
             Pacing::Rate(rate) if self.clock.can_block() => PresentThread::start(&self, rate),
             _ => None,
         };
-        let t0 = if self.start_offset.is_zero() {
+        let opened = if self.start_offset.is_zero() {
             self.start.arrive(self.now(), &self.cancel).await
         } else {
             // A late starter begins when its own preroll is ready.
-            Some(self.now())
+            Some(Opened { t0: self.now(), scheduled: false })
         };
-        let Some(mut t0) = t0 else {
+        let Some(Opened { mut t0, scheduled }) = opened else {
             return self.finish_presenting(0);
         };
-        if present_thread.is_some() {
+        // A scheduled start lies ahead already; one that is now needs the lead.
+        if present_thread.is_some() && !scheduled {
             t0 += PRESENT_LEAD;
         }
         self.lock().t0_ns = Some(duration_ns(t0));

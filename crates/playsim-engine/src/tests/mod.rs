@@ -917,3 +917,78 @@ async fn a_stalled_storage_is_charged_to_storage_not_to_the_frames_queued_behind
     assert_eq!(s.dropped.total(), s.dropped.storage, "{:?}", s.dropped);
     assert_eq!(s.presented + s.dropped.total(), 120);
 }
+
+/// A barrier that opens a fixed time after the clients are ready, or refuses.
+struct FixedBarrier {
+    after: Duration,
+    refuse: Option<&'static str>,
+    asked_at: Mutex<Option<Duration>>,
+}
+
+impl crate::StartBarrier for FixedBarrier {
+    fn open(&self, ready_at: Duration) -> crate::StartFuture {
+        *self.asked_at.lock().unwrap() = Some(ready_at);
+        let answer = match self.refuse {
+            Some(reason) => Err(reason.to_owned()),
+            None => Ok(ready_at + self.after),
+        };
+        Box::pin(async move { answer })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_start_barrier_schedules_frame_0_of_every_stream_at_its_answer() {
+    let barrier =
+        Arc::new(FixedBarrier { after: Duration::from_secs(2), refuse: None, asked_at: Mutex::new(None) });
+    let config = EngineConfig { frames: Some(10), ..Scenario::new(0).config };
+    let report = Simulation::builder()
+        .config(config)
+        .clock(Arc::new(TokioClock::new()))
+        .decode_executor(Arc::new(ScriptedWork::new(5 * MS)))
+        .output_executor(Some(Arc::new(ScriptedWork::new(MS))))
+        .stream(scripted_stream(0))
+        .stream(scripted_stream(1))
+        .start_barrier(Arc::clone(&barrier) as Arc<dyn crate::StartBarrier>)
+        .build()
+        .unwrap()
+        .run()
+        .await;
+    assert_eq!(report.status, playsim_report::RunStatus::Complete);
+    let asked_at = barrier.asked_at.lock().unwrap().expect("the barrier was asked once the preroll was in");
+    // The run's origin is the clock's 0 here, so the barrier's clock time is run time; the
+    // start it scheduled is frame 0's due time exactly, with no presenter lead on top.
+    for s in &report.streams {
+        assert_eq!(
+            s.t0_ns,
+            u64::try_from((asked_at + Duration::from_secs(2)).as_nanos()).unwrap(),
+            "{}",
+            s.name
+        );
+        assert_eq!(s.timeline[0].due_ns, s.t0_ns);
+        assert_eq!((s.presented, s.dropped.total()), (10, 0), "{}", s.name);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_start_barrier_that_refuses_fails_the_run_with_its_reason() {
+    let barrier = Arc::new(FixedBarrier {
+        after: Duration::ZERO,
+        refuse: Some("client 2 (host-b) could not open its source: no such file"),
+        asked_at: Mutex::new(None),
+    });
+    let config = EngineConfig { frames: Some(10), ..Scenario::new(0).config };
+    let report = Simulation::builder()
+        .config(config)
+        .clock(Arc::new(TokioClock::new()))
+        .decode_executor(Arc::new(ScriptedWork::new(5 * MS)))
+        .output_executor(Some(Arc::new(ScriptedWork::new(MS))))
+        .stream(scripted_stream(0))
+        .start_barrier(barrier as Arc<dyn crate::StartBarrier>)
+        .build()
+        .unwrap()
+        .run()
+        .await;
+    assert_eq!(report.status, playsim_report::RunStatus::Failed);
+    assert_eq!(report.error.as_deref(), Some("client 2 (host-b) could not open its source: no such file"));
+    assert_eq!(report.totals.frames_due, 0, "no frame falls due before the start");
+}
