@@ -63,6 +63,7 @@ pub mod compare;
 pub mod compare_plot;
 pub mod csv;
 pub mod frametest;
+pub mod histograms;
 pub mod json;
 pub mod live_csv;
 #[cfg(feature = "render")]

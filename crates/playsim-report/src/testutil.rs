@@ -26,6 +26,7 @@ pub fn sample_report() -> Report {
     let dropped = Drops { storage: 3, decode: 1, output: 0, unreadable: 2 };
     let stream = StreamReport {
         name: "stream 0".into(),
+        client: None,
         source: SourceReport {
             location: "/mnt/nfs/shot".into(),
             pattern: "shot.%07d.dpx".into(),
@@ -196,6 +197,11 @@ pub fn sample_report() -> Report {
             pool_bytes: 8 * POOLED_ENCODED_BYTES + 2 * 4096 * 2160 * 6 + 3 * 11_008 * 2160,
         },
         streams: vec![stream],
+        origin_unix_ns: 1_767_225_600_000_000_000,
+        latency: None,
+        latency_histograms: None,
+        clients: Vec::new(),
+        cluster: None,
     }
 }
 
