@@ -357,6 +357,25 @@ pub struct Totals {
     pub bottleneck: String,
 }
 
+impl Totals {
+    /// The stage that limits a run of `streams` that dropped `dropped`: the cause of most
+    /// drops (unreadable frames aside), or with none, the busiest stage of any stream
+    /// ("storage", "decode", "output"; empty when nothing ran). A tie goes to the later
+    /// stage.
+    pub fn limiting_stage(dropped: &Drops, streams: &[StreamReport]) -> &'static str {
+        let causes = [("storage", dropped.storage), ("decode", dropped.decode), ("output", dropped.output)];
+        if let Some((cause, _)) = causes.into_iter().filter(|(_, n)| *n > 0).max_by_key(|(_, n)| *n) {
+            return cause;
+        }
+        let busiest = streams.iter().map(|s| s.utilisation).reduce(|a, b| StageUtilisation {
+            storage: a.storage.max(b.storage),
+            decode: a.decode.max(b.decode),
+            output: a.output.max(b.output),
+        });
+        busiest.map_or("", |u| u.busiest())
+    }
+}
+
 /// CPU use during the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CpuReport {
