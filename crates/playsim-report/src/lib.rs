@@ -66,6 +66,7 @@ pub mod frametest;
 pub mod histograms;
 pub mod json;
 pub mod live_csv;
+pub mod merge;
 #[cfg(feature = "render")]
 pub mod plot;
 pub mod render;

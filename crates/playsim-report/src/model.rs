@@ -293,7 +293,8 @@ pub struct Drops {
 impl Drops {
     /// All drops.
     pub fn total(&self) -> u64 {
-        self.storage + self.decode + self.output + self.unreadable
+        // Saturating: a report read from a file may hold any count.
+        self.storage.saturating_add(self.decode).saturating_add(self.output).saturating_add(self.unreadable)
     }
 }
 
