@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use playsim_core::{Clock, FrameIndexReader, Pacing, PixelFormat, Source, Storage, DIRECT_IO_ALIGN};
 use playsim_report::{
-    ColdCache, CpuReport, Drops, FrameRecord, MemoryReport, MountReport, PoolBuffers, Report, RunStatus,
-    Settings, SourceReport, StageCpu, StageLatency, StageUtilisation, StorageReport, StreamReport, Totals,
-    WarningReport, SCHEMA_VERSION,
+    ColdCache, CpuReport, Drops, FrameRecord, LatencyHistograms, MemoryReport, MountReport, PoolBuffers,
+    Report, RunStatus, Settings, SourceReport, StageCpu, StageLatency, StageUtilisation, StorageReport,
+    StreamReport, Totals, WarningReport, SCHEMA_VERSION,
 };
 
 use crate::cancel::CancelToken;
@@ -240,6 +240,9 @@ impl Simulation {
         let cpu_before = ProcessCpu::now();
         let system_before = SystemCpuSnapshot::read().ok();
         let origin = self.clock.now();
+        // The instant every `*_ns` time of the report counts from, on the wall clock, so that
+        // the reports of several clients can be put on one time line.
+        let origin_unix_ns = duration_ns(self.clock.wall_origin() + origin);
         let shared = Shared {
             cfg: Arc::clone(&self.config),
             clock: Arc::clone(&self.clock),
@@ -302,6 +305,7 @@ impl Simulation {
             })
             .collect();
         let totals = totals(&streams);
+        let latency_histograms = run_histograms(&ctxs);
         let read_cpu_ns: u64 = self.streams.iter().map(|s| s.storage.stats().cpu_ns).sum();
         let user = cpu_after.user.saturating_sub(cpu_before.user).as_secs_f64();
         let sys = cpu_after.sys.saturating_sub(cpu_before.sys).as_secs_f64();
@@ -355,6 +359,11 @@ impl Simulation {
             cpu,
             memory,
             streams,
+            origin_unix_ns,
+            latency: Some(latency_histograms.percentiles()),
+            latency_histograms: Some(latency_histograms),
+            clients: Vec::new(),
+            cluster: None,
         }
     }
 }
@@ -483,6 +492,7 @@ fn stream_report(
     let (width, height) = spec.dimensions.or(decoded.map(|(w, h, _)| (w, h))).unwrap_or((0, 0));
     StreamReport {
         name: ctx.name.clone(),
+        client: None,
         source: SourceReport {
             location: info.location,
             pattern: info.pattern,
@@ -553,6 +563,16 @@ fn stream_report(
     }
 }
 
+/// Every stream's latency histograms merged, bucket by bucket: the run-wide figures, exact
+/// (not averaged from the streams' percentiles).
+fn run_histograms(ctxs: &[Arc<StreamCtx>]) -> LatencyHistograms {
+    let mut all = LatencyHistograms::default();
+    for ctx in ctxs {
+        all.merge(&ctx.lock().hist.compact());
+    }
+    all
+}
+
 /// The buffers the stream's pools created, and their bytes.
 fn pool_buffers(ctx: &StreamCtx, st: &StreamState) -> PoolBuffers {
     let largest_read = st.frames.iter().map(|e| e.bytes).max().unwrap_or(0);
@@ -608,27 +628,12 @@ fn totals(streams: &[StreamReport]) -> Totals {
         t.stall_ms += s.stall_ms;
         span_s = span_s.max(s.span_ns as f64 / 1e9);
     }
-    t.bottleneck = run_bottleneck(&t.dropped, streams).to_owned();
+    t.bottleneck = Totals::limiting_stage(&t.dropped, streams).to_owned();
     if span_s > 0.0 {
         t.fps = t.presented as f64 / span_s;
         t.mb_per_s = t.bytes_read as f64 / 1e6 / span_s;
     }
     t
-}
-
-/// The stage that limits a run: the cause of most drops (unreadable frames aside), or with
-/// none, the busiest stage of any stream.
-fn run_bottleneck(dropped: &Drops, streams: &[StreamReport]) -> &'static str {
-    let causes = [("storage", dropped.storage), ("decode", dropped.decode), ("output", dropped.output)];
-    if let Some((cause, _)) = causes.into_iter().filter(|(_, n)| *n > 0).max_by_key(|(_, n)| *n) {
-        return cause;
-    }
-    let busiest = streams.iter().map(|s| s.utilisation).reduce(|a, b| StageUtilisation {
-        storage: a.storage.max(b.storage),
-        decode: a.decode.max(b.decode),
-        output: a.output.max(b.output),
-    });
-    busiest.map_or("", |u| u.busiest())
 }
 
 #[cfg(test)]

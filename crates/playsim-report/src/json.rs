@@ -143,6 +143,25 @@ fn finite(report: &Report) -> Report {
         }
         numbers.extend(percentile_numbers(&mut l.pacing_error));
     }
+    if let Some(l) = r.latency.as_mut() {
+        for p in [&mut l.open, &mut l.read, &mut l.close, &mut l.decode, &mut l.output, &mut l.slack] {
+            numbers.extend(percentile_numbers(p));
+        }
+        numbers.extend(percentile_numbers(&mut l.pacing_error));
+    }
+    for c in &mut r.clients {
+        numbers.extend([
+            &mut c.fps,
+            &mut c.mb_per_s,
+            &mut c.cpu_s_per_gb,
+            &mut c.clock_offset_ms,
+            &mut c.clock_rtt_ms,
+        ]);
+        numbers.extend(c.last_heard_s.as_mut());
+    }
+    if let Some(c) = r.cluster.as_mut() {
+        numbers.extend([&mut c.start_skew_ms, &mut c.max_clock_offset_ms]);
+    }
     for x in numbers {
         if !x.is_finite() {
             *x = 0.0;

@@ -63,8 +63,10 @@ pub mod compare;
 pub mod compare_plot;
 pub mod csv;
 pub mod frametest;
+pub mod histograms;
 pub mod json;
 pub mod live_csv;
+pub mod merge;
 #[cfg(feature = "render")]
 pub mod plot;
 pub mod render;

@@ -39,6 +39,166 @@ pub struct Report {
     pub memory: MemoryReport,
     /// One entry per stream.
     pub streams: Vec<StreamReport>,
+    /// The wall-clock time of the run's origin, the instant every `*_ns` time of the report
+    /// counts from, in nanoseconds since the Unix epoch (0 in reports of earlier versions). In a
+    /// merged report: the earliest client's origin, in rank 0's wall time.
+    #[serde(default)]
+    pub origin_unix_ns: u64,
+    /// The run-wide latency percentiles over every stream, from the streams' histograms merged
+    /// (not averaged from their percentiles). In a merged report, over every client's streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<StageLatency>,
+    /// The histograms `latency` was summarised from, in a lossless compact form, so that
+    /// another process (a merge of several clients) can merge them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histograms: Option<LatencyHistograms>,
+    /// In a merged report of several clients (`mpirun -np N playsim ...`), one row per
+    /// client, in rank order; empty for a run of one process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<ClientReport>,
+    /// In a merged report, the figures of the cluster as a whole: clients, lost clients,
+    /// start skew, clock offsets and the window the totals are taken over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterReport>,
+}
+
+/// The non-empty buckets of a histogram of non-negative nanoseconds, as `[value, count]`
+/// pairs in ascending order of value; the value is the bucket's highest equivalent value (as
+/// hdrhistogram's `iter_recorded` gives it). Recording `count` of each `value` into an empty
+/// histogram of [`crate::HISTOGRAM_SIGFIG`] digits gives back the same histogram.
+pub type Buckets = Vec<[u64; 2]>;
+
+/// The buckets of a histogram of signed nanoseconds: the magnitudes of the values below zero,
+/// and the values at or above zero.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SignedBuckets {
+    /// Magnitudes of the negative values.
+    #[serde(default)]
+    pub below_zero: Buckets,
+    /// Values of zero and above.
+    #[serde(default)]
+    pub at_or_above_zero: Buckets,
+}
+
+/// Per-stage latency histograms in nanoseconds, in a lossless compact form: what a run's
+/// [`StageLatency`] was summarised from, kept so that reports can be merged exactly.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LatencyHistograms {
+    /// Opening a frame's file.
+    #[serde(default)]
+    pub open: Buckets,
+    /// Reading a frame's bytes.
+    #[serde(default)]
+    pub read: Buckets,
+    /// Closing a frame's file.
+    #[serde(default)]
+    pub close: Buckets,
+    /// Decoding a frame.
+    #[serde(default)]
+    pub decode: Buckets,
+    /// The output stage's work on a frame.
+    #[serde(default)]
+    pub output: Buckets,
+    /// Deadline minus output done, for frames presented.
+    #[serde(default)]
+    pub slack: SignedBuckets,
+    /// Actual minus due presentation time, for frames presented.
+    #[serde(default)]
+    pub pacing_error: SignedBuckets,
+}
+
+/// Whether a client of a merged run reported to its end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientState {
+    /// Its final report (or final snapshot) arrived.
+    #[default]
+    Reported,
+    /// It stopped reporting (died, or was killed); its row holds its last snapshot's counts.
+    Lost,
+}
+
+/// One client (one MPI rank) of a merged run: what it played and how it went.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientReport {
+    /// Its MPI rank.
+    pub rank: u32,
+    /// The host it ran on.
+    pub host: String,
+    /// Whether it reported to its end.
+    pub state: ClientState,
+    /// When it was last heard from, in seconds from the merged report's origin: always for a
+    /// lost client, and may be for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_heard_s: Option<f64>,
+    /// Whether its run completed.
+    pub status: RunStatus,
+    /// Why its run failed or stopped early, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Its streams' transports, distinct, joined with ", " ("nfs", "sim", "local").
+    pub transport: String,
+    /// Its first stream's kernel mount, "<mount transport> at <mount point>", when it read
+    /// through one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount: Option<String>,
+    /// Streams it played.
+    pub streams: u32,
+    /// Frames that fell due, over its streams.
+    pub frames_due: u64,
+    /// Frames presented, over its streams.
+    pub presented: u64,
+    /// Frames dropped, by cause, over its streams.
+    pub dropped: Drops,
+    /// Bytes read, over its streams.
+    pub bytes_read: u64,
+    /// Frames presented per second of its own playback.
+    pub fps: f64,
+    /// Megabytes (10^6 bytes) read per second of its own playback.
+    pub mb_per_s: f64,
+    /// Its CPU seconds per gigabyte read (its `cpu.total_s_per_gb`).
+    pub cpu_s_per_gb: f64,
+    /// Its process's peak resident memory, in bytes.
+    pub peak_rss_bytes: u64,
+    /// How its first stream's presentation thread was scheduled, when it was paced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presenter_priority: Option<String>,
+    /// Its wall clock minus rank 0's, in milliseconds (0 for rank 0).
+    pub clock_offset_ms: f64,
+    /// The round trip the offset was measured with, in milliseconds.
+    pub clock_rtt_ms: f64,
+    /// When its first frame fell due, in ns from the merged report's origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ns: Option<u64>,
+    /// The end of its last stream's span, in ns from the merged report's origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_ns: Option<u64>,
+    /// Its own report (`R.client-K.json`), when it wrote one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_path: Option<String>,
+}
+
+/// The figures of a merged run of several clients as a whole.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClusterReport {
+    /// The MPI launcher, e.g. "openmpi 4.1.4".
+    pub launcher: String,
+    /// Clients in the run.
+    pub n_clients: u32,
+    /// Clients that stopped reporting.
+    pub n_lost: u32,
+    /// The spread (max - min) of the clients' first-frame presentation instants, in rank 0's
+    /// time (frame 0's presented time when it was presented, else its due time), in
+    /// milliseconds.
+    pub start_skew_ms: f64,
+    /// The largest |clock offset| of a client against rank 0, in milliseconds.
+    pub max_clock_offset_ms: f64,
+    /// The earliest client start (its first stream's first frame due), in ns from the merged
+    /// report's origin: the start of the window the totals' rates are taken over.
+    pub first_start_ns: u64,
+    /// The latest client end (the end of its last stream's span), in ns from the merged
+    /// report's origin: the end of that window.
+    pub last_end_ns: u64,
 }
 
 /// Whether a run finished.
@@ -133,7 +293,8 @@ pub struct Drops {
 impl Drops {
     /// All drops.
     pub fn total(&self) -> u64 {
-        self.storage + self.decode + self.output + self.unreadable
+        // Saturating: a report read from a file may hold any count.
+        self.storage.saturating_add(self.decode).saturating_add(self.output).saturating_add(self.unreadable)
     }
 }
 
@@ -195,6 +356,25 @@ pub struct Totals {
     /// stage of any stream ("storage", "decode", "output"; empty when nothing ran).
     #[serde(default)]
     pub bottleneck: String,
+}
+
+impl Totals {
+    /// The stage that limits a run of `streams` that dropped `dropped`: the cause of most
+    /// drops (unreadable frames aside), or with none, the busiest stage of any stream
+    /// ("storage", "decode", "output"; empty when nothing ran). A tie goes to the later
+    /// stage.
+    pub fn limiting_stage(dropped: &Drops, streams: &[StreamReport]) -> &'static str {
+        let causes = [("storage", dropped.storage), ("decode", dropped.decode), ("output", dropped.output)];
+        if let Some((cause, _)) = causes.into_iter().filter(|(_, n)| *n > 0).max_by_key(|(_, n)| *n) {
+            return cause;
+        }
+        let busiest = streams.iter().map(|s| s.utilisation).reduce(|a, b| StageUtilisation {
+            storage: a.storage.max(b.storage),
+            decode: a.decode.max(b.decode),
+            output: a.output.max(b.output),
+        });
+        busiest.map_or("", |u| u.busiest())
+    }
 }
 
 /// CPU use during the run.
@@ -275,8 +455,11 @@ pub struct SystemCpu {
 /// One stream's results.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StreamReport {
-    /// Stream name ("stream 0", or as given).
+    /// Stream name ("stream 0", or as given; "client K/stream 0" in a merged report).
     pub name: String,
+    /// The rank of the client that played the stream, in a merged report of several clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<u32>,
     /// What was played.
     pub source: SourceReport,
     /// Where it was read from.

@@ -53,8 +53,8 @@ impl Percentiles {
 pub struct SignedHistogram {
     // `Histogram::new` fails only for a precision above 5 digits, never for
     // HISTOGRAM_SIGFIG; holding an Option keeps that impossible case panic-free.
-    neg: Option<Histogram<u64>>,
-    pos: Option<Histogram<u64>>,
+    pub(crate) neg: Option<Histogram<u64>>,
+    pub(crate) pos: Option<Histogram<u64>>,
 }
 
 impl SignedHistogram {
@@ -117,7 +117,7 @@ impl AddAssign<SignedHistogram> for SignedHistogram {
 }
 
 /// Records a value, growing the histogram if it can and clamping if it cannot.
-fn record_saturating(h: &mut Histogram<u64>, value: u64) {
+pub(crate) fn record_saturating(h: &mut Histogram<u64>, value: u64) {
     if h.record(value).is_err() {
         h.saturating_record(value);
     }
@@ -147,7 +147,8 @@ fn summarise(neg: Option<&Histogram<u64>>, pos: Option<&Histogram<u64>>) -> Perc
     let pos = pos.filter(|h| !h.is_empty());
     let n_neg = neg.map_or(0, Histogram::len);
     let n_pos = pos.map_or(0, Histogram::len);
-    let count = n_neg + n_pos;
+    // Saturating: buckets read from a file may hold any count.
+    let count = n_neg.saturating_add(n_pos);
     if count == 0 {
         return Percentiles::default();
     }
@@ -181,7 +182,7 @@ fn summarise(neg: Option<&Histogram<u64>>, pos: Option<&Histogram<u64>>) -> Perc
 fn sum(h: &Histogram<u64>) -> u128 {
     h.iter_recorded()
         .map(|v| u128::from(h.median_equivalent(v.value_iterated_to())) * u128::from(v.count_at_value()))
-        .sum()
+        .fold(0, u128::saturating_add)
 }
 
 fn ms(ns: f64) -> f64 {

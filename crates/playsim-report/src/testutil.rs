@@ -26,6 +26,7 @@ pub fn sample_report() -> Report {
     let dropped = Drops { storage: 3, decode: 1, output: 0, unreadable: 2 };
     let stream = StreamReport {
         name: "stream 0".into(),
+        client: None,
         source: SourceReport {
             location: "/mnt/nfs/shot".into(),
             pattern: "shot.%07d.dpx".into(),
@@ -196,6 +197,11 @@ pub fn sample_report() -> Report {
             pool_bytes: 8 * POOLED_ENCODED_BYTES + 2 * 4096 * 2160 * 6 + 3 * 11_008 * 2160,
         },
         streams: vec![stream],
+        origin_unix_ns: 1_767_225_600_000_000_000,
+        latency: None,
+        latency_histograms: None,
+        clients: Vec::new(),
+        cluster: None,
     }
 }
 
@@ -210,5 +216,142 @@ fn p(count: u64, v: [f64; 6]) -> Percentiles {
         p99_ms: v[3],
         p999_ms: v[4],
         max_ms: v[5],
+    }
+}
+
+/// One stream of a synthetic client: `presented` frames and `dropped` drops, from `t0_ns` for
+/// `span_ns`, `bytes_each` a frame read. Its timeline has frame 0, presented `present_late_ns`
+/// after it fell due, and frame 1, dropped for storage when anything dropped.
+pub struct SyntheticStream {
+    pub t0_ns: u64,
+    pub span_ns: u64,
+    pub presented: u64,
+    pub dropped: Drops,
+    pub early_drops: Drops,
+    pub bytes_each: u64,
+    pub transport: &'static str,
+    pub present_late_ns: u64,
+}
+
+impl Default for SyntheticStream {
+    fn default() -> SyntheticStream {
+        SyntheticStream {
+            t0_ns: 100_000_000,
+            span_ns: 10_000_000_000,
+            presented: 240,
+            dropped: Drops::default(),
+            early_drops: Drops::default(),
+            bytes_each: 1_000_000,
+            transport: "sim",
+            present_late_ns: 0,
+        }
+    }
+}
+
+/// A client's report, as the engine would fill it, from its streams: totals over its own
+/// span, CPU per GB over its bytes, and latency histograms of the `read_ns` and `slack_ns`
+/// samples (every other stage empty).
+pub fn client_report(
+    origin_unix_ns: u64,
+    streams: &[SyntheticStream],
+    read_ns: &[u64],
+    slack_ns: &[i64],
+) -> Report {
+    let streams: Vec<StreamReport> = streams
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let frames_due = s.presented + s.dropped.total();
+            let bytes_read = frames_due * s.bytes_each;
+            let span_s = s.span_ns as f64 / 1e9;
+            let frame = |idx: u64, presented: bool| FrameRecord {
+                frame_idx: idx,
+                frame_number: idx,
+                due_ns: s.t0_ns + idx * 41_666_666,
+                read_start_ns: Some(s.t0_ns.saturating_sub(50_000_000) + idx * 41_666_666),
+                read_done_ns: presented.then_some(s.t0_ns.saturating_sub(10_000_000) + idx * 41_666_666),
+                decode_done_ns: None,
+                output_done_ns: None,
+                presented_ns: presented.then_some(s.t0_ns + idx * 41_666_666 + s.present_late_ns),
+                cause: (!presented).then_some(DropCauseName::Storage),
+                bytes: s.bytes_each,
+            };
+            let mut timeline = vec![frame(0, true)];
+            if s.dropped.total() > 0 {
+                timeline.push(frame(1, false));
+            }
+            StreamReport {
+                name: format!("stream {i}"),
+                storage: StorageReport { transport: s.transport.into(), ..StorageReport::default() },
+                fps: "24".into(),
+                t0_ns: s.t0_ns,
+                span_ns: s.span_ns,
+                frames_due,
+                presented: s.presented,
+                dropped: s.dropped,
+                early_drops: s.early_drops,
+                bytes_read,
+                fps_achieved: s.presented as f64 / span_s,
+                mb_per_s: bytes_read as f64 / 1e6 / span_s,
+                stall_ms: 1.5,
+                timeline,
+                ..StreamReport::default()
+            }
+        })
+        .collect();
+    let mut totals = Totals::default();
+    let mut span_s: f64 = 0.0;
+    for s in &streams {
+        totals.frames_due += s.frames_due;
+        totals.presented += s.presented;
+        totals.bytes_read += s.bytes_read;
+        totals.stall_ms += s.stall_ms;
+        for (into, from) in [(&mut totals.dropped, &s.dropped), (&mut totals.early_drops, &s.early_drops)] {
+            into.storage += from.storage;
+            into.decode += from.decode;
+            into.output += from.output;
+            into.unreadable += from.unreadable;
+        }
+        span_s = span_s.max(s.span_ns as f64 / 1e9);
+    }
+    totals.fps = totals.presented as f64 / span_s;
+    totals.mb_per_s = totals.bytes_read as f64 / 1e6 / span_s;
+    totals.bottleneck = Totals::limiting_stage(&totals.dropped, &streams).to_owned();
+    let gb = totals.bytes_read as f64 / 1e9;
+    let mut read = hdrhistogram::Histogram::<u64>::new(crate::HISTOGRAM_SIGFIG).expect("3 digits");
+    for &ns in read_ns {
+        read.record(ns).expect("a small value");
+    }
+    let mut slack = crate::SignedHistogram::new();
+    for &ns in slack_ns {
+        slack.record(ns);
+    }
+    let latency_histograms = LatencyHistograms {
+        read: crate::histograms::buckets(&read),
+        slack: slack.buckets(),
+        ..LatencyHistograms::default()
+    };
+    Report {
+        schema_version: SCHEMA_VERSION,
+        playsim_version: "0.1.0".into(),
+        started_at_unix_s: origin_unix_ns / 1_000_000_000,
+        origin_unix_ns,
+        duration_s: span_s + 0.5,
+        cpu: CpuReport {
+            process_user_s: 2.0,
+            process_sys_s: 1.0,
+            user_s_per_gb: 2.0 / gb,
+            sys_s_per_gb: 1.0 / gb,
+            softirq_s_per_gb: 0.5 / gb,
+            total_s_per_gb: 3.5 / gb,
+            stages: StageCpu { read_s: 0.25, decode_s: 1.5, output_s: 0.5 },
+            system: SystemCpu { softirq_s: 0.5, user_s: 4.0, ..SystemCpu::default() },
+        },
+        memory: MemoryReport { peak_rss_bytes: 100 << 20, rss_bytes: 80 << 20, pool_bytes: 10 << 20 },
+        latency: Some(latency_histograms.percentiles()),
+        latency_histograms: Some(latency_histograms),
+        totals,
+        streams,
+        ..Report::default()
     }
 }

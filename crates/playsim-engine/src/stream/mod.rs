@@ -236,6 +236,26 @@ impl LatencyHistogram {
     pub fn percentiles(&self) -> playsim_report::Percentiles {
         self.0.as_ref().map(playsim_report::Percentiles::from_histogram_ns).unwrap_or_default()
     }
+
+    /// Its non-empty buckets, in the report's compact form.
+    pub fn buckets(&self) -> playsim_report::Buckets {
+        self.0.as_ref().map(playsim_report::histograms::buckets).unwrap_or_default()
+    }
+}
+
+impl Histograms {
+    /// Every stage's histogram in the report's compact form, which merges exactly.
+    pub fn compact(&self) -> playsim_report::LatencyHistograms {
+        playsim_report::LatencyHistograms {
+            open: self.open.buckets(),
+            read: self.read.buckets(),
+            close: self.close.buckets(),
+            decode: self.decode.buckets(),
+            output: self.output.buckets(),
+            slack: self.slack.buckets(),
+            pacing_error: self.pacing_error.buckets(),
+        }
+    }
 }
 
 impl Default for Histograms {

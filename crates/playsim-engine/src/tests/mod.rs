@@ -571,6 +571,28 @@ async fn two_streams(decode_threads: u32) -> Report {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_run_wide_latency_is_the_streams_histograms_merged() {
+    let report = two_streams(2).await;
+    let histograms = report.latency_histograms.clone().unwrap();
+    let latency = report.latency.clone().unwrap();
+    assert_eq!(latency, histograms.percentiles(), "the figures are the histograms'");
+    let [a, b] = [&report.streams[0].latency, &report.streams[1].latency];
+    for (stage, run, one, other) in [
+        ("read", &latency.read, &a.read, &b.read),
+        ("decode", &latency.decode, &a.decode, &b.decode),
+        ("slack", &latency.slack, &a.slack, &b.slack),
+        ("pacing error", &latency.pacing_error, &a.pacing_error, &b.pacing_error),
+    ] {
+        assert_eq!(run.count, one.count + other.count, "{stage}");
+        assert!(run.count > 0, "{stage}");
+        assert_eq!(run.max_ms, one.max_ms.max(other.max_ms), "{stage}");
+        assert_eq!(run.min_ms, one.min_ms.min(other.min_ms), "{stage}");
+    }
+    // The test clock's wall origin is the epoch; the origin still agrees with the start.
+    assert_eq!(report.origin_unix_ns / 1_000_000_000, report.started_at_unix_s);
+}
+
+#[tokio::test(start_paused = true)]
 async fn streams_share_the_decode_pool_and_the_clock() {
     // Two threads give 33 decodes a second for 20 frames a second due: both streams play.
     let report = two_streams(2).await;
