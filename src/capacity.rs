@@ -7,7 +7,7 @@ use std::time::Duration;
 use playsim_core::{FrameRate, Pacing};
 use playsim_report::{DropCauseName, Drops, Report};
 
-pub use playsim_report::capacity::{Capacity, CapacityBy, Trial};
+pub use playsim_report::capacity::{Capacity, CapacityBy, FirstDrop, Trial};
 
 use crate::{Error, PlayRequest};
 
@@ -32,12 +32,38 @@ pub(crate) struct Found {
     best: u32,
     limit: Option<DropCauseName>,
     margin_ms: Option<f64>,
+    first_drop: Option<FirstDrop>,
     trials: Vec<Trial>,
 }
 
 /// Runs the search: candidates 1, 2, 4, ... until one fails (or `max` passes), then bisection
 /// between the last pass and the first failure. Must run inside a tokio runtime.
 pub async fn capacity(request: &CapacityRequest) -> Result<Capacity, Error> {
+    check(request)?;
+    if request.by == CapacityBy::Clients {
+        return Err(Error::Engine(
+            "--by clients varies the clients of a run under mpirun: start it with mpirun, for \
+             example mpirun -np 3 playsim capacity --by clients SOURCE"
+                .into(),
+        ));
+    }
+    let found = search(request.max, request.trials, |candidate| run_trial(request, candidate)).await?;
+    Ok(result(request, found))
+}
+
+/// [`capacity`] over any trial: `trial(candidate)` plays the candidate and says how it went
+/// (under mpirun, one round of every client). Must run inside a tokio runtime.
+pub async fn capacity_with<F, Fut>(request: &CapacityRequest, trial: F) -> Result<Capacity, Error>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Result<Trial, Error>>,
+{
+    check(request)?;
+    let found = search(request.max, request.trials, trial).await?;
+    Ok(result(request, found))
+}
+
+fn check(request: &CapacityRequest) -> Result<(), Error> {
     if request.window < Duration::from_secs(1) || request.trials == 0 || request.max == 0 {
         return Err(Error::Engine(
             "capacity needs a window of at least 1 s, 1 trial and a maximum of 1 or more \
@@ -45,8 +71,7 @@ pub async fn capacity(request: &CapacityRequest) -> Result<Capacity, Error> {
                 .into(),
         ));
     }
-    let found = search(request.max, request.trials, |candidate| run_trial(request, candidate)).await?;
-    Ok(result(request, found))
+    Ok(())
 }
 
 /// The search's answer with what was searched: the model the renderers write.
@@ -57,6 +82,7 @@ fn result(request: &CapacityRequest, found: Found) -> Capacity {
         fps: match request.by {
             CapacityBy::Streams => Some(request.play.engine.pacing.to_string()),
             CapacityBy::Fps => None,
+            CapacityBy::Clients => Some(request.play.engine.pacing.to_string()),
         },
         window_s: request.window.as_secs_f64(),
         trials_per_candidate: request.trials,
@@ -64,6 +90,7 @@ fn result(request: &CapacityRequest, found: Found) -> Capacity {
         best: found.best,
         limit: found.limit,
         margin_ms: found.margin_ms,
+        first_drop: found.first_drop,
         trials: found.trials,
         ..Capacity::new(env!("CARGO_PKG_VERSION"))
     }
@@ -78,19 +105,18 @@ where
     Fut: std::future::Future<Output = Result<Trial, Error>>,
 {
     let mut trials = Vec::new();
-    let mut try_candidate = async |candidate: u32, trials: &mut Vec<Trial>| -> Result<Option<Drops>, Error> {
+    let mut try_candidate = async |candidate: u32, trials: &mut Vec<Trial>| -> Result<Option<Trial>, Error> {
         for _ in 0..trials_per {
             let result = trial(candidate).await?;
             let passed = result.passed;
-            let drops = result.dropped;
-            trials.push(result);
+            trials.push(result.clone());
             if !passed {
-                return Ok(Some(drops));
+                return Ok(Some(result));
             }
         }
         Ok(None)
     };
-    let mut failed_at: Option<(u32, Drops)> = None;
+    let mut failed_at: Option<(u32, Trial)> = None;
     let mut passed = 0;
     let mut candidate = 1;
     loop {
@@ -126,10 +152,19 @@ where
         .filter(|t| t.candidate == passed)
         .map(|t| t.worst_slack_ms)
         .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.min(s))));
-    Ok(Found { best: passed, limit: failed_at.map(|(_, drops)| main_cause(&drops)), margin_ms, trials })
+    Ok(Found {
+        best: passed,
+        limit: failed_at.as_ref().map(|(_, failed)| main_cause(&failed.dropped)),
+        margin_ms,
+        first_drop: failed_at.and_then(|(_, failed)| failed.first_drop),
+        trials,
+    })
 }
 
-async fn run_trial(request: &CapacityRequest, candidate: u32) -> Result<Trial, Error> {
+/// The request one trial of `candidate` plays: the request's run over the window, looped,
+/// with the candidate's streams or rate (with `--by clients`, the request as it is: the
+/// candidate is how many clients play it).
+pub fn trial_request(request: &CapacityRequest, candidate: u32) -> Result<PlayRequest, Error> {
     let mut play = request.play.clone();
     play.engine.duration = Some(request.window);
     play.engine.frames = None;
@@ -141,7 +176,13 @@ async fn run_trial(request: &CapacityRequest, candidate: u32) -> Result<Trial, E
             play.engine.pacing =
                 Pacing::Rate(FrameRate::new(candidate, 1).map_err(|e| Error::Engine(e.to_string()))?)
         }
+        CapacityBy::Clients => {}
     }
+    Ok(play)
+}
+
+async fn run_trial(request: &CapacityRequest, candidate: u32) -> Result<Trial, Error> {
+    let play = trial_request(request, candidate)?;
     let simulation = crate::prepare(&play).await?;
     let report = simulation.run().await;
     if let Some(error) = report.error.as_ref().filter(|_| report.status == playsim_report::RunStatus::Failed)
@@ -151,14 +192,19 @@ async fn run_trial(request: &CapacityRequest, candidate: u32) -> Result<Trial, E
     Ok(trial_of(candidate, &report))
 }
 
-fn trial_of(candidate: u32, report: &Report) -> Trial {
-    Trial::new(
-        candidate,
-        report.totals.dropped,
-        report.totals.frames_due,
-        report.streams.iter().map(|s| s.latency.slack.min_ms).fold(f64::INFINITY, f64::min),
-        report.totals.mb_per_s,
-    )
+/// A trial's figures from its report (a merged one under mpirun, which also names the
+/// client that dropped first).
+pub fn trial_of(candidate: u32, report: &Report) -> Trial {
+    Trial {
+        first_drop: FirstDrop::of(report),
+        ..Trial::new(
+            candidate,
+            report.totals.dropped,
+            report.totals.frames_due,
+            report.streams.iter().map(|s| s.latency.slack.min_ms).fold(f64::INFINITY, f64::min),
+            report.totals.mb_per_s,
+        )
+    }
 }
 
 /// The cause with the most drops.

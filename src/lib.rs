@@ -32,10 +32,13 @@ mod order;
 mod play;
 pub mod scenario;
 
-pub use capacity::{capacity, Capacity, CapacityBy, CapacityRequest, Trial};
+pub use capacity::{
+    capacity, capacity_with, trial_of, trial_request, Capacity, CapacityBy, CapacityRequest, FirstDrop, Trial,
+};
 pub use decode::{decode_md5, DecodeSummary};
 pub use location::{register_enabled_transports, transports};
-pub use play::{failed_report, note_request, prepare, storage_warnings};
+pub use play::{failed_report, note_request, prepare, prepare_on, storage_warnings};
+pub use playsim_cluster as cluster;
 pub use playsim_core::{FramePreset, FrameRate, Pacing, ParseError};
 pub use playsim_engine::{EngineConfig, OutputStage, Simulation};
 pub use playsim_ffmpeg::VideoOptions;

@@ -53,7 +53,8 @@ enum Command {
 
 #[derive(Args)]
 struct CapacityArgs {
-    /// What to vary: streams of the sources at --fps, or the frame rate of one stream each.
+    /// What to vary: streams of the sources at --fps, the frame rate of one stream each, or
+    /// (under mpirun) the clients playing the sources, each at --fps and --streams.
     #[arg(long, value_enum, default_value_t = ByArg::Streams)]
     by: ByArg,
     /// Playback time of each trial (10 s or more for an answer that means something).
@@ -77,6 +78,8 @@ enum ByArg {
     Streams,
     /// A higher frame rate.
     Fps,
+    /// More clients, under mpirun (the ranks beyond the candidate sit idle).
+    Clients,
 }
 
 #[derive(Args)]
@@ -295,9 +298,18 @@ fn refuse_settings(args: &PlayArgs) -> Option<anyhow::Result<ExitCode>> {
 
 fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     let request = request_of(&args);
+    // The run's one clock: the engine paces by it, and clients of several line up on it.
+    let clock: Arc<dyn playsim::core::Clock> = Arc::new(playsim::engine::PreciseClock::new());
+    let cluster = match cli::cluster::join(&clock) {
+        Ok(cluster) => cluster,
+        Err(code) => return Ok(code),
+    };
+    if let Some(cluster) = cluster {
+        return cli::cluster::Client::new(cluster, clock)?.play(&args, &request);
+    }
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
-    let mut report = match runtime.block_on(playsim::prepare(&request)) {
+    let mut report = match runtime.block_on(playsim::prepare_on(&request, clock, None)) {
         Ok(sim) => {
             let live_csv = match &args.live_csv {
                 Some(path) => Some(
@@ -322,25 +334,31 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         eprintln!("playsim: warning: {warning}");
     }
     finish_report(&report, &args)?;
-    Ok(match report.status {
-        RunStatus::Failed => ExitCode::FAILURE,
-        RunStatus::Partial => ExitCode::from(EXIT_INTERRUPTED),
-        RunStatus::Complete if args.max_drops.is_some_and(|m| report.totals.dropped.total() > m) => {
+    Ok(ExitCode::from(exit_code_of(&report, args.max_drops)))
+}
+
+/// The exit status of a run: 1 failed, 130 interrupted, 3 more drops than `--max-drops`.
+fn exit_code_of(report: &Report, max_drops: Option<u64>) -> u8 {
+    match report.status {
+        RunStatus::Failed => 1,
+        RunStatus::Partial => EXIT_INTERRUPTED,
+        RunStatus::Complete if max_drops.is_some_and(|m| report.totals.dropped.total() > m) => {
             eprintln!(
                 "playsim: {} frames dropped, more than --max-drops {}",
                 report.totals.dropped.total(),
-                args.max_drops.unwrap_or(0)
+                max_drops.unwrap_or(0)
             );
-            ExitCode::from(EXIT_TOO_MANY_DROPS)
+            EXIT_TOO_MANY_DROPS
         }
-        RunStatus::Complete => ExitCode::SUCCESS,
-    })
+        RunStatus::Complete => 0,
+    }
 }
 
 fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
     let by = match args.by {
         ByArg::Streams => playsim::CapacityBy::Streams,
         ByArg::Fps => playsim::CapacityBy::Fps,
+        ByArg::Clients => playsim::CapacityBy::Clients,
     };
     let request = playsim::CapacityRequest {
         play: request_of(&args.play),
@@ -349,6 +367,12 @@ fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         trials: args.trials,
         max: args.max,
     };
+    let clock: Arc<dyn playsim::core::Clock> = Arc::new(playsim::engine::PreciseClock::new());
+    match cli::cluster::join(&clock) {
+        Err(code) => return Ok(code),
+        Ok(Some(cluster)) => return cli::cluster::Client::new(cluster, clock)?.capacity(&args, &request),
+        Ok(None) => {}
+    }
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     let found = runtime.block_on(playsim::capacity(&request))?;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use playsim_core::{Clock, FrameExtent, Pacing, Source, WithoutDecode};
-use playsim_engine::{OwnDecodePool, PreciseClock, Simulation, StreamSpec};
+use playsim_engine::{OwnDecodePool, PreciseClock, Simulation, StartBarrier, StreamSpec};
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
 
 use crate::{Error, PlayOrder, PlayRequest, SourceSettings};
@@ -18,6 +18,18 @@ use crate::{Error, PlayOrder, PlayRequest, SourceSettings};
 ///
 /// Must run inside a tokio runtime.
 pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
+    prepare_on(request, Arc::new(PreciseClock::new()), None).await
+}
+
+/// [`prepare`] on a given clock, as one client of several when a `start_barrier` is given:
+/// then playback starts when the barrier says, once this client's preroll is in.
+///
+/// Must run inside a tokio runtime.
+pub async fn prepare_on(
+    request: &PlayRequest,
+    clock: Arc<dyn Clock>,
+    start_barrier: Option<Arc<dyn StartBarrier>>,
+) -> Result<Simulation, Error> {
     if request.sources.is_empty() {
         return Err(Error::Engine("no source to play (for example target/demo/dpx-4k-dci)".into()));
     }
@@ -33,9 +45,8 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
     }
     let default_settings = SourceSettings::default();
     let settings_of = |i: usize| request.per_source.get(i).unwrap_or(&default_settings);
-    // The one clock of the run: the engine paces by it, and simulated storage (`sim://`)
-    // times its transfers by it.
-    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
+    // `clock` is the one clock of the run: the engine paces by it, and simulated storage
+    // (`sim://`) times its transfers by it.
     let mut sources = Vec::with_capacity(request.sources.len());
     for (i, path) in request.sources.iter().enumerate() {
         let settings = settings_of(i);
@@ -64,6 +75,9 @@ pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
     }
     let mut builder =
         Simulation::builder().config(engine).clock(clock).frame_index_reader(playsim_media::read_frame_index);
+    if let Some(barrier) = start_barrier {
+        builder = builder.start_barrier(barrier);
+    }
     if let Some(version) = playsim_exr::openexr_version() {
         builder = builder.library("openexr", &version);
     }

@@ -538,3 +538,28 @@ fn capacity_searches_streams_up_to_the_maximum() -> Result<()> {
     ensure!(bad.stderr.contains("for example"), "{bad}");
     Ok(())
 }
+
+/// A build without the `mpi` feature, started by mpirun, refuses in one line (from the first
+/// rank only) instead of running N independent copies. The launcher is only its environment.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn under_mpirun_a_build_without_mpi_says_so_in_one_line() -> Result<()> {
+    let rank = |r: &str| {
+        run(playsim()
+            .args(["play", "sim://?frame_bytes=10kB&frames=4", "--fps", "24", "--quiet"])
+            .env("OMPI_COMM_WORLD_SIZE", "3")
+            .env("OMPI_COMM_WORLD_RANK", r))
+    };
+    let first = rank("0")?;
+    first.ensure_code(2)?;
+    ensure!(first.stderr.lines().count() == 1, "one line:\n{first}");
+    ensure!(
+        first.stderr.contains("rank 0 of 3") && first.stderr.contains("without the `mpi` feature"),
+        "{first}"
+    );
+    ensure!(first.stdout.is_empty(), "nothing played:\n{first}");
+    let other = rank("2")?;
+    other.ensure_code(2)?;
+    ensure!(other.stderr.is_empty() && other.stdout.is_empty(), "only the first rank says it:\n{other}");
+    Ok(())
+}

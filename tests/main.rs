@@ -1,5 +1,5 @@
 //! playsim's integration tests: one binary, one module per area. The areas that need a cargo
-//! feature (`nfs`, `rdma`, `ffmpeg`, `io-uring`) are compiled only with it; the rest is what a
+//! feature (`nfs`, `rdma`, `ffmpeg`, `io-uring`, `mpi`) are compiled only with it; the rest is what a
 //! `--no-default-features` build tests.
 
 mod bad_input;
@@ -12,6 +12,8 @@ mod frametest;
 #[cfg(feature = "io-uring")]
 mod io_uring;
 mod mount_label;
+#[cfg(feature = "mpi")]
+mod mpi;
 #[cfg(feature = "nfs")]
 mod nfs;
 #[cfg(feature = "rdma")]

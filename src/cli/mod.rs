@@ -2,6 +2,7 @@
 //! Each holds its clap arguments and its handler; `main.rs` dispatches to them and
 //! keeps the value parsers they share; the live progress line is here, shared by `play` and `run`.
 
+pub mod cluster;
 pub mod frametest;
 pub mod run;
 

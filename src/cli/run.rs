@@ -39,8 +39,8 @@ pub struct RunArgs {
 /// Runs `playsim run`.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let scenario = Scenario::load(&args.scenario)?;
-    print!("{}", playsim::scenario::plan(&scenario));
     if args.check {
+        print!("{}", playsim::scenario::plan(&scenario));
         println!(
             "scenario {} is valid ({} run(s), {} play(s))",
             scenario.name,
@@ -49,6 +49,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    let clock: Arc<dyn playsim::core::Clock> = Arc::new(playsim::engine::PreciseClock::new());
+    match super::cluster::join(&clock) {
+        Err(code) => return Ok(code),
+        Ok(Some(cluster)) => {
+            return super::cluster::Client::new(cluster, clock)?.run_scenario(&args, &scenario)
+        }
+        Ok(None) => {}
+    }
+    print!("{}", playsim::scenario::plan(&scenario));
     scenario.ensure_media(&mut |line| eprintln!("playsim: {line}"))?;
     let dir = args.json_dir.clone().unwrap_or_else(|| PathBuf::from("target/scenarios").join(&scenario.name));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;

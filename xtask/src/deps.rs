@@ -42,6 +42,11 @@ pub const PACKAGES: &[Package] = &[
         name: "cmake",
         why: "rdma-mummy-sys (the `rdma` feature) builds its loader of libibverbs and librdmacm with it",
     },
+    Package {
+        name: "libopenmpi-dev",
+        why: "OpenMPI's headers and mpicc, which the `mpi` crate (the `mpi` feature) builds against",
+    },
+    Package { name: "openmpi-bin", why: "mpirun, which starts several playsim clients as one run" },
     Package { name: "fonts-dejavu-core", why: "the font of PNG plots and of the fixtures' frame numbers" },
     Package {
         name: "nfs-ganesha",

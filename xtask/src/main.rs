@@ -99,13 +99,41 @@ fn run(task: Task) -> Result<ExitCode> {
 type Step = (&'static str, fn() -> Result<()>);
 
 fn test() -> Result<ExitCode> {
-    let steps: [Step; 7] = [
+    let steps: [Step; 8] = [
         ("deps", deps::run),
         ("fmt", || process::run(cargo().args(["fmt", "--all", "--", "--check"]))),
         ("clippy", || {
-            process::run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))
+            process::run(
+                cargo()
+                    .args(["clippy", "--workspace", "--all-targets", "--features", "playsim/mpi"])
+                    .args(["--", "-D", "warnings"]),
+            )
         }),
-        ("test", || process::run(cargo().args(["test", "--workspace"]).env("PLAYSIM_XTASK_TEST", "1"))),
+        // Every test but the MPI tier's, which is the next step, on the same build.
+        ("test", || {
+            process::run(
+                cargo()
+                    .args(["test", "--workspace", "--features", "playsim/mpi", "--", "--skip", "mpi::"])
+                    .env("PLAYSIM_XTASK_TEST", "1"),
+            )
+        }),
+        // Several clients in one run: `mpirun --oversubscribe -np 3` on this machine, against
+        // sim:// links and NFS-Ganesha on loopback.
+        ("mpi", || {
+            process::run(
+                cargo()
+                    .args([
+                        "test",
+                        "--workspace",
+                        "--features",
+                        "playsim/mpi",
+                        "--test",
+                        "integration",
+                        "mpi::",
+                    ])
+                    .env("PLAYSIM_XTASK_TEST", "1"),
+            )
+        }),
         // The pure-Rust build, without the native libraries: what the cargo features change.
         ("no-default-features", test_without_default_features),
         // Kernel NFS over TCP and RDMA in a qemu guest, when this machine can boot one.

@@ -44,6 +44,9 @@ pub enum CapacityBy {
     Streams,
     /// Whole frames per second, one stream per source.
     Fps,
+    /// Clients of a run under mpirun (the ranks beyond the candidate sit idle), each playing
+    /// its sources at the request's rate and streams.
+    Clients,
 }
 
 impl CapacityBy {
@@ -52,6 +55,7 @@ impl CapacityBy {
         match self {
             CapacityBy::Streams => "streams",
             CapacityBy::Fps => "fps",
+            CapacityBy::Clients => "clients",
         }
     }
 }
@@ -82,8 +86,28 @@ pub struct Capacity {
     pub limit: Option<DropCauseName>,
     /// The worst slack of a presented frame over `best`'s trials, ms.
     pub margin_ms: Option<f64>,
+    /// Under mpirun: the first frame dropped in the trial that failed at `best + 1`, naming
+    /// the client that dropped it and why ("the third client's stream made it drop").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_drop: Option<FirstDrop>,
+    /// Under mpirun: the clients of the run (`mpirun -np`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
     /// Every trial, in the order run.
     pub trials: Vec<Trial>,
+}
+
+/// The first frame a trial of several clients dropped: which client, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FirstDrop {
+    /// The client's rank.
+    pub client: u32,
+    /// Its host.
+    pub host: String,
+    /// The cause the drop was charged to.
+    pub cause: DropCauseName,
+    /// When the frame fell due, in seconds from the trial's first start.
+    pub at_s: f64,
 }
 
 impl Capacity {
@@ -118,6 +142,9 @@ pub struct Trial {
     #[serde(deserialize_with = "number_or_null")]
     #[schemars(with = "Option<f64>")]
     pub mb_per_s: f64,
+    /// Under mpirun: the first frame dropped, its client and cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_drop: Option<FirstDrop>,
 }
 
 impl Trial {
@@ -130,7 +157,38 @@ impl Trial {
             dropped,
             worst_slack_ms,
             mb_per_s,
+            first_drop: None,
         }
+    }
+}
+
+impl FirstDrop {
+    /// The first frame dropped in a merged report of several clients (the earliest due, on
+    /// the merged time line), with its client; `None` when nothing dropped or the report is
+    /// not a merged one.
+    pub fn of(merged: &crate::model::Report) -> Option<FirstDrop> {
+        let first_start = merged.cluster.as_ref().map_or(0, |c| c.first_start_ns);
+        let (client, frame) = merged
+            .streams
+            .iter()
+            .filter_map(|s| Some((s.client?, s)))
+            .flat_map(|(client, s)| s.timeline.iter().filter(|f| f.cause.is_some()).map(move |f| (client, f)))
+            .min_by_key(|(client, f)| (f.due_ns, *client))?;
+        let host =
+            merged.clients.iter().find(|c| c.rank == client).map(|c| c.host.clone()).unwrap_or_default();
+        Some(FirstDrop {
+            client,
+            host,
+            cause: frame.cause?,
+            at_s: frame.due_ns.saturating_sub(first_start) as f64 / 1e9,
+        })
+    }
+}
+
+impl DropCauseName {
+    /// The cause as a word: `storage`, `decode`, `output` or `unreadable`.
+    pub fn word(self) -> &'static str {
+        cause_word(self)
     }
 }
 
@@ -185,10 +243,13 @@ pub fn text(found: &Capacity) -> String {
     }
     let margin = found.margin_ms.map_or_else(|| "-".to_owned(), |m| format!("{m:.1} ms"));
     let window = Duration::try_from_secs_f64(found.window_s).unwrap_or_default();
+    let first = found.first_drop.as_ref().map_or_else(String::new, |f| {
+        format!(" (first on client {} ({}), {} at {:.2} s)", f.client, f.host, cause_word(f.cause), f.at_s)
+    });
     let _ = match found.limit {
         Some(limit) => writeln!(
             out,
-            "capacity: {} {what} with no drop over {window:?} ({} trials each); {} failed for {}; margin (worst slack at {}) {margin}",
+            "capacity: {} {what} with no drop over {window:?} ({} trials each); {} failed for {}{first}; margin (worst slack at {}) {margin}",
             found.best,
             found.trials_per_candidate,
             found.best + 1,

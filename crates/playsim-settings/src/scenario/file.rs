@@ -123,6 +123,7 @@ run_knobs!(scenario_table
     RunTable {
         name: Option<Spanned<String>>,
         description: Option<String>,
+        client: Option<Spanned<Client>>,
         #[serde(default)]
         stream: Vec<Spanned<StreamTable>>,
     }
@@ -206,6 +207,13 @@ text_value!(
     /// `repeat`, `count`: a whole number of 1 or more.
     Count(u32),
     parse::count
+);
+text_value!(
+    /// A run's `client`: the rank (from 0) that plays it under mpirun.
+    Client(u32),
+    |s| parse::whole(s).and_then(|n| {
+        u32::try_from(n).map_err(|_| format!("'{s}' is too large a client number (for example client = 2)"))
+    })
 );
 text_value!(
     /// generate's `frames`: a whole number of 1 or more.
@@ -298,13 +306,16 @@ impl Checker<'_> {
                         ));
                     }
                     let settings = run.settings(self)?.over(&top);
-                    runs.push(self.run(
+                    let mut made = self.run(
                         Some(table.span().start),
                         run_name,
                         run.description.clone(),
                         &run.stream,
                         &settings,
-                    )?);
+                    )?;
+                    made.client = run.client.as_ref().map(|c| c.get_ref().0);
+                    made.client_offset = run.client.as_ref().map(|c| c.span().start);
+                    runs.push(made);
                 }
                 runs
             }
@@ -390,7 +401,7 @@ impl Checker<'_> {
             streams.push(stream);
         }
         request.streams_per_source = 1;
-        Ok(ScenarioRun { name, description, request, streams })
+        Ok(ScenarioRun { name, description, request, streams, client: None, client_offset: None })
     }
 
     fn stream(&self, table: &Spanned<StreamTable>, run: &Settings) -> Result<ScenarioStream, ScenarioError> {

@@ -64,6 +64,11 @@ pub struct ScenarioRun {
     pub request: PlayRequest,
     /// The stream tables, in the order of the request's sources.
     pub streams: Vec<ScenarioStream>,
+    /// Under mpirun, the client (rank) that plays it: `client = K` in its table; by
+    /// round-robin when not given (see [`Scenario::placement`]).
+    pub client: Option<u32>,
+    /// Where `client` was given in the file, for errors.
+    pub client_offset: Option<usize>,
 }
 
 /// One stream table: a source and the streams that read it.
@@ -220,6 +225,39 @@ impl Scenario {
             passes.extend((1..=self.repeat).map(|n| Pass { run, repetition: Repetition::Timed(n) }));
         }
         passes
+    }
+
+    /// Which runs each of `n_clients` clients plays under mpirun, in the file's order: a run
+    /// with `client = K` on client K, the others by round-robin on their position (run `i`
+    /// on client `i mod n`). All the runs play at once, a client's first runs together, then
+    /// its second ones, and so on (waves). A `client` beyond the clients is refused.
+    pub fn placement(&self, n_clients: u32) -> Result<Vec<Vec<usize>>, ScenarioError> {
+        let n = n_clients.max(1);
+        let mut placed = vec![Vec::new(); n as usize];
+        for (i, run) in self.runs.iter().enumerate() {
+            let client = match run.client {
+                Some(k) if k >= n => {
+                    let message = format!(
+                        "run '{}' is placed on client {k}, but this run has {n} client(s), 0 to {}:                          start more (mpirun -np {}) or place it on one of them (client = {})",
+                        run.name,
+                        n - 1,
+                        k + 1,
+                        n - 1
+                    );
+                    let text = std::fs::read_to_string(&self.path).unwrap_or_default();
+                    return Err(match run.client_offset {
+                        Some(offset) if !text.is_empty() => {
+                            ScenarioError::at(&self.path, &text, offset, message)
+                        }
+                        _ => ScenarioError::whole(&self.path, message),
+                    });
+                }
+                Some(k) => k,
+                None => (i as u64 % u64::from(n)) as u32,
+            };
+            placed[client as usize].push(i);
+        }
+        Ok(placed)
     }
 
     /// The report file of `pass`: `<scenario>-<run>-<repetition>.json`.
@@ -406,5 +444,24 @@ mod tests {
         let names: Vec<String> = warm.passes().iter().map(|p| warm.report_name(p)).collect();
         assert_eq!(names, ["t-run1-warmup.json", "t-run1-1.json"]);
         assert!(warm.request(&warm.passes()[1]).is_some_and(|r| !r.cold));
+    }
+
+    #[test]
+    fn runs_are_placed_on_clients_by_their_key_or_round_robin() {
+        let text = "[[run]]\nname = \"a\"\n[[run.stream]]\nsource = \"x\"\n\
+                    [[run]]\nname = \"b\"\nclient = 0\n[[run.stream]]\nsource = \"x\"\n\
+                    [[run]]\nname = \"c\"\n[[run.stream]]\nsource = \"x\"\n\
+                    [[run]]\nname = \"d\"\n[[run.stream]]\nsource = \"x\"\n";
+        let s = scenario(text);
+        assert_eq!(s.runs[1].client, Some(0));
+        // a: 0 mod 3; b: given 0; c: 2 mod 3; d: 3 mod 3.
+        assert_eq!(s.placement(3).unwrap(), vec![vec![0, 1, 3], vec![], vec![2]]);
+        assert_eq!(s.placement(1).unwrap(), vec![vec![0, 1, 2, 3]]);
+        let beyond =
+            scenario(&text.replace("client = 0", "client = 5")).placement(3).unwrap_err().to_string();
+        assert!(beyond.contains("run 'b' is placed on client 5, but this run has 3 client(s)"), "{beyond}");
+        let bad = Scenario::parse(&text.replace("client = 0", "client = -1"), Path::new("/s/t.toml"));
+        let bad = bad.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(bad.contains("7:10") && bad.contains("not a whole number"), "{bad}");
     }
 }
