@@ -227,6 +227,75 @@ fn three_clients_play_from_nfs_ganesha_over_playsims_own_client() -> Result<()> 
     Ok(())
 }
 
+#[test]
+fn capacity_by_clients_names_the_client_and_cause_that_failed_first() -> Result<()> {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir()?;
+    let json = dir.path().join("capacity.json");
+    let json_arg = json.to_str().context("path")?;
+    // Clients 0 and 1 have links of 20 MB/s, client 2 one of 300 kB/s (55% of 24 fps's need):
+    // two clients play clean, the third makes the run drop, on storage.
+    let (fast, slow) = (link("a", "20MB/s"), link("a", "300kB/s"));
+    let flags = ["--by", "clients", "--fps", "24", "--window", "2s", "--trials", "1", "--quiet", "--json", json_arg];
+    let mut cmd = mpirun();
+    context(&mut cmd, 2, &[&["capacity", fast.as_str()][..], &flags].concat());
+    cmd.arg(":");
+    context(&mut cmd, 1, &[&["capacity", slow.as_str()][..], &flags].concat());
+    let done = run(&mut cmd)?;
+    done.ensure_code(0)?;
+    let found: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    ensure!(found["by"] == "clients" && found["clients"] == 3 && found["max"] == 3, "{found}");
+    ensure!(found["best"] == 2 && found["limit"] == "storage", "{found}\n{done}");
+    ensure!(found["first_drop"]["client"] == 2 && found["first_drop"]["cause"] == "storage", "{found}");
+    let candidates: Vec<u64> =
+        found["trials"].as_array().context("trials")?.iter().filter_map(|t| t["candidate"].as_u64()).collect();
+    ensure!(candidates == [1, 2, 3], "{candidates:?}");
+    ensure!(done.stdout.contains("3 failed for storage (first on client 2"), "{done}");
+    Ok(())
+}
+
+#[test]
+fn a_scenario_places_its_runs_on_the_clients_and_plays_them_at_once() -> Result<()> {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir()?;
+    let scenario = dir.path().join("three.toml");
+    // Runs a and b by round-robin on clients 0 and 1; c, the slow one, given to client 2.
+    std::fs::write(
+        &scenario,
+        format!(
+            "name = \"three\"\nfps = 24\n\
+             [[run]]\nname = \"a\"\n[[run.stream]]\nsource = \"{}\"\n\
+             [[run]]\nname = \"b\"\n[[run.stream]]\nsource = \"{}\"\n\
+             [[run]]\nname = \"c\"\nclient = 2\n[[run.stream]]\nsource = \"{}\"\n",
+            link("a", "20MB/s"),
+            link("b", "20MB/s"),
+            link("c", "200kB/s")
+        ),
+    )?;
+    let reports = dir.path().join("reports");
+    let mut cmd = mpirun();
+    context(&mut cmd, 3, &["run", scenario.to_str().context("path")?, "--quiet", "--json-dir", reports.to_str().context("path")?]);
+    let done = run(&mut cmd)?;
+    done.ensure_code(0)?;
+    let merged = read_report(&reports.join("three-a+b+c-1.json"))?;
+    ensure!(merged.clients.len() == 3 && merged.streams.len() == 3, "{:?}", merged.clients);
+    let storage: Vec<u64> = merged.clients.iter().map(|c| c.dropped.storage).collect();
+    ensure!(storage[0] == 0 && storage[1] == 0 && storage[2] >= 12, "{storage:?}");
+    // The tally gives each run from its client's row.
+    ensure!(done.stdout.contains("run a: 1 repetition(s)") && done.stdout.contains("run c: 1 repetition(s)"), "{done}");
+    let c_line = done.stdout.lines().find(|l| l.starts_with("run c:")).unwrap_or_default();
+    ensure!(c_line.contains(&format!("storage {}", storage[2])), "{c_line}");
+    // A run placed beyond the clients is refused before anything plays.
+    std::fs::write(&scenario, std::fs::read_to_string(&scenario)?.replace("client = 2", "client = 7"))?;
+    let mut cmd = mpirun();
+    context(&mut cmd, 3, &["run", scenario.to_str().context("path")?, "--quiet"]);
+    let refused = run(&mut cmd)?;
+    refused.ensure_no_panic()?;
+    ensure!(refused.code != Some(0), "{refused}");
+    ensure!(refused.stderr.contains("run 'c' is placed on client 7, but this run has 3 client(s)"), "{refused}");
+    Ok(())
+}
+
 /// The pid of rank `rank` among mpirun's children, once it has started.
 fn wait_for_rank(mpirun: u32, rank: u32, limit: Duration) -> Result<rustix::process::Pid> {
     let start = Instant::now();
