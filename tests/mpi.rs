@@ -236,7 +236,8 @@ fn capacity_by_clients_names_the_client_and_cause_that_failed_first() -> Result<
     // Clients 0 and 1 have links of 20 MB/s, client 2 one of 300 kB/s (55% of 24 fps's need):
     // two clients play clean, the third makes the run drop, on storage.
     let (fast, slow) = (link("a", "20MB/s"), link("a", "300kB/s"));
-    let flags = ["--by", "clients", "--fps", "24", "--window", "2s", "--trials", "1", "--quiet", "--json", json_arg];
+    let flags =
+        ["--by", "clients", "--fps", "24", "--window", "2s", "--trials", "1", "--quiet", "--json", json_arg];
     let mut cmd = mpirun();
     context(&mut cmd, 2, &[&["capacity", fast.as_str()][..], &flags].concat());
     cmd.arg(":");
@@ -247,8 +248,12 @@ fn capacity_by_clients_names_the_client_and_cause_that_failed_first() -> Result<
     ensure!(found["by"] == "clients" && found["clients"] == 3 && found["max"] == 3, "{found}");
     ensure!(found["best"] == 2 && found["limit"] == "storage", "{found}\n{done}");
     ensure!(found["first_drop"]["client"] == 2 && found["first_drop"]["cause"] == "storage", "{found}");
-    let candidates: Vec<u64> =
-        found["trials"].as_array().context("trials")?.iter().filter_map(|t| t["candidate"].as_u64()).collect();
+    let candidates: Vec<u64> = found["trials"]
+        .as_array()
+        .context("trials")?
+        .iter()
+        .filter_map(|t| t["candidate"].as_u64())
+        .collect();
     ensure!(candidates == [1, 2, 3], "{candidates:?}");
     ensure!(done.stdout.contains("3 failed for storage (first on client 2"), "{done}");
     Ok(())
@@ -274,7 +279,17 @@ fn a_scenario_places_its_runs_on_the_clients_and_plays_them_at_once() -> Result<
     )?;
     let reports = dir.path().join("reports");
     let mut cmd = mpirun();
-    context(&mut cmd, 3, &["run", scenario.to_str().context("path")?, "--quiet", "--json-dir", reports.to_str().context("path")?]);
+    context(
+        &mut cmd,
+        3,
+        &[
+            "run",
+            scenario.to_str().context("path")?,
+            "--quiet",
+            "--json-dir",
+            reports.to_str().context("path")?,
+        ],
+    );
     let done = run(&mut cmd)?;
     done.ensure_code(0)?;
     let merged = read_report(&reports.join("three-a+b+c-1.json"))?;
@@ -282,7 +297,10 @@ fn a_scenario_places_its_runs_on_the_clients_and_plays_them_at_once() -> Result<
     let storage: Vec<u64> = merged.clients.iter().map(|c| c.dropped.storage).collect();
     ensure!(storage[0] == 0 && storage[1] == 0 && storage[2] >= 12, "{storage:?}");
     // The tally gives each run from its client's row.
-    ensure!(done.stdout.contains("run a: 1 repetition(s)") && done.stdout.contains("run c: 1 repetition(s)"), "{done}");
+    ensure!(
+        done.stdout.contains("run a: 1 repetition(s)") && done.stdout.contains("run c: 1 repetition(s)"),
+        "{done}"
+    );
     let c_line = done.stdout.lines().find(|l| l.starts_with("run c:")).unwrap_or_default();
     ensure!(c_line.contains(&format!("storage {}", storage[2])), "{c_line}");
     // A run placed beyond the clients is refused before anything plays.
@@ -292,7 +310,10 @@ fn a_scenario_places_its_runs_on_the_clients_and_plays_them_at_once() -> Result<
     let refused = run(&mut cmd)?;
     refused.ensure_no_panic()?;
     ensure!(refused.code != Some(0), "{refused}");
-    ensure!(refused.stderr.contains("run 'c' is placed on client 7, but this run has 3 client(s)"), "{refused}");
+    ensure!(
+        refused.stderr.contains("run 'c' is placed on client 7, but this run has 3 client(s)"),
+        "{refused}"
+    );
     Ok(())
 }
 

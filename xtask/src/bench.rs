@@ -106,7 +106,7 @@ struct Report {
 }
 
 /// The bench's sections, in the order they run.
-const SECTIONS: [&str; 8] = ["dpx", "exr", "video", "io", "nfs", "engine", "pipeline", "fidelity"];
+const SECTIONS: [&str; 9] = ["dpx", "exr", "video", "io", "nfs", "engine", "pipeline", "fidelity", "mpi"];
 
 /// `cargo xtask bench [--short] [SECTION...]`.
 #[derive(clap::Args)]
@@ -115,7 +115,7 @@ pub struct BenchArgs {
     /// shorter runs. Its ratios are printed like the full suite's, and mean less.
     #[arg(long)]
     short: bool,
-    /// Run only these sections (dpx, exr, video, io, nfs, engine, pipeline, fidelity) [default: all].
+    /// Run only these sections (dpx, exr, video, io, nfs, engine, pipeline, fidelity, mpi) [default: all].
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(SECTIONS))]
     sections: Vec<String>,
 }
@@ -192,6 +192,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if wanted("fidelity") {
         rows.extend(crate::bench_fidelity::run(&bench)?);
+    }
+    if wanted("mpi") {
+        rows.extend(crate::bench_mpi::run(&bench)?);
     }
 
     let report = Report { machine: Machine::probe()?, short: args.short, rows };

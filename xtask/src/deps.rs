@@ -160,6 +160,6 @@ fn is_installed(package: &str) -> Result<bool> {
     Ok(output.status.success() && String::from_utf8_lossy(&output.stdout).trim() == "install ok installed")
 }
 
-fn is_root() -> Result<bool> {
+pub fn is_root() -> Result<bool> {
     Ok(process::read(Command::new("id").arg("-u"))? == "0")
 }

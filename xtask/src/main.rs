@@ -7,6 +7,7 @@ mod bench;
 mod bench_engine;
 mod bench_fidelity;
 mod bench_io;
+mod bench_mpi;
 mod bench_nfs;
 mod bench_pipeline;
 mod bench_unpack;
@@ -268,7 +269,8 @@ pub fn target_dir() -> Result<PathBuf> {
 
 /// Builds the release `playsim` binary and returns its path.
 pub fn build_playsim(target: &Path) -> Result<PathBuf> {
-    process::run(cargo().args(["build", "--release", "--bin", "playsim"]))?;
+    // With MPI, for the bench's `mpi` section (the guest's payload is built without it).
+    process::run(cargo().args(["build", "--release", "--bin", "playsim", "--features", "mpi"]))?;
     Ok(target.join("release").join(format!("playsim{}", std::env::consts::EXE_SUFFIX)))
 }
 

@@ -23,6 +23,11 @@ fn wall_ns(clock: &dyn Clock) -> u64 {
     u64::try_from((clock.wall_origin() + clock.now()).as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// How long the MPI thread waits for a command between looks for messages, when no round
+/// trip is under way (then it spins): small next to a frame, and a thread that wakes 200
+/// times a second costs a client next to nothing (the bench's `mpi` rows measure it).
+const IDLE_POLL: Duration = Duration::from_millis(5);
+
 /// Round trips per client to measure its clock offset.
 const ROUND_TRIPS: u32 = 16;
 /// How long rank 0 waits for one answer to a ping.
@@ -299,7 +304,7 @@ impl<'w> Client<'w> {
     fn run(mut self, commands: &Receiver<Command>) -> bool {
         loop {
             // Spin while rank 0 measures the clock, so that its pings are answered at once.
-            let idle = if self.syncing { Duration::ZERO } else { Duration::from_millis(1) };
+            let idle = if self.syncing { Duration::ZERO } else { IDLE_POLL };
             match next_command(commands, idle) {
                 Err(()) => return self.clean && self.finish_reply.is_none(),
                 Ok(Some(command)) => self.command(command),
@@ -431,7 +436,7 @@ impl<'w> Root<'w> {
 
     fn run(mut self, commands: &Receiver<Command>) -> bool {
         loop {
-            match next_command(commands, Duration::from_millis(1)) {
+            match next_command(commands, IDLE_POLL) {
                 Err(()) => return self.clean,
                 Ok(Some(command)) => self.command(command),
                 Ok(None) => {}
