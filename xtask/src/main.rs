@@ -164,11 +164,12 @@ fn test() -> Result<ExitCode> {
 /// report, engine, testserver, xtask) build the same either way, so the `test` step has
 /// already run their tests.
 const FEATURE_CRATES: &[&str] =
-    &["playsim", "playsim-storage", "playsim-exr", "playsim-ffmpeg", "playsim-media", "playsim-settings"];
+    &["playsim", "playsim-storage", "playsim-exr", "playsim-ffmpeg", "playsim-media", "playsim-settings", "playsim-cluster"];
 
 /// Libraries the pure-Rust build must not link: FFmpeg's and OpenEXR's (with its own Iex and
 /// IlmThread), as `ldd` names them.
 const NATIVE_LIBRARIES: &[&str] = &[
+    "libmpi",
     "libavcodec",
     "libavformat",
     "libavutil",
