@@ -163,8 +163,15 @@ fn test() -> Result<ExitCode> {
 /// `nfs`): those the `no-default-features` step tests again. The others (core, dpx, tiff,
 /// report, engine, testserver, xtask) build the same either way, so the `test` step has
 /// already run their tests.
-const FEATURE_CRATES: &[&str] =
-    &["playsim", "playsim-storage", "playsim-exr", "playsim-ffmpeg", "playsim-media", "playsim-settings", "playsim-cluster"];
+const FEATURE_CRATES: &[&str] = &[
+    "playsim",
+    "playsim-storage",
+    "playsim-exr",
+    "playsim-ffmpeg",
+    "playsim-media",
+    "playsim-settings",
+    "playsim-cluster",
+];
 
 /// Libraries the pure-Rust build must not link: FFmpeg's and OpenEXR's (with its own Iex and
 /// IlmThread), as `ldd` names them.

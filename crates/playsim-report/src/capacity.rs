@@ -224,7 +224,11 @@ pub fn register_capacity_renderers(renderers: &mut Renderers<Capacity>) {
 
 /// The result as text: a line per trial, then the answer.
 pub fn text(found: &Capacity) -> String {
-    let what = found.by.as_str();
+    // Under mpirun every client plays the candidate's streams.
+    let what = match (found.by, found.clients) {
+        (CapacityBy::Streams, Some(_)) => "streams a client",
+        (by, _) => by.as_str(),
+    };
     let mut out = String::new();
     for t in &found.trials {
         let d = &t.dropped;
@@ -399,5 +403,48 @@ mod tests {
         let back = from_str(&text).unwrap();
         assert!(back.trials[0].worst_slack_ms.is_nan());
         assert_eq!(back.trials[1], found.trials[1]);
+    }
+
+    #[test]
+    fn the_first_drop_of_a_merged_report_names_its_client_and_cause() {
+        use crate::model::{ClientReport, ClusterReport, FrameRecord, Report, StreamReport};
+        let frame = |due_ms: u64, cause: Option<DropCauseName>| FrameRecord {
+            due_ns: due_ms * 1_000_000,
+            cause,
+            ..FrameRecord::default()
+        };
+        let stream = |client: u32, timeline: Vec<FrameRecord>| StreamReport {
+            client: Some(client),
+            timeline,
+            ..StreamReport::default()
+        };
+        let merged = Report {
+            streams: vec![
+                stream(0, vec![frame(1_000, None), frame(1_500, Some(DropCauseName::Decode))]),
+                stream(2, vec![frame(1_000, None), frame(1_250, Some(DropCauseName::Storage))]),
+            ],
+            clients: [0, 2]
+                .map(|rank| ClientReport { rank, host: format!("ws{rank}"), ..ClientReport::default() })
+                .to_vec(),
+            cluster: Some(ClusterReport { first_start_ns: 1_000_000_000, ..ClusterReport::default() }),
+            ..Report::default()
+        };
+        let first = FirstDrop::of(&merged).unwrap();
+        assert_eq!((first.client, first.host.as_str(), first.cause), (2, "ws2", DropCauseName::Storage));
+        assert!((first.at_s - 0.25).abs() < 1e-9, "{}", first.at_s);
+        // A single run's streams have no client: no first drop to name.
+        let single =
+            Report { streams: vec![StreamReport { client: None, ..merged.streams[1].clone() }], ..merged };
+        assert_eq!(FirstDrop::of(&single), None);
+
+        let found = Capacity {
+            clients: Some(3),
+            first_drop: Some(first),
+            limit: Some(DropCauseName::Storage),
+            ..sample()
+        };
+        let text = text_of(&found);
+        assert!(text.contains("trial    1 streams a client: pass"), "{text}");
+        assert!(text.contains("2 failed for storage (first on client 2 (ws2), storage at 0.25 s)"), "{text}");
     }
 }
