@@ -133,7 +133,15 @@ pub(crate) const DESCRIPTION: &[(&str, Describe)] = &[
     ("read size", read_size),
     ("pacing", |r| distinct(r.streams.iter().map(|s| s.fps.clone()))),
     ("streams", |r| r.streams.len().to_string()),
+    ("clients", |r| r.clients.len().max(1).to_string()),
 ];
+
+/// The description rows shown for `runs`: the clients row only when a run is a merged report
+/// of several clients (a single run is one client, and its table stays as it was).
+pub(crate) fn description(runs: &[Run<'_>]) -> impl Iterator<Item = &'static (&'static str, Describe)> {
+    let merged = runs.iter().any(|run| !run.report.clients.is_empty());
+    DESCRIPTION.iter().filter(move |(label, _)| merged || *label != "clients")
+}
 
 /// Width of the label column.
 const LABEL: usize = 18;
@@ -155,7 +163,7 @@ pub fn compare(runs: &[Run<'_>]) -> String {
         return "no runs to compare\n".to_owned();
     };
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
-    for (label, cell) in DESCRIPTION {
+    for (label, cell) in description(runs) {
         rows.push(((*label).to_owned(), runs.iter().map(|run| cell(run.report)).collect()));
     }
     for figure in FIGURES {
@@ -253,6 +261,27 @@ fn distinct(values: impl Iterator<Item = String>) -> String {
 mod tests {
     use super::*;
     use crate::testutil::sample_report;
+
+    #[test]
+    fn a_merged_report_compares_as_a_single_one_with_its_clients_counted() {
+        let single = sample_report();
+        let merged = crate::testutil::merged_sample();
+        // Read back from JSON, as `playsim compare` reads it.
+        let merged = crate::json::from_str(&crate::json::to_string_pretty(&merged)).unwrap_or_default();
+        let text = compare(&[
+            Run { name: "one.json", report: &single },
+            Run { name: "three.json", report: &merged },
+        ]);
+        let line = |label: &str| text.lines().find(|l| l.starts_with(label)).unwrap_or_default().to_owned();
+        assert_eq!(line("clients").split_whitespace().collect::<Vec<_>>(), ["clients", "1", "4"], "{text}");
+        assert_eq!(line("streams").split_whitespace().collect::<Vec<_>>(), ["streams", "1", "4"], "{text}");
+        assert!(line("frames presented").contains("1054 +820"), "{text}");
+        assert!(line("  decode").contains("30 +29"), "{text}");
+        assert!(line("fps").contains("81.08"), "{text}");
+        // Two single runs have no clients row.
+        let alone = compare(&[Run { name: "a", report: &single }, Run { name: "b", report: &single }]);
+        assert!(!alone.contains("clients"), "{alone}");
+    }
 
     #[test]
     fn later_runs_are_marked_against_the_first() {

@@ -12,7 +12,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::compare::{Better, Measure, Run, DESCRIPTION};
+use crate::compare::{description, Better, Measure, Run};
 use crate::model::DropCauseName;
 use crate::plot::{
     cause_colour, figure_bytes, shorten, write_figure, DrawResult, Fonts, PlotError, PlotFormat, DECODE,
@@ -489,8 +489,7 @@ fn key(runs: &[Run<'_>], labels: &[String], area: &DrawingArea<SVGBackend<'_>, S
     let max_chars = (width.saturating_sub(30) as f64 / (SMALL as f64 * EM)) as usize;
     // Each description row, as `name value`, for each run; rows alike in every run are said
     // once, for all of them.
-    let rows: Vec<Vec<String>> = DESCRIPTION
-        .iter()
+    let rows: Vec<Vec<String>> = description(runs)
         .map(|(name, cell)| runs.iter().map(|run| format!("{name} {}", cell(run.report))).collect())
         .collect();
     let alike = |row: &Vec<String>| runs.len() > 1 && row.iter().all(|cell| *cell == row[0]);

@@ -9,9 +9,11 @@ use crate::model::{DropCauseName, Report, StreamReport};
 use crate::renderer::{RenderError, Renderer};
 
 /// The header row. Times are milliseconds from the start of the run; a stage the frame never
-/// reached is empty.
+/// reached is empty. `client` is the rank of the client that played the stream in a merged
+/// report of several clients, and empty otherwise.
 pub const HEADER: &str =
-    "stream,frame,frame_idx,due_ms,read_start_ms,read_done_ms,decode_done_ms,output_done_ms,presented_ms,cause,bytes,transport";
+    "stream,frame,frame_idx,due_ms,read_start_ms,read_done_ms,decode_done_ms,output_done_ms,\
+presented_ms,cause,bytes,transport,client";
 
 /// The timeline of every stream of `report`, header first.
 ///
@@ -27,6 +29,7 @@ pub fn timeline(report: &Report) -> String {
     for stream in &report.streams {
         let transport = field(&transport(stream));
         let name = field(&stream.name);
+        let client = stream.client.map(|k| k.to_string()).unwrap_or_default();
         for f in &stream.timeline {
             let cause = match f.cause {
                 None => "",
@@ -37,7 +40,7 @@ pub fn timeline(report: &Report) -> String {
             };
             let _ = writeln!(
                 out,
-                "{name},{},{},{},{},{},{},{},{},{cause},{},{transport}",
+                "{name},{},{},{},{},{},{},{},{},{cause},{},{transport},{client}",
                 f.frame_number,
                 f.frame_idx,
                 ms(Some(f.due_ns)),
@@ -123,6 +126,26 @@ mod tests {
             let row = rows[1 + i];
             assert!(row.split(',').nth(8) == Some(""), "a dropped frame has no presented time: {row}");
         }
+    }
+
+    #[test]
+    fn a_merged_report_names_the_client_of_every_frame() {
+        let report = crate::testutil::merged_sample();
+        let text = timeline(&report);
+        assert!(HEADER.ends_with(",transport,client"));
+        let rows: Vec<Vec<&str>> = text.lines().skip(1).map(|r| r.split(',').collect()).collect();
+        assert_eq!(rows.len(), report.streams.iter().map(|s| s.timeline.len()).sum::<usize>());
+        let last = HEADER.split(',').count() - 1;
+        for row in &rows {
+            assert_eq!(row.len(), last + 1, "{row:?}");
+            let client = row[0].strip_prefix("client ").and_then(|n| n.split('/').next());
+            assert_eq!(Some(row[last]), client, "{row:?}");
+        }
+        // Client 1 dropped its frame 1 for storage, 2 s into rank 0's time line plus its own 241.7 ms.
+        let dropped = rows.iter().find(|r| r[last] == "1" && r[9] == "storage").unwrap();
+        assert_eq!(dropped[3], "2241.667");
+        // A single run's rows end with an empty client.
+        assert!(timeline(&sample_report()).lines().skip(1).all(|r| r.ends_with(",nfs,")));
     }
 
     #[test]

@@ -255,6 +255,24 @@ mod tests {
     }
 
     #[test]
+    fn a_merged_report_s_non_finite_numbers_are_written_as_zero() {
+        let mut report = crate::testutil::merged_sample();
+        report.clients[0].fps = f64::NAN;
+        report.clients[3].last_heard_s = Some(f64::INFINITY);
+        if let Some(c) = report.cluster.as_mut() {
+            c.start_skew_ms = f64::NAN;
+        }
+        if let Some(l) = report.latency.as_mut() {
+            l.read.p99_ms = f64::NEG_INFINITY;
+        }
+        let back = from_str(&to_string_pretty(&report)).unwrap();
+        assert_eq!(back.clients[0].fps, 0.0);
+        assert_eq!(back.clients[3].last_heard_s, Some(0.0));
+        assert_eq!(back.cluster.map(|c| c.start_skew_ms), Some(0.0));
+        assert_eq!(back.latency.map(|l| l.read.p99_ms), Some(0.0));
+    }
+
+    #[test]
     fn unknown_fields_are_ignored_and_other_versions_refused() {
         let mut value: serde_json::Value = serde_json::from_str(&to_string_pretty(&sample_report())).unwrap();
         value["added_later"] = serde_json::json!({"x": 1});

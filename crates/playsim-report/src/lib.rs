@@ -18,6 +18,9 @@
 //!   [`capacity`] (`playsim capacity`'s result), [`tally`] (a scenario's runs over their
 //!   repetitions), [`live_csv`] (a row of counters a second) and [`compare`] (runs side by
 //!   side) are the other models, each with its renderers.
+//! - [`merge`] makes the reports of several clients (MPI ranks) one report on one time line,
+//!   with a row per client; [`histograms`] keeps a run's latency histograms in the report in a
+//!   compact form that merges exactly.
 //! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG, behind
 //!   the `render` feature (on by default), so that a crate that fills reports (the engine)
 //!   does not compile plotters and resvg.

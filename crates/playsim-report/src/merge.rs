@@ -489,85 +489,11 @@ mod tests {
 
     use super::*;
     use crate::model::{DropCauseName, Percentiles};
-    use crate::testutil::{client_report, SyntheticStream};
+    use crate::testutil::{
+        client_input as input, client_report, lost_client, read_samples, slack_samples, three_clients,
+        SyntheticStream, MS, S, T,
+    };
     use crate::{SignedHistogram, HISTOGRAM_SIGFIG};
-
-    /// Rank 0's origin, ns since the epoch.
-    const T: u64 = 1_800_000_000_000_000_000;
-    const S: u64 = 1_000_000_000;
-    const MS: u64 = 1_000_000;
-
-    fn read_samples(rank: u64) -> Vec<u64> {
-        (1..=500 + rank * 300).map(|i| i * (997 + rank * 1_013)).collect()
-    }
-
-    fn slack_samples(rank: u64) -> Vec<i64> {
-        (0..400_i64).map(|i| (i - 40 * rank as i64) * 51_234).collect()
-    }
-
-    fn input(rank: u32, host: &str, report: Report, clock_offset_ns: i64) -> ClientInput {
-        ClientInput {
-            rank,
-            host: host.into(),
-            report: Some(report),
-            clock_offset_ns,
-            clock_rtt_ns: 40_000,
-            report_path: Some(format!("run.client-{rank}.json")),
-            ..ClientInput::default()
-        }
-    }
-
-    /// Three clients. Client 0 (rank 0's clock) starts at T; client 1's clock is 0.5 s ahead
-    /// and its run starts 2 s after T in rank 0's time; client 2's clock is 0.25 s behind and
-    /// its run starts 1 s after T.
-    fn three_clients() -> Vec<ClientInput> {
-        let c0 = client_report(
-            T,
-            &[
-                SyntheticStream::default(),
-                SyntheticStream {
-                    presented: 230,
-                    dropped: Drops { storage: 10, ..Drops::default() },
-                    early_drops: Drops { storage: 4, ..Drops::default() },
-                    ..SyntheticStream::default()
-                },
-            ],
-            &read_samples(0),
-            &slack_samples(0),
-        );
-        let c1 = client_report(
-            T + 2 * S + 500 * MS,
-            &[SyntheticStream {
-                t0_ns: 200 * MS,
-                presented: 200,
-                dropped: Drops { decode: 30, output: 10, ..Drops::default() },
-                early_drops: Drops { decode: 7, ..Drops::default() },
-                bytes_each: 2_000_000,
-                transport: "nfs",
-                ..SyntheticStream::default()
-            }],
-            &read_samples(1),
-            &slack_samples(1),
-        );
-        let c2 = client_report(
-            T + S - 250 * MS,
-            &[SyntheticStream {
-                span_ns: 12 * S,
-                presented: 288,
-                dropped: Drops { unreadable: 2, ..Drops::default() },
-                transport: "local",
-                ..SyntheticStream::default()
-            }],
-            &read_samples(2),
-            &slack_samples(2),
-        );
-        // Given out of order: the merge orders by rank.
-        vec![
-            input(2, "hostc", c2, -250 * MS as i64),
-            input(0, "hosta", c0, 0),
-            input(1, "hostb", c1, 500 * MS as i64),
-        ]
-    }
 
     #[test]
     fn totals_are_sums_and_drops_are_summed_cause_by_cause() {
@@ -684,30 +610,6 @@ mod tests {
         assert_eq!(latency.read.count, 500 + 800 + 1_100);
         assert_eq!(latency.decode, Percentiles::default(), "no samples, none made up");
         assert_eq!(merged.latency_histograms.as_ref().unwrap().read, crate::histograms::buckets(&read));
-    }
-
-    fn lost_client() -> ClientInput {
-        ClientInput {
-            rank: 3,
-            host: "hostd".into(),
-            report: None,
-            snapshot: Some(ClientSnapshot {
-                origin_unix_ns: T + 500 * MS,
-                t0_ns: Some(100 * MS),
-                elapsed_ns: 4_100 * MS,
-                streams: 2,
-                presented: 96,
-                dropped: Drops { storage: 3, ..Drops::default() },
-                bytes_read: 99_000_000,
-                cpu_s: 1.25,
-                peak_rss_bytes: 300 << 20,
-                transport: "sim".into(),
-                status: RunStatus::Partial,
-            }),
-            lost: true,
-            last_heard_unix_ns: Some(T + 4_600 * MS),
-            ..ClientInput::default()
-        }
     }
 
     #[test]

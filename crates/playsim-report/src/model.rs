@@ -138,7 +138,7 @@ pub struct ClientReport {
     pub error: Option<String>,
     /// Its streams' transports, distinct, joined with ", " ("nfs", "sim", "local").
     pub transport: String,
-    /// Its first stream's kernel mount, "<mount transport> at <mount point>", when it read
+    /// Its first stream's kernel mount, `<mount transport> at <mount point>`, when it read
     /// through one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount: Option<String>,

@@ -117,7 +117,7 @@ impl AddAssign<SignedHistogram> for SignedHistogram {
 }
 
 /// Records a value, growing the histogram if it can and clamping if it cannot.
-pub(crate) fn record_saturating(h: &mut Histogram<u64>, value: u64) {
+fn record_saturating(h: &mut Histogram<u64>, value: u64) {
     if h.record(value).is_err() {
         h.saturating_record(value);
     }
@@ -130,9 +130,11 @@ fn merge_side(into: &mut Option<Histogram<u64>>, from: Option<&Histogram<u64>>) 
             // `add` fails only when a value is beyond what `h` can grow to;
             // then record value by value, clamped, rather than lose them all.
             if h.add(from).is_err() {
+                // A bucket at a time, whatever its count.
                 for v in from.iter_recorded() {
-                    for _ in 0..v.count_at_value() {
-                        record_saturating(h, v.value_iterated_to());
+                    let (value, count) = (v.value_iterated_to(), v.count_at_value());
+                    if h.record_n(value, count).is_err() {
+                        h.saturating_record_n(value, count);
                     }
                 }
             }

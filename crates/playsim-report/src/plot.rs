@@ -6,6 +6,11 @@
 //! time; below: late). The due line is y = 0. Dropped frames are marked on it, one colour
 //! per cause. The bottom panel is a histogram of each stage's latency.
 //!
+//! A merged report of several clients has many streams: its timeline shows the stream that
+//! dropped the most, and marks the drops of every stream, one colour per client, each
+//! client's legend entry counting its drops by cause, so the picture says which client
+//! dropped what.
+//!
 //! Every figure is drawn once, as SVG, with plotters. A PNG is that SVG rendered by resvg
 //! (pure Rust), so the two formats are the same picture. An SVG names its font
 //! (`sans-serif`) and leaves it to the viewer; a PNG's text is drawn here, with a font found
@@ -18,7 +23,9 @@ use std::sync::Arc;
 use plotters::prelude::*;
 use resvg::usvg::fontdb;
 
-use crate::model::{DropCauseName, FrameRecord, Report};
+use plotters::coord::types::RangedCoordf64;
+
+use crate::model::{DropCauseName, FrameRecord, Report, StreamReport};
 use crate::renderer::{RenderError, Renderer};
 
 /// Width and height of the picture, in SVG pixels (and PNG pixels).
@@ -278,7 +285,7 @@ fn cause_name(cause: DropCauseName) -> &'static str {
 
 /// The title: what was played, over what, at what rate, and how it went.
 fn title(report: &Report) -> String {
-    let stream = report.streams.first();
+    let stream = shown_stream(report);
     // A long location (a sim:// or nfs:// URL) keeps its ends, so the title fits the picture.
     let source = shorten(stream.map_or("-", |s| s.source.location.as_str()), 48);
     let transport = stream.map_or_else(
@@ -290,15 +297,53 @@ fn title(report: &Report) -> String {
     );
     let fps = stream.map_or("-", |s| s.fps.as_str());
     let d = &report.totals.dropped;
-    let streams = if report.streams.len() > 1 {
-        format!(" (stream 0 of {})", report.streams.len())
-    } else {
-        String::new()
+    let streams = match stream {
+        Some(s) if !report.clients.is_empty() => {
+            format!(" ({}, of {} streams on {} clients)", s.name, report.streams.len(), report.clients.len())
+        }
+        _ if report.streams.len() > 1 => format!(" (stream 0 of {})", report.streams.len()),
+        _ => String::new(),
     };
     format!(
         "{source} over {transport} at {fps} fps{streams}: {} of {} presented; dropped storage {}, decode {}, output {}, unreadable {}",
         report.totals.presented, report.totals.frames_due, d.storage, d.decode, d.output, d.unreadable
     )
+}
+
+/// The stream whose timeline the top panel shows: the first, or in a merged report the one
+/// that dropped the most (the first of those).
+fn shown_stream(report: &Report) -> Option<&StreamReport> {
+    if report.clients.is_empty() {
+        return report.streams.first();
+    }
+    let most = report.streams.iter().map(|s| s.dropped.total()).max()?;
+    report.streams.iter().find(|s| s.dropped.total() == most)
+}
+
+/// Colours of the clients' drop markers, in turn.
+const CLIENT_COLOURS: [RGBColor; 8] = [
+    RGBColor(214, 39, 40),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+    RGBColor(227, 119, 194),
+    RGBColor(188, 189, 34),
+    RGBColor(140, 86, 75),
+    RGBColor(127, 127, 127),
+    RGBColor(0, 0, 0),
+];
+
+/// `client 1: 40 dropped (decode 30, output 10)`.
+fn client_drops_label(rank: u32, frames: &[&FrameRecord]) -> String {
+    let causes =
+        [DropCauseName::Storage, DropCauseName::Decode, DropCauseName::Output, DropCauseName::Unreadable];
+    let by_cause: Vec<String> = causes
+        .into_iter()
+        .filter_map(|cause| {
+            let n = frames.iter().filter(|f| f.cause == Some(cause)).count();
+            (n > 0).then(|| format!("{} {n}", cause_name(cause).trim_start_matches("dropped: ")))
+        })
+        .collect();
+    format!("client {rank}: {} dropped ({})", frames.len(), by_cause.join(", "))
 }
 
 /// The font size of tick labels (and, one larger, of the axes' descriptions).
@@ -325,7 +370,7 @@ fn timeline<DB: DrawingBackend>(report: &Report, area: &DrawingArea<DB, plotters
 where
     DB::ErrorType: 'static,
 {
-    let frames: &[FrameRecord] = report.streams.first().map_or(&[], |s| s.timeline.as_slice());
+    let frames: &[FrameRecord] = shown_stream(report).map_or(&[], |s| s.timeline.as_slice());
     let stages: [Stage; 3] = [
         ("read done", READ, |f| f.read_done_ns),
         ("decode done", DECODE, |f| f.decode_done_ns),
@@ -334,7 +379,13 @@ where
     let slacks = frames.iter().flat_map(|f| stages.iter().filter_map(move |(_, _, at)| slack_ms(f, at(f))));
     let (lo, hi) = slacks.fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let pad = ((hi - lo) * 0.05).max(1.0);
-    let n = frames.len().max(1) as f64;
+    // A merged report marks every stream's drops: the axis spans the longest.
+    let longest = if report.clients.is_empty() {
+        frames.len()
+    } else {
+        report.streams.iter().map(|s| s.timeline.len()).max().unwrap_or(0)
+    };
+    let n = longest.max(1) as f64;
     let mut chart = ChartBuilder::on(area)
         .caption(title(report), ("sans-serif", 18))
         .margin(12)
@@ -366,6 +417,10 @@ where
             .label(name)
             .legend(move |(x, y)| Circle::new((x + 10, y), 4, colour.filled()));
     }
+    if !report.clients.is_empty() {
+        client_drops(report, &mut chart)?;
+        return legend(&mut chart);
+    }
     for cause in
         [DropCauseName::Storage, DropCauseName::Decode, DropCauseName::Output, DropCauseName::Unreadable]
     {
@@ -385,6 +440,36 @@ where
             .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, colour.filled()));
     }
     legend(&mut chart)
+}
+
+/// A merged report's drops: every stream's, at their frame, one colour per client.
+fn client_drops<'a, DB: DrawingBackend + 'a>(
+    report: &Report,
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    for (i, client) in report.clients.iter().enumerate() {
+        let dropped: Vec<(usize, &FrameRecord)> = report
+            .streams
+            .iter()
+            .filter(|s| s.client == Some(client.rank))
+            .flat_map(|s| s.timeline.iter().enumerate().filter(|(_, f)| f.cause.is_some()))
+            .collect();
+        if dropped.is_empty() {
+            continue;
+        }
+        let colour = CLIENT_COLOURS[i % CLIENT_COLOURS.len()];
+        let frames: Vec<&FrameRecord> = dropped.iter().map(|(_, f)| *f).collect();
+        chart
+            .draw_series(
+                dropped.iter().map(|&(x, _)| TriangleMarker::new((x as f64, 0.0), 7, colour.filled())),
+            )?
+            .label(client_drops_label(client.rank, &frames))
+            .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, colour.filled()));
+    }
+    Ok(())
 }
 
 /// Each stage's latency (read: issue to last byte; decode and output: after the previous
@@ -504,6 +589,43 @@ pub(crate) mod tests {
         {
             assert!(svg.contains(text), "no `{text}` in the svg");
         }
+    }
+
+    #[test]
+    fn a_merged_report_draws_every_client_and_names_who_dropped_what() {
+        let report = crate::testutil::merged_sample();
+        assert_eq!(report.streams.len(), 4);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("merged.svg");
+        write(&report, &path).expect("plot");
+        let svg = std::fs::read_to_string(&path).expect("svg");
+        for text in [
+            "client 1/stream 0, of 4 streams on 4 clients",
+            "client 0: 1 dropped (storage 1)",
+            "client 1: 1 dropped (storage 1)",
+            "client 2: 1 dropped (storage 1)",
+        ] {
+            assert!(svg.contains(text), "no `{text}` in the svg");
+        }
+        assert!(!svg.contains("client 3:"), "a client known by a snapshot has no frames");
+
+        // Three clients of two streams each, every one dropping.
+        let mut six = report.clone();
+        six.streams.clear();
+        for k in 0..3 {
+            for n in 0..2 {
+                let mut s = report.streams[2].clone();
+                s.name = format!("client {k}/stream {n}");
+                s.client = Some(k);
+                six.streams.push(s);
+            }
+        }
+        write(&six, &path).expect("plot of 6 streams");
+        let svg = std::fs::read_to_string(&path).expect("svg");
+        for k in 0..3 {
+            assert!(svg.contains(&format!("client {k}: 2 dropped (storage 2)")), "client {k}");
+        }
+        write(&six, &dir.path().join("merged.png")).expect("png of 6 streams");
     }
 
     /// The width and height in a PNG's IHDR chunk, after checking the signature.

@@ -6,7 +6,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{Drops, MountReport, Percentiles, PoolBuffers, Report, RunStatus, StreamReport};
+use crate::model::{
+    ClientReport, ClientState, Drops, MountReport, Percentiles, PoolBuffers, Report, RunStatus, StageLatency,
+    StreamReport,
+};
 use crate::renderer::{RenderError, Renderer};
 
 /// The end-of-run summary ([`summary`]'s text): the `text` renderer.
@@ -66,9 +69,23 @@ pub fn summary(report: &Report) -> String {
     drops_table(report, &mut out);
     out.push(String::new());
     rates(report, &mut out);
-    for s in &report.streams {
+    if !report.clients.is_empty() {
         out.push(String::new());
-        latency_table(s, report.streams.len() > 1, &mut out);
+        clients_table(report, &mut out);
+    }
+    // A merged report's streams are many: its latency is the run-wide table alone (the JSON
+    // has each stream's).
+    let merged = !report.clients.is_empty();
+    if !merged {
+        for s in &report.streams {
+            out.push(String::new());
+            latency_table(&s.latency, &latency_title(s, report.streams.len() > 1), &mut out);
+        }
+    }
+    if let Some(latency) = report.latency.as_ref().filter(|_| merged || report.streams.len() > 1) {
+        out.push(String::new());
+        let title = if merged { "latency ms, all clients" } else { "latency ms, all streams" };
+        latency_table(latency, title, &mut out);
     }
     out.push(String::new());
     cpu(report, &mut out);
@@ -119,6 +136,10 @@ fn header(r: &Report) -> String {
     match r.streams.as_slice() {
         [] => {}
         [s] => h.push_str(&format!(", source {}", s.source.location)),
+        // The clients of a merged run often play one source: it is named once.
+        many if !r.clients.is_empty() => {
+            h.push_str(&format!(", sources {}", distinct(many.iter().map(|s| s.source.location.as_str()))));
+        }
         many => {
             let sources: Vec<&str> = many.iter().map(|s| s.source.location.as_str()).collect();
             h.push_str(&format!(", sources {}", sources.join(", ")));
@@ -247,7 +268,12 @@ fn settings(r: &Report) -> String {
 /// Flame's counters: one row per cause, one column per stream, and a total
 /// column when there are several.
 fn drops_table(r: &Report, out: &mut Vec<String>) {
-    let mut columns: Vec<(String, Drops)> = r.streams.iter().map(|s| (s.name.clone(), s.dropped)).collect();
+    // A merged report's drops by client are in its clients table: here, their total.
+    let mut columns: Vec<(String, Drops)> = if r.clients.is_empty() {
+        r.streams.iter().map(|s| (s.name.clone(), s.dropped)).collect()
+    } else {
+        Vec::new()
+    };
     if columns.len() != 1 {
         columns.push(("total".into(), r.totals.dropped));
     }
@@ -351,10 +377,16 @@ fn bottleneck_line(r: &Report) -> Option<String> {
     Some(text)
 }
 
-fn latency_table(s: &StreamReport, named: bool, out: &mut Vec<String>) {
-    let title = if named { format!("latency ms, {}", s.name) } else { "latency ms".to_owned() };
+fn latency_title(s: &StreamReport, named: bool) -> String {
+    if named {
+        format!("latency ms, {}", s.name)
+    } else {
+        "latency ms".to_owned()
+    }
+}
+
+fn latency_table(l: &StageLatency, title: &str, out: &mut Vec<String>) {
     out.push(format!("{title:<16}{:>9}{:>9}{:>9}{:>9}{:>9}", "p50", "p90", "p99", "p99.9", "max"));
-    let l = &s.latency;
     let rows = [
         ("open", &l.open),
         ("read", &l.read),
@@ -460,6 +492,92 @@ fn unreadable(r: &Report, out: &mut Vec<String>) {
     }
     if total > shown {
         out.push(format!("  ... and {} more", total - shown));
+    }
+}
+
+/// A merged report's row per client, then the cluster's figures on one line:
+///
+/// ```text
+/// client  host   transport  streams    fps  dropped s/d/o/u   MB/s  CPU s/GB  peak RSS MB  ...
+///      0  hosta  sim              2  47.00          10/0/0/0   48.0      7.29        104.9  ...
+/// cluster             3 clients (openmpi 4.1.4), 0 lost, start skew 0.214 ms, max clock offset 0.031 ms
+/// IOR window          13.00 s from the first start to the last end: 96.2 MB/s, 73.69 fps
+/// ```
+fn clients_table(r: &Report, out: &mut Vec<String>) {
+    let state = |c: &ClientReport| match (c.state, c.last_heard_s) {
+        (ClientState::Lost, Some(s)) => format!("lost at {s:.2} s"),
+        (ClientState::Lost, None) => "lost".to_owned(),
+        (ClientState::Reported, _) => status_name(c.status).to_owned(),
+    };
+    let dash = |text: &str| if text.is_empty() { "-".to_owned() } else { text.to_owned() };
+    // (heading, right-aligned, cell)
+    type Column<'a> = (&'static str, bool, Box<dyn Fn(&ClientReport) -> String + 'a>);
+    let columns: Vec<Column> = vec![
+        ("client", true, Box::new(|c| c.rank.to_string())),
+        ("host", false, Box::new(|c| dash(&c.host))),
+        ("transport", false, Box::new(|c| dash(&c.transport))),
+        ("streams", true, Box::new(|c| c.streams.to_string())),
+        ("fps", true, Box::new(|c| format!("{:.2}", c.fps))),
+        (
+            "dropped s/d/o/u",
+            true,
+            Box::new(|c| {
+                let d = c.dropped;
+                format!("{}/{}/{}/{}", d.storage, d.decode, d.output, d.unreadable)
+            }),
+        ),
+        ("MB/s", true, Box::new(|c| format!("{:.1}", c.mb_per_s))),
+        ("CPU s/GB", true, Box::new(|c| format!("{:.2}", c.cpu_s_per_gb))),
+        ("peak RSS MB", true, Box::new(|c| format!("{:.1}", c.peak_rss_bytes as f64 / 1e6))),
+        ("priority", false, Box::new(|c| dash(c.presenter_priority.as_deref().unwrap_or_default()))),
+        ("offset ms", true, Box::new(|c| format!("{:.3}", c.clock_offset_ms))),
+        ("state", false, Box::new(state)),
+    ];
+    let cells: Vec<Vec<String>> =
+        r.clients.iter().map(|c| columns.iter().map(|col| (col.2)(c)).collect()).collect();
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, col)| cells.iter().map(|row| row[i].len()).fold(col.0.len(), usize::max))
+        .collect();
+    let render_row = |texts: Vec<&str>| {
+        let parts: Vec<String> = texts
+            .iter()
+            .zip(&columns)
+            .zip(&widths)
+            .map(|((text, col), &w)| if col.1 { format!("{text:>w$}") } else { format!("{text:<w$}") })
+            .collect();
+        parts.join("  ").trim_end().to_owned()
+    };
+    out.push(render_row(columns.iter().map(|c| c.0).collect()));
+    for row in &cells {
+        out.push(render_row(row.iter().map(String::as_str).collect()));
+    }
+    if let Some(c) = &r.cluster {
+        let window_s = c.last_end_ns.saturating_sub(c.first_start_ns) as f64 / 1e9;
+        let launcher = if c.launcher.is_empty() { String::new() } else { format!(" ({})", c.launcher) };
+        out.push(line(
+            "cluster",
+            &format!(
+                "{} clients{launcher}, {} lost, start skew {:.3} ms, max clock offset {:.3} ms",
+                c.n_clients, c.n_lost, c.start_skew_ms, c.max_clock_offset_ms
+            ),
+        ));
+        out.push(line(
+            "IOR window",
+            &format!(
+                "{window_s:.2} s from the first start to the last end: {:.1} MB/s, {:.2} fps",
+                r.totals.mb_per_s, r.totals.fps
+            ),
+        ));
+    }
+}
+
+fn status_name(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Complete => "complete",
+        RunStatus::Partial => "partial",
+        RunStatus::Failed => "failed",
     }
 }
 
@@ -584,6 +702,48 @@ mod tests {
         assert!(lines.len() <= 38, "{} lines", lines.len());
         assert!(lines.iter().all(|l| l.len() <= 110 && l.trim_end() == *l), "{text}");
         assert!(!text.contains('\x1b'));
+    }
+
+    #[test]
+    fn a_merged_report_has_a_row_per_client_and_the_cluster_figures() {
+        let text = summary(&crate::testutil::merged_sample());
+        println!("{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let expected = "\
+client  host   transport  streams    fps  dropped s/d/o/u  MB/s  CPU s/GB  peak RSS MB  priority  offset ms  state
+     0  hosta  sim              2  47.00         10/0/0/0  48.0      7.29        104.9  -             0.000  complete
+     1  hostb  nfs              1  20.00        0/30/10/0  48.0      7.29        104.9  -           500.000  complete
+     2  hostc  local            1  24.00          0/0/0/2  24.2     12.07        104.9  -          -250.000  complete
+     3  hostd  sim              2  24.00          3/0/0/0  24.8     12.63        314.6  -             0.000  lost at 4.60 s
+cluster             4 clients (openmpi 4.1.4), 1 lost, start skew 2100.000 ms, max clock offset 500.000 ms
+IOR window          13.00 s from the first start to the last end: 103.8 MB/s, 81.08 fps
+";
+        assert!(text.contains(expected), "missing:\n{expected}\nin:\n{text}");
+        // The drops by client are in the clients table: the drops table has the total alone.
+        assert!(text.contains("dropped frames           total\n  storage (video disk)      13\n"), "{text}");
+        assert!(text.contains("latency ms, all clients"), "{text}");
+        assert!(!text.contains("latency ms, client 0/stream 0"), "one latency table, not one a stream");
+        // The clients table is as wide as its cells; the rest keeps to 110 columns.
+        let table = lines.iter().position(|l| l.starts_with("client  host")).unwrap();
+        // (And the header names every source.)
+        let narrow = lines.iter().enumerate().filter(|(i, _)| *i > 0 && !(table..=table + 4).contains(i));
+        assert!(narrow.map(|(_, l)| l).all(|l| l.len() <= 110), "{text}");
+        assert!(lines.iter().all(|l| l.trim_end() == *l), "{text}");
+    }
+
+    #[test]
+    fn several_streams_get_a_run_wide_latency_table() {
+        let mut r = sample_report();
+        r.streams.push(r.streams[0].clone());
+        r.streams[1].name = "stream 1".into();
+        let text = summary(&r);
+        assert!(!text.contains("all streams"), "none without the run-wide figures");
+        r.latency = Some(r.streams[0].latency.clone());
+        let text = summary(&r);
+        assert!(text.contains("latency ms, stream 1"), "{text}");
+        assert!(text.contains("latency ms, all streams"), "{text}");
+        r.streams.truncate(1);
+        assert!(!summary(&r).contains("all streams"), "one stream's table is the run's");
     }
 
     #[test]

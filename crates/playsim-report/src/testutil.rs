@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::merge::{ClientInput, ClientSnapshot};
 use crate::model::*;
 
 /// 4096x2160 10-bit DPX: 4 bytes a pixel plus an 8 KiB header.
@@ -282,6 +283,12 @@ pub fn client_report(
             }
             StreamReport {
                 name: format!("stream {i}"),
+                source: SourceReport {
+                    location: format!("/media/{}/shot{i}", s.transport),
+                    pattern: "shot.%07d.dpx".into(),
+                    format: "dpx".into(),
+                    ..SourceReport::default()
+                },
                 storage: StorageReport { transport: s.transport.into(), ..StorageReport::default() },
                 fps: "24".into(),
                 t0_ns: s.t0_ns,
@@ -350,8 +357,118 @@ pub fn client_report(
         memory: MemoryReport { peak_rss_bytes: 100 << 20, rss_bytes: 80 << 20, pool_bytes: 10 << 20 },
         latency: Some(latency_histograms.percentiles()),
         latency_histograms: Some(latency_histograms),
+        settings: sample_report().settings,
         totals,
         streams,
         ..Report::default()
     }
+}
+
+/// Rank 0's origin, ns since the epoch.
+pub const T: u64 = 1_800_000_000_000_000_000;
+pub const S: u64 = 1_000_000_000;
+pub const MS: u64 = 1_000_000;
+
+pub fn read_samples(rank: u64) -> Vec<u64> {
+    (1..=500 + rank * 300).map(|i| i * (997 + rank * 1_013)).collect()
+}
+
+pub fn slack_samples(rank: u64) -> Vec<i64> {
+    (0..400_i64).map(|i| (i - 40 * rank as i64) * 51_234).collect()
+}
+
+pub fn client_input(rank: u32, host: &str, report: Report, clock_offset_ns: i64) -> ClientInput {
+    ClientInput {
+        rank,
+        host: host.into(),
+        report: Some(report),
+        clock_offset_ns,
+        clock_rtt_ns: 40_000,
+        report_path: Some(format!("run.client-{rank}.json")),
+        ..ClientInput::default()
+    }
+}
+
+/// Three clients. Client 0 (rank 0's clock) starts at T; client 1's clock is 0.5 s ahead
+/// and its run starts 2 s after T in rank 0's time; client 2's clock is 0.25 s behind and
+/// its run starts 1 s after T.
+pub fn three_clients() -> Vec<ClientInput> {
+    let c0 = client_report(
+        T,
+        &[
+            SyntheticStream::default(),
+            SyntheticStream {
+                presented: 230,
+                dropped: Drops { storage: 10, ..Drops::default() },
+                early_drops: Drops { storage: 4, ..Drops::default() },
+                ..SyntheticStream::default()
+            },
+        ],
+        &read_samples(0),
+        &slack_samples(0),
+    );
+    let c1 = client_report(
+        T + 2 * S + 500 * MS,
+        &[SyntheticStream {
+            t0_ns: 200 * MS,
+            presented: 200,
+            dropped: Drops { decode: 30, output: 10, ..Drops::default() },
+            early_drops: Drops { decode: 7, ..Drops::default() },
+            bytes_each: 2_000_000,
+            transport: "nfs",
+            ..SyntheticStream::default()
+        }],
+        &read_samples(1),
+        &slack_samples(1),
+    );
+    let c2 = client_report(
+        T + S - 250 * MS,
+        &[SyntheticStream {
+            span_ns: 12 * S,
+            presented: 288,
+            dropped: Drops { unreadable: 2, ..Drops::default() },
+            transport: "local",
+            ..SyntheticStream::default()
+        }],
+        &read_samples(2),
+        &slack_samples(2),
+    );
+    // Given out of order: the merge orders by rank.
+    vec![
+        client_input(2, "hostc", c2, -250 * MS as i64),
+        client_input(0, "hosta", c0, 0),
+        client_input(1, "hostb", c1, 500 * MS as i64),
+    ]
+}
+
+/// A client lost 4.6 s after the start, known by its last snapshot.
+pub fn lost_client() -> ClientInput {
+    ClientInput {
+        rank: 3,
+        host: "hostd".into(),
+        report: None,
+        snapshot: Some(ClientSnapshot {
+            origin_unix_ns: T + 500 * MS,
+            t0_ns: Some(100 * MS),
+            elapsed_ns: 4_100 * MS,
+            streams: 2,
+            presented: 96,
+            dropped: Drops { storage: 3, ..Drops::default() },
+            bytes_read: 99_000_000,
+            cpu_s: 1.25,
+            peak_rss_bytes: 300 << 20,
+            transport: "sim".into(),
+            status: RunStatus::Partial,
+        }),
+        lost: true,
+        last_heard_unix_ns: Some(T + 4_600 * MS),
+        ..ClientInput::default()
+    }
+}
+
+/// The merged report of [`three_clients`] and [`lost_client`].
+pub fn merged_sample() -> Report {
+    let mut clients = three_clients();
+    clients.push(lost_client());
+    crate::merge::merge(clients, "openmpi 4.1.4")
 }
