@@ -30,7 +30,9 @@
 //! - **A client known only by a snapshot** (lost, or rank 0 stopped by SIGTERM before its
 //!   report came) has a row from the snapshot (fps = presented over the time since its first
 //!   frame fell due) and no streams. A lost client is marked in its row (state `lost`,
-//!   `last_heard_s`) and counted in `cluster.n_lost`; its counts are kept. A client neither
+//!   `last_heard_s`) and counted in `cluster.n_lost`; its counts are kept. A client whose
+//!   report has no stream and no error had nothing to play (state `idle`): it has a row and
+//!   counts in `n_clients`, and its origin is not the merged one. A client neither
 //!   reported nor snapshotted has a row of zeros and a partial status.
 //! - **No client at all** (`merge(vec![], ..)`) gives a valid report with status failed, the
 //!   error "no client reported", no streams and a cluster of 0 clients.
@@ -221,6 +223,9 @@ pub fn merge(mut clients: Vec<ClientInput>, launcher: &str) -> Report {
 
 /// The client's origin in rank 0's wall time: its own origin minus its clock offset.
 fn origin_in_rank0_time(client: &ClientInput) -> Option<u64> {
+    if is_idle(client) {
+        return None;
+    }
     let own = match (&client.report, &client.snapshot) {
         (Some(r), _) => origin_of(r),
         (None, Some(s)) => s.origin_unix_ns,
@@ -270,12 +275,28 @@ fn shift_frame(f: &mut FrameRecord, shift: u64) {
     }
 }
 
+/// A client that had nothing to play: its report has no stream and nothing went wrong.
+fn is_idle(client: &ClientInput) -> bool {
+    client.report.as_ref().is_some_and(|r| {
+        r.streams.is_empty()
+            && r.status == RunStatus::Complete
+            && r.error.is_none()
+            && r.totals.frames_due == 0
+    })
+}
+
 /// The client's row, from its report, else its last snapshot, else zeros.
 fn client_row(c: &ClientInput, shift: u64, merged_origin: u64) -> ClientReport {
     let mut row = ClientReport {
         rank: c.rank,
         host: c.host.clone(),
-        state: if c.lost { ClientState::Lost } else { ClientState::Reported },
+        state: if c.lost {
+            ClientState::Lost
+        } else if is_idle(c) {
+            ClientState::Idle
+        } else {
+            ClientState::Reported
+        },
         last_heard_s: c.last_heard_unix_ns.map(|t| (i128::from(t) - i128::from(merged_origin)) as f64 / 1e9),
         clock_offset_ms: c.clock_offset_ns as f64 / 1e6,
         clock_rtt_ms: c.clock_rtt_ns as f64 / 1e6,
@@ -494,6 +515,23 @@ mod tests {
         SyntheticStream, MS, S, T,
     };
     use crate::{SignedHistogram, HISTOGRAM_SIGFIG};
+
+    #[test]
+    fn an_idle_client_has_a_row_and_changes_nothing_else() {
+        let busy = merge(three_clients(), "openmpi 4.1.4");
+        let mut clients = three_clients();
+        // Idle, with an origin before everyone's: it must not become the merged origin.
+        let idle = Report { origin_unix_ns: T - 5 * S, ..Report::default() };
+        clients.push(input(3, "hostd", idle, 0));
+        let merged = merge(clients, "openmpi 4.1.4");
+        let row = &merged.clients[3];
+        assert_eq!((row.state, row.streams, row.frames_due, row.start_ns), (ClientState::Idle, 0, 0, None));
+        assert_eq!(merged.origin_unix_ns, busy.origin_unix_ns);
+        assert_eq!(merged.totals, busy.totals);
+        assert_eq!(merged.status, RunStatus::Complete);
+        assert_eq!(merged.cluster.as_ref().map(|c| (c.n_clients, c.n_lost)), Some((4, 0)));
+        assert!(crate::render::summary(&merged).contains("idle"), "{}", crate::render::summary(&merged));
+    }
 
     #[test]
     fn totals_are_sums_and_drops_are_summed_cause_by_cause() {

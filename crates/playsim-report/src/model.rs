@@ -116,6 +116,9 @@ pub enum ClientState {
     Reported,
     /// It stopped reporting (died, or was killed); its row holds its last snapshot's counts.
     Lost,
+    /// It had nothing to play in this run (a rank beyond `capacity --by clients`' candidate,
+    /// a scenario's client with no run in this pass), and took part only in the start.
+    Idle,
 }
 
 /// One client (one MPI rank) of a merged run: what it played and how it went.

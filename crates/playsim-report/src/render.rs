@@ -508,6 +508,7 @@ fn clients_table(r: &Report, out: &mut Vec<String>) {
         (ClientState::Lost, Some(s)) => format!("lost at {s:.2} s"),
         (ClientState::Lost, None) => "lost".to_owned(),
         (ClientState::Reported, _) => status_name(c.status).to_owned(),
+        (ClientState::Idle, _) => "idle".to_owned(),
     };
     let dash = |text: &str| if text.is_empty() { "-".to_owned() } else { text.to_owned() };
     // (heading, right-aligned, cell)
