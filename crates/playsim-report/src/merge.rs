@@ -19,8 +19,10 @@
 //!   [`Totals::limiting_stage`] over the merged drops and streams, as for a single run.
 //! - **Latency** is the clients' histograms merged (`latency_histograms`), summarised once: not
 //!   an average of percentiles. A client known only by a snapshot adds none.
-//! - **CPU**: process, stage and system seconds summed over the clients (a snapshot's user+sys
-//!   seconds count as user); the per-GB figures are over the summed bytes. **Memory**: the
+//! - **CPU**: process and stage seconds summed over the clients (a snapshot's user+sys
+//!   seconds count as user); system-wide seconds (/proc/stat: softirq) summed over the hosts,
+//!   since clients on one host each saw the whole host (the one that saw the most counts);
+//!   the per-GB figures are over the summed bytes. **Memory**: the
 //!   peak and the end RSS are the largest client's, the pool bytes summed.
 //! - **Status**: failed if any client failed; else partial if any client is partial, lost, or
 //!   was never heard from; else complete. The error is the first client's error in rank order,
@@ -410,6 +412,9 @@ fn start_skew_ns(clients: &[ClientInput], shifts: &[u64]) -> u64 {
 
 fn merged_cpu(clients: &[ClientInput], bytes_read: u64) -> CpuReport {
     let mut cpu = CpuReport::default();
+    // The system-wide figures (/proc/stat) are the host's: clients on one host each saw the
+    // whole host over the same run, so a host counts once, by its client that saw the most.
+    let mut per_host: Vec<(&str, &SystemCpu)> = Vec::new();
     for c in clients {
         match (&c.report, &c.snapshot) {
             (Some(r), _) => {
@@ -417,11 +422,18 @@ fn merged_cpu(clients: &[ClientInput], bytes_read: u64) -> CpuReport {
                 into.process_user_s += from.process_user_s;
                 into.process_sys_s += from.process_sys_s;
                 add_stages(&mut into.stages, &from.stages);
-                add_system(&mut into.system, &from.system);
+                match per_host.iter_mut().find(|(host, _)| *host == c.host) {
+                    Some(seen) if system_total(&from.system) > system_total(seen.1) => seen.1 = &from.system,
+                    Some(_) => {}
+                    None => per_host.push((&c.host, &from.system)),
+                }
             }
             (None, Some(s)) => cpu.process_user_s += s.cpu_s,
             (None, None) => {}
         }
+    }
+    for (_, system) in per_host {
+        add_system(&mut cpu.system, system);
     }
     let gb = bytes_read as f64 / 1e9;
     if gb > 0.0 {
@@ -431,6 +443,10 @@ fn merged_cpu(clients: &[ClientInput], bytes_read: u64) -> CpuReport {
         cpu.total_s_per_gb = (cpu.process_user_s + cpu.process_sys_s + cpu.system.softirq_s) / gb;
     }
     cpu
+}
+
+fn system_total(s: &SystemCpu) -> f64 {
+    s.user_s + s.nice_s + s.system_s + s.idle_s + s.iowait_s + s.irq_s + s.softirq_s + s.steal_s
 }
 
 fn add_stages(into: &mut StageCpu, from: &StageCpu) {
@@ -515,6 +531,21 @@ mod tests {
         SyntheticStream, MS, S, T,
     };
     use crate::{SignedHistogram, HISTOGRAM_SIGFIG};
+
+    #[test]
+    fn system_wide_cpu_counts_each_host_once() {
+        let distinct = merge(three_clients(), "openmpi 4.1.4");
+        let mut clients = three_clients();
+        for c in &mut clients {
+            c.host = "one-host".into();
+        }
+        let one_host = merge(clients, "openmpi 4.1.4");
+        let (a, b) = (&distinct.cpu, &one_host.cpu);
+        assert_eq!((a.process_user_s, a.process_sys_s), (b.process_user_s, b.process_sys_s));
+        assert_eq!(a.system.softirq_s, 1.5, "three hosts, 0.5 s each");
+        assert_eq!(b.system.softirq_s, 0.5, "one host seen by three clients counts once");
+        assert!(b.total_s_per_gb < a.total_s_per_gb);
+    }
 
     #[test]
     fn an_idle_client_has_a_row_and_changes_nothing_else() {
