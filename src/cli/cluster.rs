@@ -64,6 +64,15 @@ impl Outputs {
     }
 }
 
+/// Rank 0's word on a capacity trial, sent to every client.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Verdict {
+    /// The trial's figures, for the search's next step.
+    Trial(Trial),
+    /// The trial could not be played: the search stops on every rank.
+    Failed(String),
+}
+
 /// How a round ended for this client.
 enum RoundEnd {
     /// Rank 0: the merged report (the clients' word not yet sent: see [`Cluster::done`]).
@@ -122,26 +131,33 @@ impl Client {
                 async move {
                     let play = playsim::trial_request(request, candidate)?;
                     let plays = request.by != playsim::CapacityBy::Clients || rank < candidate;
-                    match this.round_async(plays.then_some(&play), &outputs, None).await {
+                    let verdict = match this.round_async(plays.then_some(&play), &outputs, None).await {
                         RoundEnd::Root(merged) => {
-                            let trial = playsim::trial_of(candidate, &merged);
-                            this.cluster.done(0, serde_json::to_string(&trial).unwrap_or_default());
-                            if merged.status == RunStatus::Failed {
-                                return Err(playsim::Error::Engine(format!(
+                            let verdict = if merged.status == RunStatus::Failed {
+                                Verdict::Failed(format!(
                                     "a trial of {candidate} failed: {}",
                                     merged.error.unwrap_or_default()
-                                )));
-                            }
-                            Ok(trial)
+                                ))
+                            } else {
+                                Verdict::Trial(playsim::trial_of(candidate, &merged))
+                            };
+                            this.cluster.done(0, serde_json::to_string(&verdict).unwrap_or_default());
+                            verdict
                         }
-                        RoundEnd::Client(_, Some((_, payload))) => serde_json::from_str::<Trial>(&payload)
-                            .map_err(|e| {
-                                playsim::Error::Engine(format!("rank 0's verdict does not parse: {e}"))
+                        RoundEnd::Client(_, Some((_, payload))) => serde_json::from_str::<Verdict>(&payload)
+                            .unwrap_or_else(|e| {
+                                Verdict::Failed(format!("rank 0's verdict does not parse: {e}"))
                             }),
-                        RoundEnd::Client(own, None) => Err(playsim::Error::Engine(format!(
+                        RoundEnd::Client(own, None) => Verdict::Failed(format!(
                             "rank 0 stopped before the trial of {candidate} was merged{}",
                             own.error.map(|e| format!(" ({e})")).unwrap_or_default()
-                        ))),
+                        )),
+                    };
+                    // Every rank gets the same verdict, so every rank's search takes the same
+                    // next step, or stops.
+                    match verdict {
+                        Verdict::Trial(trial) => Ok(trial),
+                        Verdict::Failed(error) => Err(playsim::Error::Engine(error)),
                     }
                 }
             };

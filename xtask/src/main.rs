@@ -121,19 +121,9 @@ fn test() -> Result<ExitCode> {
         // Several clients in one run: `mpirun --oversubscribe -np 3` on this machine, against
         // sim:// links and NFS-Ganesha on loopback.
         ("mpi", || {
-            process::run(
-                cargo()
-                    .args([
-                        "test",
-                        "--workspace",
-                        "--features",
-                        "playsim/mpi",
-                        "--test",
-                        "integration",
-                        "mpi::",
-                    ])
-                    .env("PLAYSIM_XTASK_TEST", "1"),
-            )
+            let mut test = cargo();
+            test.args(["test", "--workspace", "--features", "playsim/mpi", "--test", "integration", "mpi::"]);
+            process::run(mpi_switches(&mut test).env("PLAYSIM_XTASK_TEST", "1"))
         }),
         // The pure-Rust build, without the native libraries: what the cargo features change.
         ("no-default-features", test_without_default_features),
@@ -157,6 +147,16 @@ fn test() -> Result<ExitCode> {
     }
     println!("xtask test: ok ({}; total {:.1}s)", times.join(", "), start.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
+}
+
+/// OpenMPI's switches for this machine, for every mpirun under `cmd` (the tests give them as
+/// flags too): more ranks than cores, root (CI runs as root), and no single-copy shared memory,
+/// which needs ptrace rights a container may not give.
+fn mpi_switches(cmd: &mut Command) -> &mut Command {
+    cmd.env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
 }
 
 /// The crates whose code changes with the cargo features (`ffmpeg`, `openexr`, `io-uring`,
