@@ -563,3 +563,21 @@ fn under_mpirun_a_build_without_mpi_says_so_in_one_line() -> Result<()> {
     ensure!(other.stderr.is_empty() && other.stdout.is_empty(), "only the first rank says it:\n{other}");
     Ok(())
 }
+
+/// `capacity --by clients` varies the clients of a run under mpirun: without one it is refused
+/// in one line with an example, before anything plays.
+#[test]
+fn capacity_by_clients_without_mpirun_says_how_to_start_it() -> Result<()> {
+    let done = run(playsim().args([
+        "capacity",
+        "--by",
+        "clients",
+        "sim://?frame_bytes=10kB&frames=4",
+        "--fps",
+        "24",
+    ]))?;
+    done.ensure_code(1)?;
+    ensure!(done.stderr.contains("mpirun -np 3 playsim capacity --by clients"), "{done}");
+    ensure!(done.stdout.is_empty(), "nothing played:\n{done}");
+    Ok(())
+}
