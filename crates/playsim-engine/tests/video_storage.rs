@@ -56,7 +56,11 @@ async fn a_slow_storage_shows_as_storage_drops_not_decode_time() {
     assert_eq!(s.source.decode_mode, "independent");
     assert!(s.source.index.as_deref().unwrap_or("").contains("container's tables"), "{:?}", s.source.index);
     assert_eq!((s.dropped.decode, s.dropped.output, s.dropped.unreadable), (0, 0, 0), "{:?}", s.dropped);
-    assert!(s.dropped.storage >= 8, "{:?}", s.dropped);
+    // On a quiet machine 3 frames make it (frame 0, then those due after a 200 ms read that
+    // the reader could still start in time: about one in five); the schedule is on the wall
+    // clock, and on a loaded one (CI runs 2 cores flat out) a later start lets a frame or two
+    // more through. Most frames must still miss, and only for storage.
+    assert!(s.dropped.storage >= 6, "{:?}", s.dropped);
     assert_eq!(s.presented + s.dropped.storage, 12);
     // The reads took the storage's time; the decodes of the frames that were read did not.
     assert!(s.latency.read.p50_ms >= 200.0, "{:?}", s.latency.read);
