@@ -216,7 +216,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 pub(crate) fn criterion_means_ns(bench: &Bench, name: &str, functions: &[&str]) -> Result<Vec<f64>> {
     let started = SystemTime::now();
     let mut cmd = process::cargo();
-    cmd.args(["bench", "--bench", name, "--", "--noplot"]);
+    cmd.args(["bench", "--features", "mpi", "--bench", name, "--", "--noplot"]);
     if bench.short {
         cmd.env("PLAYSIM_BENCH_SHORT", "1");
     }
@@ -233,7 +233,16 @@ fn dpx_decode(bench: &Bench, dpx_dir: &Path, n_frames: u32) -> Result<BenchRow> 
     let started = SystemTime::now();
     let mut criterion = process::cargo();
     criterion
-        .args(["bench", "--bench", "dpx_decode", "--", "--noplot", "^dpx_decode/4k-dci-10bit$"])
+        .args([
+            "bench",
+            "--features",
+            "mpi",
+            "--bench",
+            "dpx_decode",
+            "--",
+            "--noplot",
+            "^dpx_decode/4k-dci-10bit$",
+        ])
         .env("PLAYSIM_BENCH_DPX", &first_frame);
     if bench.short {
         criterion.env("PLAYSIM_BENCH_SHORT", "1");
@@ -396,7 +405,9 @@ fn exr_decode(bench: &Bench, file: &Path) -> Result<Vec<BenchRow>> {
     };
     let started = SystemTime::now();
     let mut criterion = process::cargo();
-    criterion.args(["bench", "--bench", "exr_decode", "--", "--noplot"]).env("PLAYSIM_BENCH_EXR", file);
+    criterion
+        .args(["bench", "--features", "mpi", "--bench", "exr_decode", "--", "--noplot"])
+        .env("PLAYSIM_BENCH_EXR", file);
     if bench.short {
         criterion.env("PLAYSIM_BENCH_SHORT", "1");
     }

@@ -298,7 +298,15 @@ fn build_anchor(bench_dir: &Path) -> Result<PathBuf> {
 /// executable cargo reports.
 fn build_reader() -> Result<PathBuf> {
     let mut cmd = process::cargo();
-    cmd.args(["bench", "--bench", "nfs_read", "--no-run", "--message-format=json-render-diagnostics"]);
+    cmd.args([
+        "bench",
+        "--features",
+        "mpi",
+        "--bench",
+        "nfs_read",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ]);
     println!("$ {}", process::display(&cmd));
     let messages = process::read(&mut cmd)?;
     bench_executable(&messages, "nfs_read").context("cargo built no nfs_read bench executable")

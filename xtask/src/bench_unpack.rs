@@ -35,8 +35,17 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
     let started = SystemTime::now();
     let mut cmd = process::cargo();
     // Only this row's benchmarks; the synthetic frame (noise), so that the row stands alone.
-    cmd.args(["bench", "--bench", "dpx_decode", "--", "--noplot", "^(dpx_decode/4k-dci-10bit|memcpy/)"])
-        .env_remove("PLAYSIM_BENCH_DPX");
+    cmd.args([
+        "bench",
+        "--features",
+        "mpi",
+        "--bench",
+        "dpx_decode",
+        "--",
+        "--noplot",
+        "^(dpx_decode/4k-dci-10bit|memcpy/)",
+    ])
+    .env_remove("PLAYSIM_BENCH_DPX");
     if bench.short {
         cmd.env("PLAYSIM_BENCH_SHORT", "1");
     } else {
