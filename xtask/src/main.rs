@@ -13,6 +13,7 @@ mod bench_pipeline;
 mod bench_unpack;
 mod deps;
 mod fixtures;
+mod fuzz;
 mod process;
 mod vm;
 
@@ -55,6 +56,10 @@ enum Task {
     /// mounts over TCP and over RDMA, and from the host with playsim's own NFS client; print
     /// the runs side by side. The guest image is cached (--cache-dir, $PLAYSIM_VM_CACHE).
     Vm(vm::VmArgs),
+    /// Fuzz every parser that sees outside bytes with libFuzzer (cargo-fuzz, nightly):
+    /// `cargo xtask fuzz [TARGET...] [--time S] [--cheap]`. SKIPPED, with the reason, where
+    /// there is no nightly toolchain or no cargo-fuzz.
+    Fuzz(fuzz::FuzzArgs),
     /// Write video test media with ffmpeg: UHD clips into target/fixtures/video/, or with `--tiny` the
     /// committed tiny clips and their md5s in fixtures/video/.
     Fixtures(fixtures::FixturesArgs),
@@ -92,6 +97,7 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Demo(args) => demo(args),
         Task::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
         Task::Fixtures(args) => fixtures::run(args).map(|()| ExitCode::SUCCESS),
+        Task::Fuzz(args) => fuzz::run(&args),
         Task::Vm(args) => vm::run(&args).map(|()| ExitCode::SUCCESS),
     }
 }
@@ -100,7 +106,7 @@ fn run(task: Task) -> Result<ExitCode> {
 type Step = (&'static str, fn() -> Result<()>);
 
 fn test() -> Result<ExitCode> {
-    let steps: [Step; 8] = [
+    let steps: [Step; 9] = [
         ("deps", deps::run),
         ("fmt", || process::run(cargo().args(["fmt", "--all", "--", "--check"]))),
         ("clippy", || {
@@ -127,6 +133,9 @@ fn test() -> Result<ExitCode> {
         }),
         // The pure-Rust build, without the native libraries: what the cargo features change.
         ("no-default-features", test_without_default_features),
+        // A short live run of the cheap fuzz targets where nightly and cargo-fuzz are (SKIPPED
+        // elsewhere); the committed corpora and crash inputs were replayed in `test`.
+        ("fuzz", || fuzz::run(&fuzz::FuzzArgs::short()).map(|_| ())),
         // Kernel NFS over TCP and RDMA in a qemu guest, when this machine can boot one.
         ("vm", vm::test_tier),
         // The bench suite in its short mode, so it cannot rot: it prints its ratios, and fails

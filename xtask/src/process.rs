@@ -35,6 +35,12 @@ pub fn run_capture(cmd: &mut Command) -> Result<Output> {
     Ok(output)
 }
 
+/// Prints `cmd`, runs it with its output captured, and returns how it ended, success or not.
+pub fn run_capture_status(cmd: &mut Command) -> Result<Output> {
+    println!("$ {}", display(cmd));
+    capture(cmd)
+}
+
 /// Runs a query (not printed) and returns its trimmed stdout; fails unless it exits successfully.
 pub fn read(cmd: &mut Command) -> Result<String> {
     let output = capture(cmd)?;

@@ -245,9 +245,10 @@ impl fmt::Display for NfsUrl {
 
 /// The scheme `text` starts with, followed by `://` (any case), among [`SCHEMES`].
 fn scheme_of(text: &str) -> Option<&'static str> {
+    // On bytes: a slice of the text at the scheme's length may cut a character in two.
     SCHEMES.into_iter().find(|scheme| {
-        text.get(..scheme.len() + 3).is_some_and(|start| {
-            start[..scheme.len()].eq_ignore_ascii_case(scheme) && &start[scheme.len()..] == "://"
+        text.as_bytes().get(..scheme.len() + 3).is_some_and(|start| {
+            start[..scheme.len()].eq_ignore_ascii_case(scheme.as_bytes()) && &start[scheme.len()..] == b"://"
         })
     })
 }

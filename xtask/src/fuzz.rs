@@ -1,0 +1,152 @@
+//! `cargo xtask fuzz [TARGET...] [--time S]`: runs playsim's fuzz targets (crates/playsim-fuzz)
+//! under libFuzzer with cargo-fuzz on a nightly toolchain, and prints a line per target:
+//! executions, time, crashes and corpus size.
+//!
+//! Each target starts from its committed corpus (`crates/playsim-fuzz/corpus/TARGET`, read
+//! only) and grows a scratch one in `target/fuzz/corpus/TARGET`; crash inputs land in
+//! `target/fuzz/crashes/TARGET/`. Without a nightly toolchain or cargo-fuzz it prints SKIPPED
+//! with the reason and succeeds: the committed corpora are replayed on stable by
+//! `cargo test` either way (crates/playsim-fuzz/tests/replay.rs).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::process;
+
+/// `cargo xtask fuzz`'s arguments.
+#[derive(clap::Args)]
+pub struct FuzzArgs {
+    /// Targets to run [default: all]: dpx_header, dpx_decode, url, rdma_reply, scenario_toml,
+    /// report_json.
+    targets: Vec<String>,
+    /// Seconds of fuzzing per target.
+    #[arg(long, default_value_t = 60)]
+    time: u64,
+    /// Only the targets that are cheap per input (headers, URLs, TOML, JSON; no whole frames).
+    #[arg(long)]
+    cheap: bool,
+}
+
+impl FuzzArgs {
+    /// CI's short live run: the cheap targets, a few seconds each.
+    pub fn short() -> FuzzArgs {
+        FuzzArgs { targets: Vec::new(), time: 10, cheap: true }
+    }
+}
+
+/// Why fuzzing cannot run here, if it cannot.
+fn missing_tools() -> Option<String> {
+    let nightly = Command::new("cargo").args(["+nightly", "--version"]).output();
+    if !nightly.is_ok_and(|o| o.status.success()) {
+        return Some("no nightly toolchain (rustup toolchain install nightly)".into());
+    }
+    let fuzz = Command::new("cargo").args(["+nightly", "fuzz", "--version"]).output();
+    if !fuzz.is_ok_and(|o| o.status.success()) {
+        return Some("no cargo-fuzz (cargo install cargo-fuzz)".into());
+    }
+    None
+}
+
+/// One target's run.
+struct Outcome {
+    name: &'static str,
+    executions: u64,
+    seconds: f64,
+    crashes: Vec<PathBuf>,
+    corpus: usize,
+}
+
+pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
+    if let Some(reason) = missing_tools() {
+        println!("fuzz: SKIPPED: {reason}; the committed corpora are still replayed by `cargo test`");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut targets = Vec::new();
+    for name in &args.targets {
+        targets.push(playsim_fuzz::target(name).with_context(|| {
+            let names: Vec<&str> = playsim_fuzz::TARGETS.iter().map(|t| t.name).collect();
+            format!(
+                "no fuzz target {name}: there are {} (for example cargo xtask fuzz url)",
+                names.join(", ")
+            )
+        })?);
+    }
+    if targets.is_empty() {
+        targets = playsim_fuzz::TARGETS.iter().filter(|t| t.cheap || !args.cheap).collect();
+    }
+    let root = std::env::current_dir()?;
+    let fuzz_dir = root.join("crates/playsim-fuzz/fuzz");
+    let work = crate::target_dir()?.join("fuzz");
+    let mut outcomes = Vec::new();
+    for target in targets {
+        outcomes.push(fuzz_one(target.name, &root, &fuzz_dir, &work, args.time)?);
+    }
+    println!("\n| target | executions | seconds | crashes | corpus |\n|---|---|---|---|---|");
+    for o in &outcomes {
+        println!("| {} | {} | {:.0} | {} | {} |", o.name, o.executions, o.seconds, o.crashes.len(), o.corpus);
+    }
+    let crashes: Vec<&PathBuf> = outcomes.iter().flat_map(|o| &o.crashes).collect();
+    if !crashes.is_empty() {
+        bail!(
+            "fuzz: {} crash input(s); reproduce with `cargo +nightly fuzz run --fuzz-dir {} TARGET FILE`, fix, \
+             and keep each in crates/playsim-fuzz/crashes/TARGET/:\n  {}",
+            crashes.len(),
+            fuzz_dir.display(),
+            crashes.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join("\n  ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fuzz_one(name: &'static str, root: &Path, fuzz_dir: &Path, work: &Path, seconds: u64) -> Result<Outcome> {
+    let scratch = work.join("corpus").join(name);
+    let artifacts = work.join("crashes").join(name);
+    std::fs::create_dir_all(&scratch)?;
+    std::fs::create_dir_all(&artifacts)?;
+    let before = files_in(&artifacts).len();
+    let seeds = root.join("crates/playsim-fuzz/corpus").join(name);
+    let mut cmd = Command::new("cargo");
+    cmd.args(["+nightly", "fuzz", "run", "--fuzz-dir"]).arg(fuzz_dir);
+    cmd.arg("--target-dir").arg(work.join("build"));
+    cmd.args(["-O", name]).arg(&scratch).arg(&seeds).arg("--");
+    cmd.arg(format!("-max_total_time={seconds}"));
+    cmd.arg(format!("-artifact_prefix={}/", artifacts.display()));
+    cmd.args(["-print_final_stats=1", "-timeout=10", "-rss_limit_mb=2048"]);
+    let started = Instant::now();
+    let output = process::run_capture_status(&mut cmd)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let executions = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    let crashes: Vec<PathBuf> = files_in(&artifacts).into_iter().skip(before).collect();
+    if !output.status.success() && crashes.is_empty() {
+        let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
+        bail!(
+            "fuzz {name} failed without a crash input:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    let corpus = files_in(&scratch).len() + files_in(&seeds).len();
+    println!(
+        "fuzz {name}: {executions} executions in {seconds:.0} s, {} crash(es), corpus {corpus}",
+        crashes.len()
+    );
+    Ok(Outcome { name, executions, seconds, crashes, corpus })
+}
+
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| (e.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH), e.path()))
+        .collect();
+    files.sort();
+    files.into_iter().map(|(_, p)| p).collect()
+}
