@@ -307,10 +307,11 @@ fn decode_path(path: &str) -> Result<String, String> {
             rest = &rest[len..];
             continue;
         }
-        let next = rest[1..].find('%').map_or(rest.len(), |i| i + 1);
+        // By characters: the path is the user's text, and a byte index may fall inside one.
+        let next = rest.char_indices().skip(1).find(|&(_, c)| c == '%').map_or(rest.len(), |(i, _)| i);
         let (plain, tail) = if rest.starts_with('%') {
             // A `%` that does not start a token is an escape: exactly three characters.
-            rest.split_at(3.min(rest.len()))
+            rest.split_at(rest.char_indices().nth(3).map_or(rest.len(), |(i, _)| i))
         } else {
             rest.split_at(next)
         };
