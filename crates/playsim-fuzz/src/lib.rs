@@ -36,6 +36,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "dpx_decode", run: dpx_decode, cheap: false },
     Target { name: "url", run: url, cheap: true },
     Target { name: "rdma_reply", run: rdma_reply, cheap: true },
+    Target { name: "nfs_reply", run: nfs_reply, cheap: true },
     Target { name: "scenario_toml", run: scenario_toml, cheap: true },
     Target { name: "report_json", run: report_json, cheap: true },
 ];
@@ -68,6 +69,13 @@ pub fn url(data: &[u8]) {
 /// The RPC-over-RDMA transport header of a server's reply (`playsim_rdma::header::decode_reply`).
 pub fn rdma_reply(data: &[u8]) {
     let _ = playsim_rdma::header::decode_reply(data);
+}
+
+/// A server's RPC reply as playsim's NFS client decodes it: the RPC header (xid, accepted,
+/// verifier, accept status), then the result as LOOKUP, GETATTR, FSINFO, READDIRPLUS, MNT
+/// and EXPORT results, and a READ's data copied and placed (XDR by nfs3_types and by hand).
+pub fn nfs_reply(data: &[u8]) {
+    playsim_storage::nfs::decode_any_reply(data);
 }
 
 /// A scenario file (`playsim run FILE.toml`), checked as `Scenario::parse` checks it.

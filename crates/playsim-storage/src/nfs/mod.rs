@@ -47,6 +47,9 @@ use std::time::Duration;
 pub use channel::{
     Answer, BufferIdentity, CallError, Credential, ReadInto, Reply, RpcCall, RpcChannel, RpcConnector,
 };
+#[doc(hidden)]
+#[cfg(feature = "nfs")]
+pub use client::decode_any_reply;
 #[cfg(feature = "nfs")]
 pub use rpc::{encode_call_message, TcpConnector};
 #[cfg(feature = "nfs")]
