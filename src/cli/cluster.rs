@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Context;
-use playsim::cluster::{Cluster, Finished, PeerRecord, SNAPSHOT_INTERVAL};
+use playsim::cluster::{wall_ns, Cluster, Finished, PeerRecord, SNAPSHOT_INTERVAL};
 use playsim::core::Clock;
 use playsim::engine::probe::{ProcessCpu, ProcessMemory};
 use playsim::engine::{CancelToken, LiveCounters};
@@ -559,10 +559,6 @@ fn client_report_path(merged: &Path, rank: u32) -> PathBuf {
     let extension =
         merged.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_else(|| "json".into());
     merged.with_file_name(format!("{stem}.client-{rank}.{extension}"))
-}
-
-fn wall_ns(clock: &dyn Clock) -> u64 {
-    u64::try_from((clock.wall_origin() + clock.now()).as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

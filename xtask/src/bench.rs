@@ -210,13 +210,21 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// `cargo bench --features mpi`: every bench build has the features `build_playsim` gives the
+/// release binary, so that no section's build replaces it with one of other features.
+pub(crate) fn cargo_bench() -> Command {
+    let mut cmd = process::cargo();
+    cmd.args(["bench", "--features", "mpi"]);
+    cmd
+}
+
 /// Runs the criterion bench `name` (`cargo bench --bench NAME -- --noplot`), with
 /// `PLAYSIM_BENCH_SHORT=1` in the short mode (the benches then measure for less time), and
 /// returns the mean of each of `functions` (`group/function`), in ns.
 pub(crate) fn criterion_means_ns(bench: &Bench, name: &str, functions: &[&str]) -> Result<Vec<f64>> {
     let started = SystemTime::now();
-    let mut cmd = process::cargo();
-    cmd.args(["bench", "--features", "mpi", "--bench", name, "--", "--noplot"]);
+    let mut cmd = cargo_bench();
+    cmd.args(["--bench", name, "--", "--noplot"]);
     if bench.short {
         cmd.env("PLAYSIM_BENCH_SHORT", "1");
     }
@@ -231,18 +239,9 @@ fn dpx_decode(bench: &Bench, dpx_dir: &Path, n_frames: u32) -> Result<BenchRow> 
     let first_frame = std::env::current_dir()?.join(dpx_dir).join(crate::frame_name(0));
     let estimates = criterion_dir(target).join("dpx_decode/4k-dci-10bit/new/estimates.json");
     let started = SystemTime::now();
-    let mut criterion = process::cargo();
+    let mut criterion = cargo_bench();
     criterion
-        .args([
-            "bench",
-            "--features",
-            "mpi",
-            "--bench",
-            "dpx_decode",
-            "--",
-            "--noplot",
-            "^dpx_decode/4k-dci-10bit$",
-        ])
+        .args(["--bench", "dpx_decode", "--", "--noplot", "^dpx_decode/4k-dci-10bit$"])
         .env("PLAYSIM_BENCH_DPX", &first_frame);
     if bench.short {
         criterion.env("PLAYSIM_BENCH_SHORT", "1");
@@ -404,10 +403,8 @@ fn exr_decode(bench: &Bench, file: &Path) -> Result<Vec<BenchRow>> {
         criterion_dir(target).join(format!("exr_decode/4k-dci-half-rgba-piz_{backend}/new/estimates.json"))
     };
     let started = SystemTime::now();
-    let mut criterion = process::cargo();
-    criterion
-        .args(["bench", "--features", "mpi", "--bench", "exr_decode", "--", "--noplot"])
-        .env("PLAYSIM_BENCH_EXR", file);
+    let mut criterion = cargo_bench();
+    criterion.args(["--bench", "exr_decode", "--", "--noplot"]).env("PLAYSIM_BENCH_EXR", file);
     if bench.short {
         criterion.env("PLAYSIM_BENCH_SHORT", "1");
     }

@@ -297,16 +297,8 @@ fn build_anchor(bench_dir: &Path) -> Result<PathBuf> {
 /// Builds `benches/nfs_read.rs` as `cargo bench` does (release, bench profile) and returns the
 /// executable cargo reports.
 fn build_reader() -> Result<PathBuf> {
-    let mut cmd = process::cargo();
-    cmd.args([
-        "bench",
-        "--features",
-        "mpi",
-        "--bench",
-        "nfs_read",
-        "--no-run",
-        "--message-format=json-render-diagnostics",
-    ]);
+    let mut cmd = crate::bench::cargo_bench();
+    cmd.args(["--bench", "nfs_read", "--no-run", "--message-format=json-render-diagnostics"]);
     println!("$ {}", process::display(&cmd));
     let messages = process::read(&mut cmd)?;
     bench_executable(&messages, "nfs_read").context("cargo built no nfs_read bench executable")

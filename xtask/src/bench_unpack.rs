@@ -33,19 +33,10 @@ const COPY_DECODED_ID: &str = "memcpy/decoded-size";
 
 pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
     let started = SystemTime::now();
-    let mut cmd = process::cargo();
+    let mut cmd = crate::bench::cargo_bench();
     // Only this row's benchmarks; the synthetic frame (noise), so that the row stands alone.
-    cmd.args([
-        "bench",
-        "--features",
-        "mpi",
-        "--bench",
-        "dpx_decode",
-        "--",
-        "--noplot",
-        "^(dpx_decode/4k-dci-10bit|memcpy/)",
-    ])
-    .env_remove("PLAYSIM_BENCH_DPX");
+    cmd.args(["--bench", "dpx_decode", "--", "--noplot", "^(dpx_decode/4k-dci-10bit|memcpy/)"])
+        .env_remove("PLAYSIM_BENCH_DPX");
     if bench.short {
         cmd.env("PLAYSIM_BENCH_SHORT", "1");
     } else {

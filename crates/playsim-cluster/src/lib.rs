@@ -50,6 +50,12 @@ pub const SNAPSHOT_INTERVAL: Duration = Duration::from_millis(250);
 /// A client not heard from for this long is taken as lost.
 pub const LOST_AFTER: Duration = Duration::from_secs(3);
 
+/// The run's one clock as wall time, in ns since the Unix epoch (`wall_origin() + now()`):
+/// the time every client and rank 0 speak in.
+pub fn wall_ns(clock: &dyn Clock) -> u64 {
+    u64::try_from((clock.wall_origin() + clock.now()).as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// Why this process cannot be a client of a run.
 #[derive(Debug, Error)]
 pub enum ClusterError {

@@ -16,12 +16,7 @@ use tokio::sync::oneshot;
 
 use crate::clock_sync::{self, ClockOffset, RoundTrip};
 use crate::protocol::{Message, TAG};
-use crate::{ClusterError, Finished, PeerRecord, LOST_AFTER, START_MARGIN};
-
-/// The wall clock of the run's one clock, in ns since the epoch.
-fn wall_ns(clock: &dyn Clock) -> u64 {
-    u64::try_from((clock.wall_origin() + clock.now()).as_nanos()).unwrap_or(u64::MAX)
-}
+use crate::{wall_ns, ClusterError, Finished, PeerRecord, LOST_AFTER, START_MARGIN};
 
 /// How long the MPI thread waits for a command between looks for messages, when no round
 /// trip is under way (then it spins): small next to a frame, and a thread that wakes 200
