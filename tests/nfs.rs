@@ -15,7 +15,10 @@ use anyhow::{ensure, Context, Result};
 use playsim::report::{DropCauseName, Report, RunStatus};
 use playsim_testserver::{AccessType, ExportSpec, NfsServer};
 
-use crate::util::{generate, playsim, read_report, run, KillOnDrop, Run, SMALL_PRESET};
+use crate::util::{
+    generate, playsim, read_report, record_reliability, run, KillOnDrop, ReliabilityRow, ReliabilityTable,
+    Run, SMALL_PRESET,
+};
 
 /// Held by each fault test for its whole run.
 static FAULTS: Mutex<()> = Mutex::new(());
@@ -273,11 +276,15 @@ fn a_server_stopped_for_3_s_costs_storage_drops_then_playback_resumes() -> Resul
     );
     ensure!(d.decode + d.unreadable == 0, "drops {d:?}:\n{done}");
     ensure!(presented_after(&report, 6.5) > 24, "playback did not resume:\n{done}");
-    println!(
-        "sigstop 3 s: drops {d:?}, longest run of storage drops {}, presented {}",
-        longest_storage_outage(&report),
-        report.totals.presented
-    );
+    record_reliability(&ReliabilityRow {
+        table: ReliabilityTable::Fault,
+        name: "ganesha SIGSTOP for 3 s".into(),
+        survived: true,
+        frames_lost: Some(d.storage + d.unreadable),
+        bound: None,
+        recover_s: None,
+        outcome: format!("resumed; longest run of storage drops {}", longest_storage_outage(&report)),
+    })?;
     Ok(())
 }
 
@@ -330,6 +337,15 @@ fn a_server_that_never_comes_back_ends_the_run_with_a_report() -> Result<()> {
     ensure!(error.contains("storage unavailable") && error.contains("nfs"), "report error {error:?}\n{done}");
     ensure!(report.duration_s < 30.0, "the run went on for {} s", report.duration_s);
     ensure!(report.totals.presented > 0, "nothing presented before the kill:\n{done}");
+    record_reliability(&ReliabilityRow {
+        table: ReliabilityTable::Fault,
+        name: "ganesha killed, never back (--nfs-timeout 3s)".into(),
+        survived: true,
+        frames_lost: None,
+        bound: None,
+        recover_s: None,
+        outcome: format!("run failed after {:.1} s with the report written: {error}", report.duration_s),
+    })?;
     Ok(())
 }
 

@@ -255,3 +255,57 @@ pub fn interrupt_after(cmd: &mut Command, dir: &Path, delay: Duration) -> Result
         stderr: std::fs::read_to_string(&stderr)?,
     })
 }
+
+/// Which table of `cargo xtask reliability`'s report a [`ReliabilityRow`] belongs to.
+#[derive(Clone, Copy, Debug)]
+pub enum ReliabilityTable {
+    /// A fault done to a real server, the path to it, or a local file mid-run (issue 20, point 3).
+    Fault,
+    /// A reply of the misbehaving NFS server (issue 20, point 2).
+    HostileReply,
+}
+
+/// One row of `cargo xtask reliability`'s report: a fault or a hostile reply, and how
+/// playsim came through it. Tests build it from what they measured, then assert on it.
+#[derive(Debug)]
+pub struct ReliabilityRow {
+    /// The table it goes in.
+    pub table: ReliabilityTable,
+    /// The fault or reply, e.g. `ganesha SIGKILL, restarted 5 s later`.
+    pub name: String,
+    /// Whether playsim came through it: no panic, no hang, a report, counts within bound.
+    pub survived: bool,
+    /// Frames lost to it (dropped or unreadable), where a run played through it.
+    pub frames_lost: Option<u64>,
+    /// The most frames the issue allows it to lose: (outage + restart + 1 s) × fps + prefetch.
+    pub bound: Option<u64>,
+    /// Seconds from the fault's end to the first frame presented again, or to the reconnect.
+    pub recover_s: Option<f64>,
+    /// What happened, in a few words: `recovered, 1 reconnect`, `unreadable: <message>`.
+    pub outcome: String,
+}
+
+/// Appends `row` as one JSON line to `$PLAYSIM_RELIABILITY_DIR/rows.jsonl` when that variable
+/// is set (by `cargo xtask reliability`), and prints it either way.
+pub fn record_reliability(row: &ReliabilityRow) -> Result<()> {
+    use std::io::Write as _;
+    println!("reliability: {row:?}");
+    let Some(dir) = std::env::var_os("PLAYSIM_RELIABILITY_DIR") else { return Ok(()) };
+    let line = serde_json::json!({
+        "table": match row.table {
+            ReliabilityTable::Fault => "fault",
+            ReliabilityTable::HostileReply => "hostile_reply",
+        },
+        "name": row.name,
+        "survived": row.survived,
+        "frames_lost": row.frames_lost,
+        "bound": row.bound,
+        "recover_s": row.recover_s,
+        "outcome": row.outcome,
+    });
+    std::fs::create_dir_all(&dir)?;
+    let path = Path::new(&dir).join("rows.jsonl");
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+    writeln!(file, "{line}").with_context(|| format!("appending to {}", path.display()))?;
+    Ok(())
+}
