@@ -140,12 +140,12 @@ fn test() -> Result<ExitCode> {
         }),
         // The pure-Rust build, without the native libraries: what the cargo features change.
         ("no-default-features", test_without_default_features),
-        // A short live run of the cheap fuzz targets where nightly and cargo-fuzz are (SKIPPED
-        // elsewhere; the committed corpora and crash inputs were replayed in `test`), and the
-        // reliability report from it and the rows `test` recorded: target/reliability/report.md.
-        ("reliability", reliability::test_step),
         // Kernel NFS over TCP and RDMA in a qemu guest, when this machine can boot one.
         ("vm", vm::test_tier),
+        // A short live run of the cheap fuzz targets where nightly and cargo-fuzz are (SKIPPED
+        // elsewhere; the committed corpora and crash inputs were replayed in `test`), and the
+        // reliability report from it and the rows `test` and `vm` recorded: target/reliability/report.md.
+        ("reliability", reliability::test_step),
         // The bench suite in its short mode, so it cannot rot: it prints its ratios, and fails
         // only when a measurement cannot be made at all.
         ("bench", || bench::run(&bench::BenchArgs::short())),

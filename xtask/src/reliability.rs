@@ -172,7 +172,12 @@ fn render(fuzzed: &FuzzRun, rows: &[Row], tests_passed: bool, short: bool, time:
         }
     }
     let tests = if tests_passed { "passed" } else { "FAILED" };
-    let _ = writeln!(md, "## Faults\n\nThe tests that do them ({}): {tests}.\n", FAULT_TESTS.join(" "));
+    let _ = writeln!(
+        md,
+        "## Faults\n\nThe integration tests that do them ({}): {tests}. In `cargo xtask test`, the guest \
+         tier's faults join them (`guest:`).\n",
+        FAULT_TESTS.join(" ")
+    );
     table(&mut md, rows.iter().filter(|r| r.table == "fault"), true);
     md.push_str("## Hostile replies\n\n");
     table(&mut md, rows.iter().filter(|r| r.table == "hostile_reply"), false);
