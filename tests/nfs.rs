@@ -20,8 +20,9 @@ use crate::util::{
     Run, SMALL_PRESET,
 };
 
-/// Held by each fault test for its whole run.
-static FAULTS: Mutex<()> = Mutex::new(());
+/// Held by each fault test for its whole run (also those of `faults.rs` that fault the path to
+/// a server).
+pub(crate) static FAULTS: Mutex<()> = Mutex::new(());
 
 /// The read tests' server, with its media written once.
 struct Shared {
@@ -69,7 +70,7 @@ fn play(source: &str, extra: &[&str], json: &Path) -> Result<(Run, Report)> {
     Ok((done, report))
 }
 
-fn option<'a>(report: &'a Report, key: &str) -> &'a str {
+pub(crate) fn option<'a>(report: &'a Report, key: &str) -> &'a str {
     report.streams[0].storage.options.get(key).map_or("", String::as_str)
 }
 
@@ -198,11 +199,23 @@ fn paced_run_with_fault(
     extra: &[&str],
     fault: impl FnOnce(&mut NfsServer, Instant) -> Result<()>,
 ) -> Result<(Run, Report)> {
+    let url = server.url("dpx");
+    paced_run(&url, seconds, extra, |started| fault(server, started))
+}
+
+/// A run of `url` at 24 fps, looping, for `seconds`, while `fault` is done (given the instant
+/// playsim was started); returns the finished run and its report.
+pub(crate) fn paced_run(
+    url: &str,
+    seconds: u32,
+    extra: &[&str],
+    fault: impl FnOnce(Instant) -> Result<()>,
+) -> Result<(Run, Report)> {
     let tmp = tempfile::tempdir()?;
     let json = tmp.path().join("r.json");
     let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
     let child = playsim()
-        .args(["play", &server.url("dpx"), "--fps", "24", "--loop", "--quiet"])
+        .args(["play", url, "--fps", "24", "--loop", "--quiet"])
         .args(["--duration", &format!("{seconds}s"), "--json"])
         .arg(&json)
         .args(extra)
@@ -212,7 +225,7 @@ fn paced_run_with_fault(
         .spawn()?;
     let started = Instant::now();
     let mut child = KillOnDrop(child);
-    fault(server, started)?;
+    fault(started)?;
     let status = child.wait_for(Duration::from_secs(u64::from(seconds) + 60))?;
     let done = Run {
         code: status.code(),
@@ -224,25 +237,26 @@ fn paced_run_with_fault(
     Ok((done, report))
 }
 
-fn fault_server() -> Result<NfsServer> {
+/// A server of its own for a fault test, with 24 frames in `dpx/`.
+pub(crate) fn fault_server() -> Result<NfsServer> {
     let server = NfsServer::start().context("starting nfs-ganesha")?;
     generate(&server.export_dir().join("dpx"), SMALL_PRESET, 24, &[])?;
     Ok(server)
 }
 
-fn sleep_until(started: Instant, at: Duration) {
+pub(crate) fn sleep_until(started: Instant, at: Duration) {
     std::thread::sleep(at.saturating_sub(started.elapsed()));
 }
 
 /// The frames presented that fell due at or after `from_s` seconds into playback.
-fn presented_after(report: &Report, from_s: f64) -> usize {
+pub(crate) fn presented_after(report: &Report, from_s: f64) -> usize {
     let from_ns = (from_s * 1e9) as u64;
     report.streams[0].timeline.iter().filter(|f| f.presented_ns.is_some() && f.due_ns >= from_ns).count()
 }
 
 /// The longest run of consecutive frames dropped for storage: with the prefetched frames
 /// before it, how long playback saw the storage stall.
-fn longest_storage_outage(report: &Report) -> usize {
+pub(crate) fn longest_storage_outage(report: &Report) -> usize {
     let mut longest = 0;
     let mut run = 0;
     for frame in &report.streams[0].timeline {

@@ -1,0 +1,199 @@
+//! Faults that are not the server's own (issue 20, point 3): the path to a real NFS-Ganesha
+//! stalled, slowed, reset and rate-limited through a userspace [`FaultProxy`] (this kernel has
+//! no netem); local frame files truncated, removed or replaced while they play; report paths
+//! that cannot be written, refused before the run. Each test records a reliability row from
+//! what it measured, then asserts.
+
+#[cfg(feature = "nfs")]
+mod path {
+    use std::time::{Duration, SystemTime};
+
+    use anyhow::{ensure, Result};
+    use playsim::report::{Report, RunStatus};
+    use playsim_testserver::{FaultProxy, NfsServer};
+
+    use crate::nfs::{
+        fault_server, longest_storage_outage, option, paced_run, presented_after, sleep_until, FAULTS,
+    };
+    use crate::util::{record_reliability, ReliabilityRow, ReliabilityTable, Run};
+
+    const FPS: f64 = 24.0;
+
+    /// The server, and proxies in front of its NFS and MOUNT ports.
+    struct Proxied {
+        server: NfsServer,
+        nfs: FaultProxy,
+        mount: FaultProxy,
+    }
+
+    impl Proxied {
+        fn start() -> Result<Proxied> {
+            let server = fault_server()?;
+            let nfs = FaultProxy::start(([127, 0, 0, 1], server.nfs_port()).into())?;
+            let mount = FaultProxy::start(([127, 0, 0, 1], server.mount_port()).into())?;
+            Ok(Proxied { server, nfs, mount })
+        }
+
+        /// The sequence's URL through the proxies.
+        fn url(&self) -> String {
+            let direct = format!("mountport={}&nfsport={}", self.server.mount_port(), self.server.nfs_port());
+            let proxied = format!("mountport={}&nfsport={}", self.mount.port(), self.nfs.port());
+            self.server.url("dpx").replace(&direct, &proxied)
+        }
+    }
+
+    /// The most frames a fault may cost: (outage + restart + 1 s) × fps + prefetch.
+    fn loss_bound(report: &Report, outage: Duration, restart: Duration) -> u64 {
+        let seconds = (outage + restart + Duration::from_secs(1)).as_secs_f64();
+        (seconds * FPS).ceil() as u64 + u64::from(report.settings.prefetch)
+    }
+
+    /// Seconds from `fault_end` to the first frame presented at or after it.
+    fn recover_s(report: &Report, fault_end: SystemTime) -> Option<f64> {
+        let end_unix_ns = fault_end.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_nanos();
+        let end_ns = u64::try_from(end_unix_ns).ok()?.checked_sub(report.origin_unix_ns)?;
+        let first = report.streams[0]
+            .timeline
+            .iter()
+            .filter_map(|f| f.presented_ns)
+            .filter(|&p| p >= end_ns)
+            .min()?;
+        Some((first - end_ns) as f64 / 1e9)
+    }
+
+    /// Fails unless the run completed, lost no frame to decode or unreadable data, lost at most
+    /// `bound` in all, and presented more than a second's worth after `resumed_from_s`.
+    fn ensure_survived(done: &Run, report: &Report, bound: u64, resumed_from_s: f64) -> Result<()> {
+        let d = &report.totals.dropped;
+        ensure!(report.status == RunStatus::Complete, "status {:?}\n{done}", report.status);
+        ensure!(d.decode + d.unreadable == 0, "drops not attributed to storage {d:?}:\n{done}");
+        ensure!(d.total() <= bound, "{} frames lost, more than the bound {bound}:\n{done}", d.total());
+        let resumed = presented_after(report, resumed_from_s);
+        ensure!(resumed > 24, "playback did not resume ({resumed} frames after {resumed_from_s} s):\n{done}");
+        Ok(())
+    }
+
+    fn survived(report: &Report, bound: u64, resumed_from_s: f64) -> bool {
+        let d = &report.totals.dropped;
+        report.status == RunStatus::Complete
+            && d.decode + d.unreadable == 0
+            && d.total() <= bound
+            && presented_after(report, resumed_from_s) > 24
+    }
+
+    /// Nothing forwarded either way for 3 s: the frames due meanwhile are storage drops, and
+    /// playback resumes when the path does, with no reconnect.
+    #[test]
+    fn a_path_stalled_for_3_s_costs_storage_drops_then_playback_resumes() -> Result<()> {
+        let _one_at_a_time = FAULTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let proxied = Proxied::start()?;
+        let stall = Duration::from_secs(3);
+        let mut stall_end = SystemTime::now();
+        let (done, report) = paced_run(&proxied.url(), 8, &[], |started| {
+            sleep_until(started, Duration::from_secs(2));
+            proxied.nfs.stall(stall);
+            stall_end = SystemTime::now() + stall;
+            Ok(())
+        })?;
+        done.ensure_no_panic()?;
+        let d = &report.totals.dropped;
+        let bound = loss_bound(&report, stall, Duration::ZERO);
+        record_reliability(&ReliabilityRow {
+            table: ReliabilityTable::Fault,
+            name: "path stalled 3 s (proxy)".into(),
+            survived: survived(&report, bound, 6.0) && d.storage > 0,
+            frames_lost: Some(d.total()),
+            bound: Some(bound),
+            recover_s: recover_s(&report, stall_end),
+            outcome: format!(
+                "storage drops {}, longest run {}, reconnects {}",
+                d.storage,
+                longest_storage_outage(&report),
+                option(&report, "reconnects")
+            ),
+        })?;
+        done.ensure_code(0)?;
+        ensure!(d.storage > 0, "no storage drops while the path stalled:\n{done}");
+        ensure_survived(&done, &report, bound, 6.0)
+    }
+
+    /// Every connection reset (RST) mid-run: the transport reconnects through the proxy at
+    /// once, counts it, and the run completes having lost at most a second's frames.
+    #[test]
+    fn a_reset_path_costs_a_reconnect_and_the_run_completes() -> Result<()> {
+        let _one_at_a_time = FAULTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let proxied = Proxied::start()?;
+        let mut reset = (0, SystemTime::now());
+        let (done, report) = paced_run(&proxied.url(), 6, &[], |started| {
+            sleep_until(started, Duration::from_secs(2));
+            reset = (proxied.nfs.reset_all(), SystemTime::now());
+            Ok(())
+        })?;
+        done.ensure_no_panic()?;
+        let d = &report.totals.dropped;
+        let bound = loss_bound(&report, Duration::ZERO, Duration::ZERO);
+        let reconnects: u64 = option(&report, "reconnects").parse().unwrap_or(0);
+        record_reliability(&ReliabilityRow {
+            table: ReliabilityTable::Fault,
+            name: "path reset, RST on every connection (proxy)".into(),
+            survived: survived(&report, bound, 4.0) && reconnects >= 1,
+            frames_lost: Some(d.total()),
+            bound: Some(bound),
+            recover_s: recover_s(&report, reset.1),
+            outcome: format!(
+                "{} connection(s) reset, {reconnects} reconnect(s), reconnect_wait_s {}, drops {d:?}",
+                reset.0,
+                option(&report, "reconnect_wait_s")
+            ),
+        })?;
+        done.ensure_code(0)?;
+        ensure!(reset.0 >= 1, "no connection open through the proxy to reset");
+        ensure!(reconnects >= 1, "no reconnect counted: {:?}", report.streams[0].storage.options);
+        ensure!(proxied.nfs.n_accepted() >= 2, "the transport did not connect again");
+        ensure_survived(&done, &report, bound, 4.0)
+    }
+
+    /// A delay on every chunk: 10 ms (within a frame's 42 ms) costs nothing, then 150 ms for
+    /// 3 s (fewer than 24 chunks a second get through) costs storage drops, never decode or
+    /// unreadable ones, and playback recovers when the delay ends.
+    #[test]
+    fn a_delay_per_chunk_costs_storage_drops_only_and_only_beyond_the_budget() -> Result<()> {
+        let _one_at_a_time = FAULTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let proxied = Proxied::start()?;
+        let slow = Duration::from_secs(3);
+        let mut slow_end = SystemTime::now();
+        let (done, report) = paced_run(&proxied.url(), 9, &[], |started| {
+            proxied.nfs.set_delay(Duration::from_millis(10));
+            sleep_until(started, Duration::from_secs(3));
+            proxied.nfs.set_delay(Duration::from_millis(150));
+            std::thread::sleep(slow);
+            proxied.nfs.set_delay(Duration::ZERO);
+            slow_end = SystemTime::now();
+            Ok(())
+        })?;
+        done.ensure_no_panic()?;
+        let d = &report.totals.dropped;
+        // The slow phase is an outage of at most its length; the 150 ms of the chunk in
+        // flight when it ends count as a restart.
+        let bound = loss_bound(&report, slow, Duration::from_millis(150));
+        // Frames due in the first 2.5 s, at 10 ms a chunk: within budget.
+        let early_drops = report.streams[0]
+            .timeline
+            .iter()
+            .filter(|f| f.cause.is_some() && f.due_ns < 2_500_000_000 && f.due_ns > 500_000_000)
+            .count();
+        record_reliability(&ReliabilityRow {
+            table: ReliabilityTable::Fault,
+            name: "path delayed 150 ms per chunk for 3 s (proxy)".into(),
+            survived: survived(&report, bound, 7.0) && early_drops == 0,
+            frames_lost: Some(d.total()),
+            bound: Some(bound),
+            recover_s: recover_s(&report, slow_end),
+            outcome: format!("drops {d:?}; at 10 ms per chunk {early_drops}"),
+        })?;
+        done.ensure_code(0)?;
+        ensure!(early_drops == 0, "{early_drops} frames dropped at 10 ms per chunk:\n{done}");
+        ensure!(d.storage > 0, "no storage drops at 150 ms per chunk:\n{done}");
+        ensure_survived(&done, &report, bound, 7.0)
+    }
+}
