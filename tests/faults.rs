@@ -197,3 +197,105 @@ mod path {
         ensure_survived(&done, &report, bound, 7.0)
     }
 }
+
+/// Local frame files damaged while they play.
+mod local {
+    use std::fs::File;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    use anyhow::{ensure, Context, Result};
+    use playsim::report::RunStatus;
+
+    use crate::util::{
+        frame_path, generate, playsim, read_report, record_reliability, KillOnDrop, ReliabilityRow,
+        ReliabilityTable, Run, SMALL_PRESET,
+    };
+
+    /// A looping 24 fps run of a 24-frame DPX sequence on local disk; 2 s in, frame 5 is cut to
+    /// half, frame 10 removed and frame 15 replaced (renamed over) by a file of junk. Each is
+    /// unreadable from then on, named by file and index, and every other frame goes on playing.
+    #[test]
+    fn frames_truncated_removed_or_replaced_mid_run_are_unreadable_and_the_run_goes_on() -> Result<()> {
+        let tmp = tempfile::tempdir()?;
+        let seq = tmp.path().join("seq");
+        generate(&seq, SMALL_PRESET, 24, &[])?;
+        let json = tmp.path().join("r.json");
+        let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
+        let child = playsim()
+            .arg("play")
+            .arg(&seq)
+            .args(["--fps", "24", "--loop", "--quiet", "--duration", "5s", "--json"])
+            .arg(&json)
+            .stdin(Stdio::null())
+            .stdout(File::create(&stdout)?)
+            .stderr(File::create(&stderr)?)
+            .spawn()?;
+        let started = Instant::now();
+        let mut child = KillOnDrop(child);
+        std::thread::sleep(Duration::from_secs(2).saturating_sub(started.elapsed()));
+        let (truncated, removed, replaced) =
+            (frame_path(&seq, 5), frame_path(&seq, 10), frame_path(&seq, 15));
+        let len = std::fs::metadata(&truncated)?.len();
+        File::options().write(true).open(&truncated)?.set_len(len / 2)?;
+        std::fs::remove_file(&removed)?;
+        let junk = seq.join("junk.tmp");
+        std::fs::write(&junk, vec![0x5a; usize::try_from(len)?])?;
+        std::fs::rename(&junk, &replaced)?;
+        let status = child.wait_for(Duration::from_secs(60))?;
+        let done = Run {
+            code: status.code(),
+            stdout: std::fs::read_to_string(&stdout)?,
+            stderr: std::fs::read_to_string(&stderr)?,
+        };
+        done.ensure_no_panic()?;
+        let report = read_report(&json).with_context(|| format!("no report:\n{done}"))?;
+        let stream = &report.streams[0];
+        let d = &report.totals.dropped;
+        let damaged = [(5, &truncated), (10, &removed), (15, &replaced)];
+        // Every damaged frame is listed, by its number and file, with a message naming the file,
+        // the frame and its index in the stream.
+        let named = damaged.iter().all(|(number, path)| {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            stream.unreadable.iter().any(|u| {
+                u.frame_number == *number
+                    && u.path.ends_with(&name)
+                    && u.message.contains(&name)
+                    && u.message.contains(&format!("frame {number} (index {})", u.frame_idx))
+            })
+        });
+        // Frames after the damage, and not damaged, still presented.
+        let presented_later = stream
+            .timeline
+            .iter()
+            .filter(|f| f.due_ns > 3_000_000_000 && f.presented_ns.is_some())
+            .filter(|f| ![5, 10, 15].contains(&f.frame_number))
+            .count();
+        let first_message = stream.unreadable.first().map_or("", |u| u.message.as_str());
+        record_reliability(&ReliabilityRow {
+            table: ReliabilityTable::Fault,
+            name: "local frames truncated, removed, replaced mid-run".into(),
+            survived: report.status == RunStatus::Complete
+                && d.unreadable > 0
+                && named
+                && presented_later > 24,
+            frames_lost: Some(d.total()),
+            bound: None,
+            recover_s: None,
+            outcome: format!("unreadable {}, e.g. {first_message}", d.unreadable),
+        })?;
+        done.ensure_code(0)?;
+        ensure!(report.status == RunStatus::Complete, "status {:?}\n{done}", report.status);
+        ensure!(d.unreadable > 0, "no unreadable frames: {d:?}\n{done}");
+        ensure!(
+            named,
+            "the damaged frames 5, 10 and 15 are not all named by number and file: {:#?}",
+            stream.unreadable
+        );
+        ensure!(
+            presented_later > 24,
+            "only {presented_later} undamaged frames presented after the damage:\n{done}"
+        );
+        Ok(())
+    }
+}
