@@ -299,3 +299,83 @@ mod local {
         Ok(())
     }
 }
+
+/// Report paths that cannot be written, refused before the run.
+mod report_paths {
+    use std::time::{Duration, Instant};
+
+    use anyhow::{ensure, Result};
+
+    use crate::util::{
+        generate, playsim, record_reliability, run, ReliabilityRow, ReliabilityTable, SMALL_PRESET,
+    };
+
+    /// Each output flag of `play` (and frametest's) given a path that cannot be written: a
+    /// missing directory, a file where the directory should be, a directory where the file
+    /// should be, a read-only place (/proc, read-only even for root). playsim exits 2 within a
+    /// second (the run asked for would take 30 s), naming the flag and the path, writes none of
+    /// the other outputs, and leaves an existing report as it was.
+    #[test]
+    fn unwritable_report_paths_are_refused_before_the_run() -> Result<()> {
+        let tmp = tempfile::tempdir()?;
+        let seq = tmp.path().join("seq");
+        generate(&seq, SMALL_PRESET, 4, &[])?;
+        let file = tmp.path().join("a-file");
+        std::fs::write(&file, b"")?;
+        let existing = tmp.path().join("existing.json");
+        std::fs::write(&existing, b"{\"an\": \"earlier report\"}")?;
+        let t = |rel: &str| tmp.path().join(rel).display().to_string();
+        let cases: Vec<(&str, String, &str)> = vec![
+            ("--json", "/nonexistent/dir/r.json".into(), "the directory /nonexistent/dir does not exist"),
+            ("--csv", format!("{}/r.csv", file.display()), "is not a directory"),
+            ("--json", seq.display().to_string(), "it is a directory"),
+            ("--live-csv", "/proc/playsim-live.csv".into(), "cannot open it for writing"),
+            ("--plot", t("missing/run.svg"), "does not exist"),
+            ("--output", t("missing/run.json"), "does not exist"),
+        ];
+        let mut slowest = Duration::ZERO;
+        let mut failures = Vec::new();
+        for (flag, path, reason) in &cases {
+            let started = Instant::now();
+            let done = run(playsim()
+                .arg("play")
+                .arg(&seq)
+                .args(["--fps", "24", "--loop", "--duration", "30s", "--quiet"])
+                .arg("--output")
+                .arg(&existing)
+                .args([*flag, path.as_str()]))?;
+            let took = started.elapsed();
+            slowest = slowest.max(took);
+            let named = format!("{flag} {path}: cannot be written: ");
+            if done.code != Some(2) || took > Duration::from_secs(1) || !done.stderr.contains(&named) {
+                failures.push(format!("{flag} {path}: exit {:?} after {took:?}:\n{done}", done.code));
+            } else if !done.stderr.contains(reason) || !done.stderr.contains("for example") {
+                failures.push(format!("{flag} {path}: expected {reason:?} and an example:\n{done}"));
+            }
+        }
+        let kept = std::fs::read(&existing)? == b"{\"an\": \"earlier report\"}";
+        let leftovers: Vec<String> = crate::util::file_names(tmp.path())?;
+        // frametest's outputs are checked the same way.
+        let frametest = run(playsim()
+            .args(["frametest", "-r", "sd", "-n", "1", "-x", "/nonexistent/dir/t.csv"])
+            .arg(&seq))?;
+        if frametest.code != Some(2)
+            || !frametest.stderr.contains("-x /nonexistent/dir/t.csv: cannot be written")
+        {
+            failures.push(format!("frametest -x:\n{frametest}"));
+        }
+        record_reliability(&ReliabilityRow {
+            table: ReliabilityTable::Fault,
+            name: "report paths that cannot be written".into(),
+            survived: failures.is_empty() && kept,
+            frames_lost: None,
+            bound: None,
+            recover_s: None,
+            outcome: format!("{} cases refused with exit 2, the slowest in {slowest:.2?}", cases.len() + 1),
+        })?;
+        ensure!(failures.is_empty(), "{}", failures.join("\n\n"));
+        ensure!(kept, "the existing report was changed");
+        ensure!(leftovers == ["a-file", "existing.json", "seq"], "files left behind: {leftovers:?}");
+        Ok(())
+    }
+}
