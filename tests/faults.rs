@@ -81,6 +81,98 @@ mod path {
             && presented_after(report, resumed_from_s) > 24
     }
 
+    /// A token-bucket rate limit (`tbf`) on the traffic from one local port, on `lo`: an HTB
+    /// root (prio is not in this kernel) whose `u32` filter sends the port's packets to a class
+    /// with `tbf` as its qdisc; every other packet takes HTB's unshaped direct queue. Removed
+    /// when dropped, also when the test fails.
+    struct RateLimit;
+
+    impl RateLimit {
+        /// Limits what `port` sends to `rate` (tc's spelling, e.g. `2mbit`); `Err` says why it
+        /// cannot (no tc, no htb or tbf in the kernel, not root, `lo` already shaped).
+        fn on_source_port(port: u16, rate: &str) -> Result<RateLimit, String> {
+            let root = tc(&["qdisc", "show", "dev", "lo", "root"])?;
+            if !root.trim().is_empty() && !root.contains("noqueue") {
+                return Err(format!("lo already has a root qdisc, left alone: {}", root.trim()));
+            }
+            tc(&["qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb"])?;
+            // From here on, dropping the guard removes what was added.
+            let guard = RateLimit;
+            tc(&["class", "add", "dev", "lo", "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"])?;
+            // The burst holds one of lo's largest (64 KiB, segmentation offload) packets.
+            tc(&[
+                "qdisc", "add", "dev", "lo", "parent", "1:10", "handle", "10:", "tbf", "rate", rate, "burst",
+                "128kb", "latency", "1s",
+            ])?;
+            let port = port.to_string();
+            tc(&[
+                "filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match",
+                "ip", "sport", &port, "0xffff", "flowid", "1:10",
+            ])?;
+            Ok(guard)
+        }
+    }
+
+    impl Drop for RateLimit {
+        fn drop(&mut self) {
+            if let Err(e) = tc(&["qdisc", "del", "dev", "lo", "root"]) {
+                eprintln!("could not remove the rate limit from lo: {e}");
+            }
+        }
+    }
+
+    /// Runs `tc` with `args`; its output, or why it failed.
+    fn tc(args: &[&str]) -> Result<String, String> {
+        let output = std::process::Command::new("tc").args(args).output().map_err(|e| format!("tc: {e}"))?;
+        if !output.status.success() {
+            return Err(format!("tc {}: {}", args.join(" "), String::from_utf8_lossy(&output.stderr).trim()));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// The path to the server rate-limited with `tbf` to 2 Mbit/s (about 11 of these frames a
+    /// second, of the 24 due) for 3 s: storage drops only, within the bound, and playback
+    /// recovers once the limit is lifted. Skipped, saying why, where tc cannot shape `lo`.
+    #[test]
+    fn a_rate_limited_path_costs_storage_drops_only() -> Result<()> {
+        let _one_at_a_time = FAULTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let proxied = Proxied::start()?;
+        let limited = Duration::from_secs(3);
+        let mut lifted = SystemTime::now();
+        let mut skipped = None;
+        let (done, report) = paced_run(&proxied.url(), 8, &[], |started| {
+            sleep_until(started, Duration::from_secs(2));
+            match RateLimit::on_source_port(proxied.nfs.port(), "2mbit") {
+                Ok(limit) => {
+                    std::thread::sleep(limited);
+                    drop(limit);
+                }
+                Err(reason) => skipped = Some(reason),
+            }
+            lifted = SystemTime::now();
+            Ok(())
+        })?;
+        if let Some(reason) = skipped {
+            println!("SKIPPED: no tbf rate limit on lo: {reason}");
+            return Ok(());
+        }
+        done.ensure_no_panic()?;
+        let d = &report.totals.dropped;
+        let bound = loss_bound(&report, limited, Duration::ZERO);
+        record_reliability(&ReliabilityRow {
+            table: ReliabilityTable::Fault,
+            name: "path rate-limited to 2 Mbit/s for 3 s (tc tbf)".into(),
+            survived: survived(&report, bound, 6.5) && d.storage > 0,
+            frames_lost: Some(d.total()),
+            bound: Some(bound),
+            recover_s: recover_s(&report, lifted),
+            outcome: format!("drops {d:?}, longest run of storage drops {}", longest_storage_outage(&report)),
+        })?;
+        done.ensure_code(0)?;
+        ensure!(d.storage > 0, "no storage drops at 2 Mbit/s:\n{done}");
+        ensure_survived(&done, &report, bound, 6.5)
+    }
+
     /// Nothing forwarded either way for 3 s: the frames due meanwhile are storage drops, and
     /// playback resumes when the path does, with no reconnect.
     #[test]
