@@ -73,6 +73,7 @@ mod path {
         Ok(())
     }
 
+    /// What [`ensure_survived`] checks, as the reliability row's `survived`.
     fn survived(report: &Report, bound: u64, resumed_from_s: f64) -> bool {
         let d = &report.totals.dropped;
         report.status == RunStatus::Complete
