@@ -6,7 +6,8 @@
 //! [`NfsServer::url`], which names both ports so that no portmapper lookup is needed. Faults are
 //! injected on the real process: [`pause`](NfsServer::pause) (SIGSTOP),
 //! [`kill`](NfsServer::kill) (SIGKILL) and [`restart`](NfsServer::restart) on the same ports.
-//! [`NfsServer::builder`] adds exports that refuse MOUNT or squash uids.
+//! [`NfsServer::builder`] adds exports that refuse MOUNT or squash uids. Faults on the path to
+//! it go through a [`FaultProxy`]: a delay per chunk, a stall, a reset of every connection.
 //!
 //! ```
 //! use playsim_testserver::{AccessType, ExportSpec, NfsServer};
@@ -97,6 +98,7 @@
 
 mod config;
 mod error;
+mod fault_proxy;
 mod host;
 pub mod portmap;
 mod rpc;
@@ -104,4 +106,5 @@ mod server;
 
 pub use config::{AccessType, ExportSpec, Squash};
 pub use error::Error;
+pub use fault_proxy::FaultProxy;
 pub use server::{NfsServer, NfsServerBuilder, DEFAULT_STARTUP_TIMEOUT};
