@@ -2,7 +2,7 @@
 //! of `run_knobs!` (below), with its flag, its key, its parser, its default and its help.
 //!
 //! From that one table come clap's flag groups ([`PlayKnobs`], [`LocalReadKnobs`],
-//! [`DecoderKnobs`], [`NfsKnobs`], flattened by `play`, `capacity` and `decode`, and the
+//! [`DecoderKnobs`], [`NfsKnobs`], [`SmbKnobs`], flattened by `play`, `capacity` and `decode`, and the
 //! transports' groups by `frametest`; [`Knob::help`] and the parsers for a command that takes
 //! one knob of a group under its own field), the scenario file's keys (in
 //! `scenario/file.rs`, through the same parsers), the [`Knob`] names errors are spelt with, and
@@ -17,6 +17,7 @@ use playsim_core::{FrameRate, Pacing};
 use playsim_engine::{ConfigError, ConfigField, EngineConfig};
 use playsim_media::DecodeOptions;
 use playsim_storage::nfs::NfsOptions;
+use playsim_storage::smb::SmbOptions;
 use playsim_storage::{IoEngine, DEFAULT_BLOCK_SIZE};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -148,6 +149,19 @@ macro_rules! run_knobs {
                 options {}
                 switches {}
             }
+            /// Settings of playsim's SMB client, for `smb://` sources (`play`, `decode`).
+            SmbKnobs {
+                values {}
+                options {
+                    SmbCredentials smb_credentials: PathBuf, flag "smb-credentials", key "smb_credentials",
+                        parse::file_path,
+                        "A file of username= and password= lines (mount.cifs's credentials format) \
+                         for smb:// sources; without it, PLAYSIM_SMB_USER and PLAYSIM_SMB_PASSWORD. \
+                         A password is never taken from the URL, shown nor reported",
+                        [, value_name = "FILE"];
+                }
+                switches {}
+            }
         }
     };
 }
@@ -253,7 +267,8 @@ macro_rules! settings_items {
                 /// Writes the flags given into `settings`.
                 pub fn apply(&self, settings: &mut Settings) {
                     $(if self.$vfield.is_some() { settings.$vfield = self.$vfield; })*
-                    $(if self.$ofield.is_some() { settings.$ofield = self.$ofield; })*
+                    // Through `Clone`: an option's type need not be `Copy` (a file's path).
+                    $(if self.$ofield.is_some() { settings.$ofield = Clone::clone(&self.$ofield); })*
                     $(if self.$sfield { settings.$sfield = Some(true); })*
                 }
             }
@@ -286,7 +301,7 @@ macro_rules! settings_items {
                     $($(
                         $vfield: self.$vfield.or(base.$vfield),
                     )* $(
-                        $ofield: self.$ofield.or(base.$ofield),
+                        $ofield: self.$ofield.or_else(|| Clone::clone(&base.$ofield)),
                     )* $(
                         $sfield: self.$sfield.or(base.$sfield),
                     )*)*
@@ -327,7 +342,7 @@ macro_rules! settings_items {
                 }
             )* $(
                 #[doc = concat!("`", $okey, " =`.")]
-                #[derive(Clone, Copy)]
+                #[derive(Clone)]
                 pub(crate) struct $oname(pub(crate) $oty);
 
                 impl<'de> Deserialize<'de> for $oname {
@@ -451,6 +466,11 @@ impl Settings {
         }
     }
 
+    /// playsim's SMB client settings.
+    pub fn smb_options(&self) -> SmbOptions {
+        SmbOptions { credentials_file: self.smb_credentials.clone(), ..SmbOptions::default() }
+    }
+
     /// The decoders' settings; `exr_layer` is a command-line flag only.
     pub fn decode_options(&self, exr_layer: Option<String>) -> DecodeOptions {
         let codec_threads = self.codec_threads();
@@ -485,6 +505,7 @@ impl Settings {
             decode: self.decode_options(None),
             rate_from_source: self.fps.is_none(),
             nfs: self.nfs_options(),
+            smb: self.smb_options(),
             order: self.play_order(),
             range: self.range,
             skip_decode: self.skip_decode(),

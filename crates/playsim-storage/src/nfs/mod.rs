@@ -30,8 +30,9 @@
 pub mod channel;
 #[cfg(feature = "nfs")]
 mod client;
-#[cfg(feature = "nfs")]
-mod cpu;
+// The SMB client meters its CPU the same way.
+#[cfg(any(feature = "nfs", feature = "smb"))]
+pub(crate) mod cpu;
 #[cfg(feature = "nfs")]
 mod rpc;
 #[cfg(feature = "nfs")]
