@@ -161,7 +161,8 @@ fn dpx_exr_and_prores_over_smb_decode_bit_exact_and_play_every_frame() -> Result
     Ok(())
 }
 
-/// A pattern URL (`%07d`) and a one-file URL find the same sequence as the directory.
+/// A pattern URL (`%07d`) and a one-file URL find the same sequence as the directory, and the
+/// credentials may come from the environment.
 #[test]
 fn pattern_and_file_urls_find_the_sequence() -> Result<()> {
     let shared = shared()?;
@@ -175,6 +176,15 @@ fn pattern_and_file_urls_find_the_sequence() -> Result<()> {
         by_dir == by_pattern && by_dir == by_file,
         "dir:\n{by_dir}\npattern:\n{by_pattern}\nfile:\n{by_file}"
     );
+    // The credentials from the environment instead of a file.
+    let by_env = run_limited(
+        playsim()
+            .args(["decode", "--md5", &shared.server.url("dpx")])
+            .env("PLAYSIM_SMB_USER", shared.server.user())
+            .env("PLAYSIM_SMB_PASSWORD", shared.server.password()),
+    )?;
+    by_env.ensure_code(0)?;
+    ensure!(by_env.stdout == by_dir, "from the environment:\n{by_env}");
     Ok(())
 }
 

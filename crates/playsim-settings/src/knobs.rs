@@ -612,6 +612,23 @@ mod tests {
     }
 
     #[test]
+    fn the_smb_credentials_file_is_a_key_and_a_flag_and_reaches_the_transport_options() {
+        let text =
+            "smb_credentials = \"/etc/playsim/filer.cred\"\n[[stream]]\nsource = \"smb://filer/media/a\"\n";
+        let scenario = crate::scenario::Scenario::parse(text, "t.toml".as_ref());
+        let from_file = scenario.map(|s| s.runs[0].request.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let file = Some(PathBuf::from("/etc/playsim/filer.cred"));
+        assert_eq!(from_file.smb.credentials_file, file);
+        let flags = SmbKnobs { smb_credentials: file.clone() };
+        let mut settings = Settings::default();
+        flags.apply(&mut settings);
+        let request = settings.request(vec![PathBuf::from("smb://filer/media/a")]);
+        let options = request.transport_options(&crate::request::SourceSettings::default());
+        assert_eq!(options.get::<SmbOptions>().credentials_file, file);
+        assert!(crate::parse::file_path(" ").unwrap_err().contains("for example"));
+    }
+
+    #[test]
     fn a_scenario_and_the_command_line_make_the_same_request() {
         let text = "prefetch = 12\norder = \"random\"\nrsize = \"256K\"\n[[stream]]\nsource = \"/m/a\"\n";
         let scenario = crate::scenario::Scenario::parse(text, "t.toml".as_ref());
