@@ -12,6 +12,7 @@ use playsim_core::{
     DirEntry, EntryKind, IoBuf, Storage, StorageError, StorageErrorKind, StorageFile, StorageInfo,
     StorageStats,
 };
+use smb2::client::connection::Connection;
 use smb2::types::Dialect;
 use smb2::{ClientConfig, ErrorKind, FileReader, SmbClient, Tree};
 
@@ -32,21 +33,16 @@ struct Inner {
     url: SmbUrl,
     options: SmbOptions,
     credentials: SmbCredentials,
-    /// The client and the share: listings and opens take `&mut` of both. Reads go through each
-    /// file's own reader and do not wait on this lock.
-    session: tokio::sync::Mutex<Session>,
+    /// The client, kept for its session: opens, lookups and listings go through the share and
+    /// a clone of the connection, so that they run side by side (several CREATEs in flight).
+    _client: std::sync::Mutex<SmbClient>,
+    tree: Arc<Tree>,
+    connection: Connection,
     negotiated: Negotiated,
-    /// A handle on the connection, for its credits.
-    connection: smb2::client::connection::Connection,
     read_size: usize,
     n_reads: AtomicU64,
     bytes: AtomicU64,
     cpu_ns: Arc<AtomicU64>,
-}
-
-struct Session {
-    client: SmbClient,
-    tree: Tree,
 }
 
 /// What the server and the client settled on, for the report.
@@ -221,9 +217,10 @@ impl SmbStorage {
                 url: url.clone(),
                 options: options.clone(),
                 credentials,
-                session: tokio::sync::Mutex::new(Session { client, tree }),
-                negotiated,
+                _client: std::sync::Mutex::new(client),
+                tree: Arc::new(tree),
                 connection,
+                negotiated,
                 read_size,
                 n_reads: AtomicU64::new(0),
                 bytes: AtomicU64::new(0),
@@ -372,13 +369,10 @@ impl Storage for SmbStorage {
         let relative = share_path(path)?;
         let inner = Arc::clone(&self.inner);
         let opening = {
-            let (shared, relative) = (Arc::clone(&inner), relative.clone());
+            let (tree, connection) = (Arc::clone(&inner.tree), inner.connection.clone());
+            let relative = relative.clone();
             CpuMeter::new(
-                async move {
-                    let mut session = shared.session.lock().await;
-                    let Session { client, tree } = &mut *session;
-                    client.open_file_reader(tree, &relative).await
-                },
+                async move { smb2::client::stream::open_file_reader(tree, connection, &relative).await },
                 Arc::clone(&inner.cpu_ns),
             )
         };
@@ -410,12 +404,9 @@ impl Storage for SmbStorage {
         }
         let inner = Arc::clone(&self.inner);
         let stat = {
-            let (inner, relative) = (Arc::clone(&inner), relative.clone());
-            async move {
-                let mut session = inner.session.lock().await;
-                let Session { client, tree } = &mut *session;
-                client.stat(tree, &relative).await
-            }
+            let (tree, mut connection) = (Arc::clone(&inner.tree), inner.connection.clone());
+            let relative = relative.clone();
+            async move { tree.stat(&mut connection, &relative).await }
         };
         match guarded(stat).await.map_err(|reason| inner.panicked("look up", &relative, reason))? {
             Ok(info) => Ok(Some(if info.is_directory { EntryKind::Dir } else { EntryKind::File })),
@@ -428,12 +419,9 @@ impl Storage for SmbStorage {
         let relative = share_path(dir)?;
         let inner = Arc::clone(&self.inner);
         let listing = {
-            let (inner, relative) = (Arc::clone(&inner), relative.clone());
-            async move {
-                let mut session = inner.session.lock().await;
-                let Session { client, tree } = &mut *session;
-                client.list_directory(tree, &relative).await
-            }
+            let (tree, mut connection) = (Arc::clone(&inner.tree), inner.connection.clone());
+            let relative = relative.clone();
+            async move { tree.list_directory(&mut connection, &relative).await }
         };
         let listed = guarded(listing)
             .await
