@@ -307,3 +307,23 @@ fn the_connections_smbd_child_stopped_for_3_s_costs_storage_drops_then_playback_
     ensure!(resumed > 24, "playback did not resume:\n{done}");
     Ok(())
 }
+
+/// `frametest -r` reads frames written to the share over smb://, with the credentials file.
+#[test]
+fn frametest_reads_a_share_over_smb() -> Result<()> {
+    let shared = shared()?;
+    let server = &shared.server;
+    let dir = server.export_dir().join("frametest");
+    let written = run_limited(playsim().args(["frametest", "-w", "sd", "-n", "6"]).arg(&dir))?;
+    written.ensure_code(0)?;
+    let read = run_limited(
+        playsim()
+            .args(["frametest", "-r", "-n", "6", &server.url("frametest")])
+            .arg("--smb-credentials")
+            .arg(server.credentials_file()),
+    )?;
+    read.ensure_code(0)?;
+    ensure!(read.stdout.contains("Overall:"), "no summary:\n{read}");
+    ensure!(!read.stdout.contains(server.password()), "the password shows:\n{read}");
+    Ok(())
+}
