@@ -30,9 +30,8 @@
 pub mod channel;
 #[cfg(feature = "nfs")]
 mod client;
-// The SMB client meters its CPU the same way.
-#[cfg(any(feature = "nfs", feature = "smb"))]
-pub(crate) mod cpu;
+#[cfg(feature = "nfs")]
+mod cpu;
 #[cfg(feature = "nfs")]
 mod rpc;
 #[cfg(feature = "nfs")]

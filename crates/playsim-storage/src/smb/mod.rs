@@ -26,6 +26,8 @@
 
 mod credentials;
 #[cfg(feature = "smb")]
+mod runtime;
+#[cfg(feature = "smb")]
 mod storage;
 mod url;
 

@@ -2,7 +2,6 @@
 //! feature).
 
 use std::fmt;
-use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,9 +15,9 @@ use smb2::client::connection::Connection;
 use smb2::types::Dialect;
 use smb2::{ClientConfig, ErrorKind, FileReader, SmbClient, Tree};
 
+use super::runtime::ClientRuntime;
 use super::url::SmbDialect;
 use super::{SmbCredentials, SmbOptions, SmbUrl, SmbUrlPart};
-use crate::nfs::cpu::CpuMeter;
 
 /// How long the TCP connect may take, within the request timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -42,7 +41,8 @@ struct Inner {
     read_size: usize,
     n_reads: AtomicU64,
     bytes: AtomicU64,
-    cpu_ns: Arc<AtomicU64>,
+    /// Last, so that the client and its handles are dropped before their runtime stops.
+    runtime: ClientRuntime,
 }
 
 /// What the server and the client settled on, for the report.
@@ -115,7 +115,9 @@ impl SmbStorage {
         let user = credentials.user.clone();
         let addr = url.addr();
         // Bounded twice: the crate's connect and response timeouts, and this one around all of it.
-        let connecting = guarded(async move { SmbClient::connect(config).await });
+        let runtime = ClientRuntime::start()
+            .map_err(|e| fail(SmbUrlPart::Url, format!("cannot start the smb client's thread: {e}")))?;
+        let connecting = runtime.run(async move { SmbClient::connect(config).await });
         let mut client = match tokio::time::timeout(options.timeout + CONNECT_TIMEOUT, connecting).await {
             Err(_) => {
                 return Err(fail(
@@ -167,11 +169,12 @@ impl SmbStorage {
         }
         let share = url.share().to_owned();
         let tree = {
-            let connecting = async move {
+            let connecting = runtime.run(async move {
                 let tree = client.connect_share(&share).await;
                 (client, tree)
-            };
+            });
             match tokio::time::timeout(options.timeout, connecting).await {
+                Ok(Err(panicked)) => return Err(fail(SmbUrlPart::Share, panicked)),
                 Err(_) => {
                     let share = url.share();
                     return Err(fail(
@@ -179,11 +182,11 @@ impl SmbStorage {
                         format!("no answer from {addr} to connect `{share}`"),
                     ));
                 }
-                Ok((returned, Ok(tree))) => {
+                Ok(Ok((returned, Ok(tree)))) => {
                     client = returned;
                     tree
                 }
-                Ok((_, Err(e))) => {
+                Ok(Ok((_, Err(e)))) => {
                     let share = url.share();
                     let reason = match e.kind() {
                         ErrorKind::NotFound => format!("{addr} has no share `{share}` ({e})"),
@@ -224,7 +227,7 @@ impl SmbStorage {
                 read_size,
                 n_reads: AtomicU64::new(0),
                 bytes: AtomicU64::new(0),
-                cpu_ns: Arc::new(AtomicU64::new(0)),
+                runtime,
             }),
         })
     }
@@ -274,24 +277,6 @@ impl Inner {
             format!("cannot {what} {}: {reason}", self.url.display_path(path)),
         )
     }
-}
-
-/// Runs `future` on its own task, so that a panic inside the smb2 crate comes back as an error
-/// here instead of unwinding through the engine (which catches decoders' panics, not storages').
-async fn guarded<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static) -> Result<T, String> {
-    tokio::spawn(future).await.map_err(|e| {
-        if e.is_panic() {
-            let payload = e.into_panic();
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "no message".to_owned());
-            format!("the smb2 crate panicked: {message}")
-        } else {
-            "the smb2 call was cancelled".to_owned()
-        }
-    })
 }
 
 /// The part at fault and why, for a failed connect and login.
@@ -371,12 +356,11 @@ impl Storage for SmbStorage {
         let opening = {
             let (tree, connection) = (Arc::clone(&inner.tree), inner.connection.clone());
             let relative = relative.clone();
-            CpuMeter::new(
-                async move { smb2::client::stream::open_file_reader(tree, connection, &relative).await },
-                Arc::clone(&inner.cpu_ns),
-            )
+            async move { smb2::client::stream::open_file_reader(tree, connection, &relative).await }
         };
-        let reader = guarded(opening)
+        let reader = inner
+            .runtime
+            .run(opening)
             .await
             .map_err(|reason| inner.panicked("open", &relative, reason))?
             .map_err(|e| inner.error("open", &relative, &e))?;
@@ -393,7 +377,7 @@ impl Storage for SmbStorage {
         StorageStats {
             n_reads: self.inner.n_reads.load(Ordering::Relaxed),
             bytes: self.inner.bytes.load(Ordering::Relaxed),
-            cpu_ns: self.inner.cpu_ns.load(Ordering::Relaxed),
+            cpu_ns: self.inner.runtime.cpu_ns(),
         }
     }
 
@@ -408,7 +392,7 @@ impl Storage for SmbStorage {
             let relative = relative.clone();
             async move { tree.stat(&mut connection, &relative).await }
         };
-        match guarded(stat).await.map_err(|reason| inner.panicked("look up", &relative, reason))? {
+        match inner.runtime.run(stat).await.map_err(|reason| inner.panicked("look up", &relative, reason))? {
             Ok(info) => Ok(Some(if info.is_directory { EntryKind::Dir } else { EntryKind::File })),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(inner.error("look up", &relative, &e)),
@@ -423,7 +407,9 @@ impl Storage for SmbStorage {
             let relative = relative.clone();
             async move { tree.list_directory(&mut connection, &relative).await }
         };
-        let listed = guarded(listing)
+        let listed = inner
+            .runtime
+            .run(listing)
             .await
             .map_err(|reason| inner.panicked("list", &relative, reason))?
             .map_err(|e| inner.error("list", &relative, &e))?;
@@ -460,10 +446,10 @@ impl StorageFile for SmbFile {
         let chunks: Vec<_> = (0..len)
             .step_by(read_size)
             .map(|start| {
-                let (reader, cpu_ns) = (Arc::clone(&self.reader), Arc::clone(&self.inner.cpu_ns));
+                let reader = Arc::clone(&self.reader);
                 let chunk_len = read_size.min(len - start) as u64;
                 let chunk_offset = offset + start as u64;
-                guarded(CpuMeter::new(async move { reader.read_at(chunk_offset, chunk_len).await }, cpu_ns))
+                self.inner.runtime.run(async move { reader.read_at(chunk_offset, chunk_len).await })
             })
             .collect();
         let what = format!("read {len} bytes at offset {offset} of");
@@ -491,7 +477,7 @@ impl StorageFile for SmbFile {
         let SmbFile { inner, path, reader } = *self;
         // A reader still shared by a read in flight closes its handle when dropped.
         let Ok(reader) = Arc::try_unwrap(reader) else { return Ok(()) };
-        match guarded(reader.close()).await {
+        match inner.runtime.run(reader.close()).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(inner.error("close", &path, &e)),
             Err(reason) => Err(inner.panicked("close", &path, reason)),
