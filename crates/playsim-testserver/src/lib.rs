@@ -6,7 +6,8 @@
 //! [`NfsServer::url`], which names both ports so that no portmapper lookup is needed. Faults are
 //! injected on the real process: [`pause`](NfsServer::pause) (SIGSTOP),
 //! [`kill`](NfsServer::kill) (SIGKILL) and [`restart`](NfsServer::restart) on the same ports.
-//! [`NfsServer::builder`] adds exports that refuse MOUNT or squash uids.
+//! [`NfsServer::builder`] adds exports that refuse MOUNT or squash uids. [`HostileServer`] is not
+//! Ganesha: a small NFSv3 server in the test process that answers with a chosen [`Misbehaviour`].
 //!
 //! ```
 //! use playsim_testserver::{AccessType, ExportSpec, NfsServer};
@@ -98,10 +99,12 @@
 mod config;
 mod error;
 mod host;
+mod hostile;
 pub mod portmap;
 mod rpc;
 mod server;
 
 pub use config::{AccessType, ExportSpec, Squash};
 pub use error::Error;
+pub use hostile::{HostileServer, Misbehaviour, When, HOSTILE_DIR, HOSTILE_EXPORT};
 pub use server::{NfsServer, NfsServerBuilder, DEFAULT_STARTUP_TIMEOUT};
