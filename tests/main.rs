@@ -9,6 +9,8 @@ mod exr_bad_input;
 mod exr_ffmpeg;
 mod fixtures;
 mod frametest;
+#[cfg(feature = "nfs")]
+mod hostile_nfs;
 #[cfg(feature = "io-uring")]
 mod io_uring;
 mod mount_label;
