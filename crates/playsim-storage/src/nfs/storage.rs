@@ -525,7 +525,16 @@ impl Storage for NfsStorage {
                 // Servers may leave out a handle; look that entry up by itself.
                 None => match inner.node(&path).await {
                     Ok(node) => node,
-                    Err(_) => continue,
+                    Err(e) if e.kind == StorageErrorKind::NotFound => continue,
+                    // Listed, but its lookup failed: keep it uncached, so that opening it
+                    // fails with the error (naming the server and the file) rather than the
+                    // file seeming not to exist.
+                    Err(_) => {
+                        let (is_dir, size) = entry.attributes.unwrap_or((false, 0));
+                        let kind = if is_dir { EntryKind::Dir } else { EntryKind::File };
+                        entries.push(DirEntry { name: entry.name, kind, size });
+                        continue;
+                    }
                 },
             };
             inner.remember(&path, &node);
