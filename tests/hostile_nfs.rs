@@ -266,6 +266,21 @@ fn a_garbage_file_handle_makes_the_frame_unreadable() -> Result<()> {
     ensure_unreadable("garbage file handle from LOOKUP", &server, &done, &report, "NFS3ERR_BADHANDLE")
 }
 
+/// LOOKUP answers a handle whose length claims 2 GiB: the reply is refused before anything is
+/// allocated for it, and the frame is unreadable (not a gap: the file was listed).
+#[test]
+fn an_over_long_file_handle_makes_the_frame_unreadable() -> Result<()> {
+    let server = server(Misbehaviour::OversizedHandle, When::EveryCallOn(SPOILT))?;
+    let (done, report) = short_play(&server)?;
+    ensure_unreadable(
+        "file handle claiming 2 GiB from LOOKUP",
+        &server,
+        &done,
+        &report,
+        "malformed lookup reply",
+    )
+}
+
 /// A file whose size grows at each call while its bytes do not: the read ends short of the
 /// size listed.
 #[test]

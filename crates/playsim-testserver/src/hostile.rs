@@ -9,7 +9,7 @@
 //!
 //! Chosen at start, one [`Misbehaviour`] is applied to the calls a [`When`] picks: a wrong xid,
 //! a truncated record, a record mark claiming 2 GiB, a READ with more bytes than asked or fewer
-//! with eof unset, a garbage file handle from LOOKUP, a file size that changes between calls, a
+//! with eof unset, a garbage or over-long file handle from LOOKUP, a file size that changes between calls, a
 //! reply 10 s late, a connection reset in the middle of a reply. Every other call is answered
 //! as a well-behaved server would. [`HostileServer::misbehaved`] counts the replies spoilt, so
 //! a test can check that the fault it meant to inject was injected.
@@ -63,6 +63,10 @@ pub enum Misbehaviour {
     /// not know (NFS3ERR_BADHANDLE). READDIRPLUS leaves out the handles of those files, so
     /// that the client has to look them up.
     GarbageHandle,
+    /// LOOKUP of a file answers a handle whose length claims 2 GiB (NFSv3 allows 64 bytes),
+    /// with 64 bytes after it and nothing more. READDIRPLUS leaves out the handles of those
+    /// files, as for [`Misbehaviour::GarbageHandle`].
+    OversizedHandle,
     /// Every attribute of a file (READDIRPLUS, LOOKUP, GETATTR, READ's post-op attributes)
     /// gives a size 4096 bytes larger than the last one given: a file that seems to grow
     /// between calls while its bytes stay the same.
@@ -76,7 +80,7 @@ pub enum Misbehaviour {
 
 /// Which calls the [`Misbehaviour`] spoils. Files are counted in the order given to
 /// [`HostileServer::start`], from 0. Each misbehaviour concerns calls of one kind: READs, except
-/// [`Misbehaviour::GarbageHandle`] (LOOKUPs) and [`Misbehaviour::ChangingSize`] (any call
+/// [`Misbehaviour::GarbageHandle`] and [`Misbehaviour::OversizedHandle`] (LOOKUPs) and [`Misbehaviour::ChangingSize`] (any call
 /// giving attributes, each time, whichever variant names the file).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum When {
@@ -339,6 +343,11 @@ impl Shared {
         }
     }
 
+    /// Whether the misbehaviour is a LOOKUP's.
+    fn spoils_lookups(&self) -> bool {
+        matches!(self.misbehaviour, Misbehaviour::GarbageHandle | Misbehaviour::OversizedHandle)
+    }
+
     fn spoilt(&self) {
         self.misbehaved.fetch_add(1, Ordering::Relaxed);
     }
@@ -467,7 +476,7 @@ impl Shared {
             Node::File(i) => Some(i),
             _ => None,
         };
-        let garbage = self.misbehaviour == Misbehaviour::GarbageHandle && {
+        let garbage = self.spoils_lookups() && {
             let n_before = file.map_or(0, |i| {
                 let mut calls = self.calls();
                 calls[i].lookups += 1;
@@ -476,6 +485,12 @@ impl Shared {
             self.picks(n_call, file, n_before)
         };
         out.u32(NFS3_OK);
+        if garbage && self.misbehaviour == Misbehaviour::OversizedHandle {
+            self.spoilt();
+            out.u32(0x7fff_ffff);
+            out.0.extend_from_slice(&[0xa5; 64]);
+            return Answer::ok(out.0);
+        }
         if garbage {
             self.spoilt();
             out.opaque(&[0xa5; 64]);
@@ -508,8 +523,7 @@ impl Shared {
             calls[i].reads += 1;
             calls[i].reads - 1
         };
-        let reads_spoilt =
-            !matches!(self.misbehaviour, Misbehaviour::GarbageHandle | Misbehaviour::ChangingSize);
+        let reads_spoilt = !self.spoils_lookups() && self.misbehaviour != Misbehaviour::ChangingSize;
         let spoil = reads_spoilt && self.picks(n_call, Some(i), n_before);
         if spoil {
             self.spoilt();
@@ -532,7 +546,7 @@ impl Shared {
                 Misbehaviour::HugeRecordMark => wire = Wire::HugeMark,
                 Misbehaviour::LateReply(delay) => wire = Wire::Late(delay),
                 Misbehaviour::ResetMidReply => wire = Wire::Reset,
-                Misbehaviour::GarbageHandle | Misbehaviour::ChangingSize => {}
+                Misbehaviour::GarbageHandle | Misbehaviour::OversizedHandle | Misbehaviour::ChangingSize => {}
             }
         }
         out.u32(NFS3_OK);
@@ -570,8 +584,8 @@ impl Shared {
             }
             out.u32(1).u64(entry_cookie + 2).opaque(name.as_bytes()).u64(entry_cookie);
             self.post_op_attr(*node, &mut out);
-            let hide_handle = self.misbehaviour == Misbehaviour::GarbageHandle
-                && matches!(node, Node::File(i) if self.file_in_range(*i));
+            let hide_handle =
+                self.spoils_lookups() && matches!(node, Node::File(i) if self.file_in_range(*i));
             if hide_handle {
                 out.u32(0);
             } else {
@@ -873,6 +887,21 @@ mod tests {
         assert_eq!(xid(0), 77);
         assert_ne!(xid(1), 77);
         assert_eq!(xid(1), 77);
+        assert_eq!(server.misbehaved(), 1);
+    }
+
+    #[test]
+    fn the_nth_call_is_spoilt_whatever_its_file() {
+        let server = HostileServer::start(files(), Misbehaviour::ReadShortNoEof, When::NthCall(2)).unwrap();
+        let count = |file| {
+            let (_, reply) = call(server.nfs_port(), NFS_PROG, 6, &read_args(file, 100));
+            let mut r = In::new(&reply[24..]);
+            r.pos += 8 + 84;
+            (r.u32().unwrap(), r.u32().unwrap())
+        };
+        assert_eq!(count(0), (100, 1));
+        assert_eq!(count(0), (50, 0));
+        assert_eq!(count(2), (100, 1));
         assert_eq!(server.misbehaved(), 1);
     }
 
