@@ -140,9 +140,10 @@ fn ensure_recovered(name: &str, server: &HostileServer, done: &Run, report: &Rep
         bound: Some(bound()),
         recover_s: None,
         outcome: format!(
-            "recovered, {n_reconnects} reconnect{}; {} replies spoilt, {lost} frames lost",
+            "recovered, {n_reconnects} reconnect{}; {} replies spoilt, {lost} frames lost, peak rss {} MB",
             if n_reconnects == 1 { "" } else { "s" },
-            server.misbehaved()
+            server.misbehaved(),
+            report.memory.peak_rss_bytes >> 20
         ),
     })?;
     ensure_survived(name, done, report)?;

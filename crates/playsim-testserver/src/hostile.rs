@@ -52,7 +52,8 @@ pub enum Misbehaviour {
     /// Half of the reply's record is sent, then the server closes the connection.
     TruncatedRecord,
     /// The record mark claims 2 GiB (0x7fffffff bytes, the most a mark can say, in the last
-    /// fragment); the reply follows, and the connection stays open with nothing more.
+    /// fragment); the reply follows, and nothing else of that record: the server goes on
+    /// answering later calls on the connection as if the record had been that short.
     HugeRecordMark,
     /// A READ answered with 512 bytes more than asked, its count saying so.
     ReadTooLong,
