@@ -255,13 +255,19 @@ fn parse_generate_format(s: &str) -> Result<&'static str, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Play(args) => refuse_settings(&args).unwrap_or_else(|| play(*args)),
+        Command::Play(args) => match cli::refuse_unwritable_outputs(outputs_of(&args)) {
+            Some(code) => Ok(code),
+            None => refuse_settings(&args).unwrap_or_else(|| play(*args)),
+        },
         Command::Decode(args) => decode(args),
         Command::Generate(args) => generate(args),
         Command::Compare(args) => compare(args),
-        Command::Capacity(args) => match request_of(&args.play).engine.validate() {
-            Err(e) => Err(anyhow::anyhow!(playsim::settings::knobs::as_flags(&e))),
-            Ok(()) => capacity(*args),
+        Command::Capacity(args) => match cli::refuse_unwritable_outputs(outputs_of(&args.play)) {
+            Some(code) => Ok(code),
+            None => match request_of(&args.play).engine.validate() {
+                Err(e) => Err(anyhow::anyhow!(playsim::settings::knobs::as_flags(&e))),
+                Ok(()) => capacity(*args),
+            },
         },
         Command::Frametest(args) => cli::frametest::run(*args),
         Command::Run(args) => cli::run::run(args),
@@ -273,6 +279,19 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The files `play` (or `capacity`) writes when the run ends, each with the flag that named it.
+fn outputs_of(args: &PlayArgs) -> Vec<(&'static str, &std::path::Path)> {
+    let named = [
+        ("--json", &args.json),
+        ("--csv", &args.csv),
+        ("--live-csv", &args.live_csv),
+        ("--plot", &args.plot),
+    ];
+    let mut outputs: Vec<_> = named.into_iter().filter_map(|(flag, p)| Some((flag, p.as_deref()?))).collect();
+    outputs.extend(args.output.iter().map(|p| ("--output", p.as_path())));
+    outputs
 }
 
 /// The library's request for `play`'s flags.

@@ -7,6 +7,7 @@ mod cli;
 mod dpx_ffmpeg;
 mod exr_bad_input;
 mod exr_ffmpeg;
+mod faults;
 mod fixtures;
 mod frametest;
 #[cfg(feature = "nfs")]

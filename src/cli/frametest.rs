@@ -113,6 +113,12 @@ pub struct FrametestArgs {
 /// Runs `playsim frametest`.
 pub fn run(args: FrametestArgs) -> anyhow::Result<ExitCode> {
     let (csv, json) = (args.csv.clone(), args.json.clone());
+    let outputs = [("-x", &csv), ("--json", &json)];
+    if let Some(code) = super::refuse_unwritable_outputs(
+        outputs.into_iter().filter_map(|(flag, path)| Some((flag, path.as_deref()?))),
+    ) {
+        return Ok(code);
+    }
     let request = request_of(args)?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;

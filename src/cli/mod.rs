@@ -1,11 +1,14 @@
 //! Subcommands of the `playsim` binary that are big enough for a file of their own.
 //! Each holds its clap arguments and its handler; `main.rs` dispatches to them and
-//! keeps the value parsers they share; the live progress line is here, shared by `play` and `run`.
+//! keeps the value parsers they share; the live progress line is here, shared by `play` and `run`,
+//! and so is the check, before a run, that the files it will write can be written.
 
 pub mod cluster;
 pub mod frametest;
 pub mod run;
 
+use std::path::Path;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,4 +46,108 @@ pub fn spawn_progress(live: Arc<LiveCounters>) -> (indicatif::ProgressBar, tokio
         }
     });
     (bar, task)
+}
+
+/// Exit status of a command refused before it ran: a file it was asked to write cannot be
+/// written (as clap's for a usage error).
+const EXIT_UNWRITABLE_OUTPUT: u8 = 2;
+
+/// Checks, before anything runs, that every file a command will write when it ends (its
+/// `--json`, `--csv`, `--plot`, `--output`, ...) can be written, each given as the flag that
+/// named it and its path. The first that cannot is refused with one line naming the flag and
+/// the path, and the command exits with status 2 at once, rather than after a long run whose
+/// report would then be lost. Returns that exit status, or `None` when all can be written.
+pub fn refuse_unwritable_outputs<'a>(
+    outputs: impl IntoIterator<Item = (&'static str, &'a Path)>,
+) -> Option<ExitCode> {
+    for (flag, path) in outputs {
+        if let Err(reason) = check_writable(path) {
+            eprintln!(
+                "playsim: error: {flag} {}: cannot be written: {reason} (name a file in a directory you can \
+                 write, for example {flag} run{})",
+                path.display(),
+                path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default()
+            );
+            return Some(ExitCode::from(EXIT_UNWRITABLE_OUTPUT));
+        }
+    }
+    None
+}
+
+/// Why `path` cannot be written (atomically: a temporary file beside it, renamed over it),
+/// found without clobbering a file already there: its directory must exist, the path must
+/// not be a directory, and both the file (opened to append, created if missing and then
+/// removed again) and a new file beside it must be creatable.
+fn check_writable(path: &Path) -> Result<(), String> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(parent) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("the directory {} does not exist", parent.display()))
+        }
+        Err(e) => return Err(format!("cannot look at the directory {}: {e}", parent.display())),
+        Ok(meta) if !meta.is_dir() => return Err(format!("{} is not a directory", parent.display())),
+        Ok(_) => {}
+    }
+    if path.is_dir() {
+        return Err("it is a directory".to_owned());
+    }
+    let existed = path.symlink_metadata().is_ok();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| format!("cannot open it for writing: {e}"))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+        return Ok(());
+    }
+    // The file was there already and may be writable in a directory that is not: the report
+    // goes to a temporary file beside it first.
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let probe = parent.join(format!(".{name}.playsim-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| format!("cannot create a file in {}: {e}", parent.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writable_paths_pass_and_an_existing_report_is_left_as_it_was() {
+        let tmp = tempfile::tempdir().unwrap();
+        let new = tmp.path().join("new.json");
+        assert_eq!(check_writable(&new), Ok(()));
+        assert!(!new.exists(), "the probe was not removed");
+        let old = tmp.path().join("old.json");
+        std::fs::write(&old, b"{\"kept\": true}").unwrap();
+        assert_eq!(check_writable(&old), Ok(()));
+        assert_eq!(std::fs::read(&old).unwrap(), b"{\"kept\": true}");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1, "a probe was left behind");
+    }
+
+    #[test]
+    fn unwritable_paths_say_why() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("file");
+        std::fs::write(&file, b"").unwrap();
+        let missing = tmp.path().join("no/such/dir/r.json");
+        assert_eq!(
+            check_writable(&missing),
+            Err(format!("the directory {} does not exist", tmp.path().join("no/such/dir").display()))
+        );
+        assert_eq!(
+            check_writable(&file.join("r.json")),
+            Err(format!("{} is not a directory", file.display()))
+        );
+        assert_eq!(check_writable(tmp.path()), Err("it is a directory".to_owned()));
+    }
 }

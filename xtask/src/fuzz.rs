@@ -31,9 +31,9 @@ pub struct FuzzArgs {
 }
 
 impl FuzzArgs {
-    /// CI's short live run: the cheap targets, a few seconds each.
-    pub fn short() -> FuzzArgs {
-        FuzzArgs { targets: Vec::new(), time: 10, cheap: true }
+    /// Every target (or the cheap ones), `time` seconds each.
+    pub fn new(time: u64, cheap: bool) -> FuzzArgs {
+        FuzzArgs { targets: Vec::new(), time, cheap }
     }
 }
 
@@ -51,18 +51,72 @@ fn missing_tools() -> Option<String> {
 }
 
 /// One target's run.
-struct Outcome {
-    name: &'static str,
-    executions: u64,
-    seconds: f64,
-    crashes: Vec<PathBuf>,
-    corpus: usize,
+pub struct Outcome {
+    /// The target's name.
+    pub name: &'static str,
+    /// libFuzzer's executions in this run.
+    pub executions: u64,
+    /// Wall time of this run, build included for the first target.
+    pub seconds: f64,
+    /// Crash inputs this run found.
+    pub crashes: Vec<PathBuf>,
+    /// Inputs in the committed and the scratch corpus after the run.
+    pub corpus: usize,
+    /// Executions over every run of this target on this machine (`target/fuzz/stats/`).
+    pub executions_total: u64,
+}
+
+/// What a fuzz run did: skipped, with the reason, or ran these targets.
+pub enum FuzzRun {
+    /// No nightly toolchain or no cargo-fuzz here.
+    Skipped(String),
+    /// Every target run, crashes or not.
+    Ran(Vec<Outcome>),
 }
 
 pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
+    let outcomes = match fuzz(args)? {
+        FuzzRun::Skipped(reason) => {
+            println!("fuzz: SKIPPED: {reason}; the committed corpora are still replayed by `cargo test`");
+            return Ok(ExitCode::SUCCESS);
+        }
+        FuzzRun::Ran(outcomes) => outcomes,
+    };
+    println!("\n| target | executions | seconds | crashes | corpus | executions on this machine |");
+    println!("|---|---|---|---|---|---|");
+    for o in &outcomes {
+        println!(
+            "| {} | {} | {:.0} | {} | {} | {} |",
+            o.name,
+            o.executions,
+            o.seconds,
+            o.crashes.len(),
+            o.corpus,
+            o.executions_total
+        );
+    }
+    ensure_no_crash(&outcomes)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Fails, naming every crash input and how to reproduce it, if any target crashed.
+pub fn ensure_no_crash(outcomes: &[Outcome]) -> Result<()> {
+    let crashes: Vec<&PathBuf> = outcomes.iter().flat_map(|o| &o.crashes).collect();
+    if !crashes.is_empty() {
+        bail!(
+            "fuzz: {} crash input(s); reproduce with `cargo +nightly fuzz run --fuzz-dir crates/playsim-fuzz/fuzz \
+             TARGET FILE`, fix, and keep each in crates/playsim-fuzz/crashes/TARGET/:\n  {}",
+            crashes.len(),
+            crashes.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join("\n  ")
+        );
+    }
+    Ok(())
+}
+
+/// Runs the targets `args` names (or all, or the cheap ones) and returns what each did.
+pub fn fuzz(args: &FuzzArgs) -> Result<FuzzRun> {
     if let Some(reason) = missing_tools() {
-        println!("fuzz: SKIPPED: {reason}; the committed corpora are still replayed by `cargo test`");
-        return Ok(ExitCode::SUCCESS);
+        return Ok(FuzzRun::Skipped(reason));
     }
     let mut targets = Vec::new();
     for name in &args.targets {
@@ -82,23 +136,32 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
     let work = crate::target_dir()?.join("fuzz");
     let mut outcomes = Vec::new();
     for target in targets {
-        outcomes.push(fuzz_one(target.name, &root, &fuzz_dir, &work, args.time)?);
+        let mut outcome = fuzz_one(target.name, &root, &fuzz_dir, &work, args.time)?;
+        outcome.executions_total = add_to_stats(&work, &outcome)?;
+        outcomes.push(outcome);
     }
-    println!("\n| target | executions | seconds | crashes | corpus |\n|---|---|---|---|---|");
-    for o in &outcomes {
-        println!("| {} | {} | {:.0} | {} | {} |", o.name, o.executions, o.seconds, o.crashes.len(), o.corpus);
-    }
-    let crashes: Vec<&PathBuf> = outcomes.iter().flat_map(|o| &o.crashes).collect();
-    if !crashes.is_empty() {
-        bail!(
-            "fuzz: {} crash input(s); reproduce with `cargo +nightly fuzz run --fuzz-dir {} TARGET FILE`, fix, \
-             and keep each in crates/playsim-fuzz/crashes/TARGET/:\n  {}",
-            crashes.len(),
-            fuzz_dir.display(),
-            crashes.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join("\n  ")
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(FuzzRun::Ran(outcomes))
+}
+
+/// Adds a run's executions and time to `target/fuzz/stats/NAME.json` and returns the
+/// executions over every run of the target on this machine.
+fn add_to_stats(work: &Path, outcome: &Outcome) -> Result<u64> {
+    let dir = work.join("stats");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{}.json", outcome.name));
+    let old: serde_json::Value = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    let executions = old["executions"].as_u64().unwrap_or(0) + outcome.executions;
+    let stats = serde_json::json!({
+        "executions": executions,
+        "seconds": old["seconds"].as_f64().unwrap_or(0.0) + outcome.seconds,
+        "runs": old["runs"].as_u64().unwrap_or(0) + 1,
+        "crashes": old["crashes"].as_u64().unwrap_or(0) + outcome.crashes.len() as u64,
+    });
+    std::fs::write(&path, format!("{stats:#}\n")).with_context(|| format!("writing {}", path.display()))?;
+    Ok(executions)
 }
 
 fn fuzz_one(name: &'static str, root: &Path, fuzz_dir: &Path, work: &Path, seconds: u64) -> Result<Outcome> {
@@ -137,7 +200,7 @@ fn fuzz_one(name: &'static str, root: &Path, fuzz_dir: &Path, work: &Path, secon
         "fuzz {name}: {executions} executions in {seconds:.0} s, {} crash(es), corpus {corpus}",
         crashes.len()
     );
-    Ok(Outcome { name, executions, seconds, crashes, corpus })
+    Ok(Outcome { name, executions, seconds, crashes, corpus, executions_total: executions })
 }
 
 fn files_in(dir: &Path) -> Vec<PathBuf> {

@@ -15,6 +15,7 @@ mod deps;
 mod fixtures;
 mod fuzz;
 mod process;
+mod reliability;
 mod vm;
 
 use std::collections::BTreeSet;
@@ -60,6 +61,9 @@ enum Task {
     /// `cargo xtask fuzz [TARGET...] [--time S] [--cheap]`. SKIPPED, with the reason, where
     /// there is no nightly toolchain or no cargo-fuzz.
     Fuzz(fuzz::FuzzArgs),
+    /// Fuzz every target, run the fault and hostile-server tests, and write the tables to
+    /// target/reliability/report.md: `cargo xtask reliability [--short] [--time S]`.
+    Reliability(reliability::ReliabilityArgs),
     /// Write video test media with ffmpeg: UHD clips into target/fixtures/video/, or with `--tiny` the
     /// committed tiny clips and their md5s in fixtures/video/.
     Fixtures(fixtures::FixturesArgs),
@@ -98,6 +102,7 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
         Task::Fixtures(args) => fixtures::run(args).map(|()| ExitCode::SUCCESS),
         Task::Fuzz(args) => fuzz::run(&args),
+        Task::Reliability(args) => reliability::run(&args).map(|()| ExitCode::SUCCESS),
         Task::Vm(args) => vm::run(&args).map(|()| ExitCode::SUCCESS),
     }
 }
@@ -116,11 +121,13 @@ fn test() -> Result<ExitCode> {
                     .args(["--", "-D", "warnings"]),
             )
         }),
-        // Every test but the MPI tier's, which is the next step, on the same build.
+        // Every test but the MPI tier's, which is the next step, on the same build. The fault
+        // and hostile-server tests record their rows for the `reliability` step's report.
         ("test", || {
             process::run(
                 cargo()
                     .args(["test", "--workspace", "--features", "playsim/mpi", "--", "--skip", "mpi::"])
+                    .env("PLAYSIM_RELIABILITY_DIR", reliability::fresh_rows_dir()?)
                     .env("PLAYSIM_XTASK_TEST", "1"),
             )
         }),
@@ -133,11 +140,12 @@ fn test() -> Result<ExitCode> {
         }),
         // The pure-Rust build, without the native libraries: what the cargo features change.
         ("no-default-features", test_without_default_features),
-        // A short live run of the cheap fuzz targets where nightly and cargo-fuzz are (SKIPPED
-        // elsewhere); the committed corpora and crash inputs were replayed in `test`.
-        ("fuzz", || fuzz::run(&fuzz::FuzzArgs::short()).map(|_| ())),
         // Kernel NFS over TCP and RDMA in a qemu guest, when this machine can boot one.
         ("vm", vm::test_tier),
+        // A short live run of the cheap fuzz targets where nightly and cargo-fuzz are (SKIPPED
+        // elsewhere; the committed corpora and crash inputs were replayed in `test`), and the
+        // reliability report from it and the rows `test` and `vm` recorded: target/reliability/report.md.
+        ("reliability", reliability::test_step),
         // The bench suite in its short mode, so it cannot rot: it prints its ratios, and fails
         // only when a measurement cannot be made at all.
         ("bench", || bench::run(&bench::BenchArgs::short())),

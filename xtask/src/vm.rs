@@ -181,6 +181,8 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
     // The host's verdicts on the fault run and the bench rows join the results file.
     let bench = bench::evaluate(&out);
     let mut verdicts = vec![fault_line(&out)];
+    verdicts.extend(checks::NETEM_PATHS.iter().map(|path| netem_line(&out, path)));
+    record_reliability_rows(&verdicts)?;
     verdicts.extend(bench.lines);
     let mut file = fs::OpenOptions::new().append(true).open(out.join("results.txt"))?;
     for line in &verdicts {
@@ -207,6 +209,9 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
         expected.push((format!("PACED {path} "), format!("PACED {path} OK")));
     }
     expected.push(("FAULT rdma ".into(), "FAULT rdma OK".into()));
+    for path in checks::NETEM_PATHS {
+        expected.push((format!("NETEM {path} "), format!("NETEM {path} OK")));
+    }
     expected.push(("LISTING userspace-rdma ".into(), "LISTING userspace-rdma OK".into()));
     for (prefix, line) in &expected {
         // A line that failed is already among the failures; a line missing altogether is one.
@@ -264,6 +269,48 @@ fn fault_line(out: &Path) -> String {
         stderr: &stderr,
         timeline: &timeline,
     })
+}
+
+/// The results line of the run over `path` behind netem's loss and delay.
+fn netem_line(out: &Path, path: &str) -> String {
+    let read = |name: &str| fs::read_to_string(out.join(name)).unwrap_or_default();
+    let report = load_report(&out.join(format!("netem-{path}.json"))).ok();
+    let (exit, stderr) = (read(&format!("netem-{path}.exit")), read(&format!("netem-{path}.err")));
+    checks::netem_line(&checks::NetemRun { path, exit: &exit, report: report.as_ref(), stderr: &stderr }).0
+}
+
+/// The guest's faults as rows of `cargo xtask reliability`'s report (appended to
+/// `target/reliability/rows/rows.jsonl`, as the integration tests do): the nfsd restart in the
+/// nfs+rdma run and the runs behind netem, from their results lines.
+fn record_reliability_rows(lines: &[String]) -> Result<()> {
+    let dir = crate::reliability::report_dir()?.join("rows");
+    fs::create_dir_all(&dir)?;
+    let mut file = fs::OpenOptions::new().create(true).append(true).open(dir.join("rows.jsonl"))?;
+    for line in lines {
+        let (name, lost_key) = if line.starts_with("FAULT rdma ") {
+            ("guest: knfsd stopped 3 s mid nfs+rdma run (soft-RoCE)".to_owned(), "drops=")
+        } else if let Some(rest) = line.strip_prefix("NETEM ") {
+            let path = rest.split_whitespace().next().unwrap_or_default();
+            (format!("guest: netem 20 ms ±5 ms, 1% loss, {path} at 4 fps"), "storage=")
+        } else {
+            continue;
+        };
+        let frames_lost = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(lost_key))
+            .and_then(|n| n.parse::<u64>().ok());
+        let row = serde_json::json!({
+            "table": "fault",
+            "name": name,
+            "survived": !checks::is_failure(line),
+            "frames_lost": frames_lost,
+            "bound": null,
+            "recover_s": null,
+            "outcome": line,
+        });
+        writeln!(file, "{row}")?;
+    }
+    Ok(())
 }
 
 /// The release playsim, with the `rdma` feature when the workspace has one, so that the guest

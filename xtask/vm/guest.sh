@@ -5,8 +5,9 @@
 # 20049; MOUNT over TCP to rpc.mountd). For each sequence in /payload/media it decodes every
 # frame over each path and checks them against the md5s the host computed, plays it from the
 # kernel mounts with caches dropped before each run, makes one paced run per path, survives a
-# server restart in the middle of an nfs+rdma run, and measures the bench rows (fio on the
-# kernel RDMA mount, playsim's clients, ib_write_bw). Then it tells the host it may read the
+# server restart in the middle of an nfs+rdma run and netem's loss and delay on the path, and
+# measures the bench rows (fio on the kernel RDMA mount, playsim's clients, ib_write_bw). Then
+# it tells the host it may read the
 # export with playsim's own NFS client (hostfwd), waits for /out/poweroff, and powers off.
 # Every result goes to /out (results.txt, the JSON reports, bench-runs.tsv); the console says
 # PLAYSIM-GUEST-DONE or -FAIL. The host judges the JSON reports: this script only records.
@@ -270,6 +271,25 @@ else
 fi
 wait $runner
 say "fault run done (exit $(cat /out/fault-rdma.exit 2>/dev/null))"
+
+# Loss and delay on the path (issue 20, point 3), with netem, which this guest's kernel has and
+# the host's lacks. The guest reads its own export, so every NFS packet crosses lo: netem there
+# delays each one 20 ms (+-5 ms) and loses 1%, both ways. The kernel client and playsim's own
+# then play the DPX sequence at 4 fps for 10 s; the host checks that each run completes and that
+# what the path cost is storage drops, never decode or unreadable ones.
+modprobe sch_netem 2>/dev/null
+for t in tcp userspace-tcp-guest; do
+  if tc qdisc replace dev lo root netem delay 20ms 5ms loss 1% 2> "/out/netem-$t.err"; then
+    cold
+    timeout 120 "$PLAYSIM" play "$(source_of "$t" dpx)" --fps 4 --duration 10s --loop --quiet \
+      --json "/out/netem-$t.json" > "/out/netem-$t.txt" 2>> "/out/netem-$t.err"
+    echo $? > "/out/netem-$t.exit"
+    tc qdisc del dev lo root
+  else
+    echo "the qdisc could not be added" > "/out/netem-$t.exit"
+  fi
+  say "netem run over $t done (exit $(cat "/out/netem-$t.exit"))"
+done
 sync
 
 echo "PLAYSIM-GUEST-READY-FOR-HOST"

@@ -6,8 +6,10 @@
 //! [`NfsServer::url`], which names both ports so that no portmapper lookup is needed. Faults are
 //! injected on the real process: [`pause`](NfsServer::pause) (SIGSTOP),
 //! [`kill`](NfsServer::kill) (SIGKILL) and [`restart`](NfsServer::restart) on the same ports.
-//! [`NfsServer::builder`] adds exports that refuse MOUNT or squash uids. [`HostileServer`] is not
-//! Ganesha: a small NFSv3 server in the test process that answers with a chosen [`Misbehaviour`].
+//! [`NfsServer::builder`] adds exports that refuse MOUNT or squash uids. Faults on the path to
+//! it go through a [`FaultProxy`]: a delay per chunk, a stall, a reset of every connection.
+//! [`HostileServer`] is not Ganesha: a small NFSv3 server in the test process that answers with
+//! a chosen [`Misbehaviour`].
 //!
 //! ```
 //! use playsim_testserver::{AccessType, ExportSpec, NfsServer};
@@ -98,6 +100,7 @@
 
 mod config;
 mod error;
+mod fault_proxy;
 mod host;
 mod hostile;
 pub mod portmap;
@@ -106,5 +109,6 @@ mod server;
 
 pub use config::{AccessType, ExportSpec, Squash};
 pub use error::Error;
+pub use fault_proxy::FaultProxy;
 pub use hostile::{HostileServer, Misbehaviour, When, HOSTILE_DIR, HOSTILE_EXPORT};
 pub use server::{NfsServer, NfsServerBuilder, DEFAULT_STARTUP_TIMEOUT};

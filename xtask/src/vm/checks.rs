@@ -1,5 +1,6 @@
 //! What the host checks in the guest's reports: each path's storage label, that the paced runs
-//! completed, and that the nfs+rdma run survived the server's restart (issue 18, point 4).
+//! completed, that the nfs+rdma run survived the server's restart (issue 18, point 4), and that
+//! netem's loss and delay on the path cost only storage drops (issue 20, point 3).
 
 use serde_json::Value;
 
@@ -95,6 +96,69 @@ fn fault_verdict(run: &FaultRun<'_>) -> Result<(u64, u64), String> {
     Ok((drops, reconnects))
 }
 
+/// The paths the guest plays behind netem's loss and delay, as its file names spell them.
+pub const NETEM_PATHS: [&str; 2] = ["tcp", "userspace-tcp-guest"];
+
+/// What the guest left of a run behind netem: its exit status (or why it did not run), report
+/// and stderr.
+pub struct NetemRun<'a> {
+    /// The path, one of [`NETEM_PATHS`].
+    pub path: &'a str,
+    /// `netem-PATH.exit`: the exit status, or why the qdisc could not be added.
+    pub exit: &'a str,
+    /// Its report, when it wrote one that parses.
+    pub report: Option<&'a Value>,
+    /// Its stderr (and tc's).
+    pub stderr: &'a str,
+}
+
+/// The drops a netem run counted: storage, and the others (decode, unreadable) that loss and
+/// delay on the path must never cause.
+pub struct NetemDrops {
+    pub storage: u64,
+    pub output: u64,
+    pub presented: u64,
+}
+
+/// The results line of a run behind netem: `NETEM PATH OK storage=N output=M presented=P` when
+/// playsim exited 0 with a complete report, something was presented, and the path's loss and
+/// delay cost no decode and no unreadable frame; else `NETEM PATH FAILED (why)`.
+pub fn netem_line(run: &NetemRun<'_>) -> (String, Option<NetemDrops>) {
+    match netem_verdict(run) {
+        Ok(d) => (
+            format!(
+                "NETEM {} OK storage={} output={} presented={}",
+                run.path, d.storage, d.output, d.presented
+            ),
+            Some(d),
+        ),
+        Err(why) => (format!("NETEM {} FAILED ({why})", run.path), None),
+    }
+}
+
+fn netem_verdict(run: &NetemRun<'_>) -> Result<NetemDrops, String> {
+    let exit = run.exit.trim();
+    if exit != "0" {
+        let why = run.stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        return Err(format!("exit {}: {why}", if exit.is_empty() { "none" } else { exit }));
+    }
+    let report = run.report.ok_or("no report")?;
+    check_complete(report)?;
+    let dropped = &report["totals"]["dropped"];
+    let count = |cause: &str| dropped[cause].as_u64().ok_or(format!("no totals.dropped.{cause}"));
+    let (decode, unreadable) = (count("decode")?, count("unreadable")?);
+    if decode + unreadable > 0 {
+        return Err(format!(
+            "decode={decode} unreadable={unreadable}: loss and delay on the path must show as storage drops"
+        ));
+    }
+    let presented = report["totals"]["presented"].as_u64().ok_or("no totals.presented")?;
+    if presented == 0 {
+        return Err("nothing presented".into());
+    }
+    Ok(NetemDrops { storage: count("storage")?, output: count("output")?, presented })
+}
+
 /// Whether a results line records a failure. `BENCH` lines never do: bench rows print what
 /// they got and never fail the tier.
 pub fn is_failure(line: &str) -> bool {
@@ -159,6 +223,24 @@ mod tests {
             "FAULT rdma FAILED (exit 1: playsim: error: nfs+rdma://10.0.2.15/export/dpx: no transport serves \
              nfs+rdma://)"
         );
+    }
+
+    #[test]
+    fn a_netem_run_must_complete_with_only_storage_and_output_drops() {
+        let mut report = json!({
+            "status": "complete",
+            "totals": { "presented": 30, "dropped": { "storage": 9, "decode": 0, "output": 1, "unreadable": 0 } }
+        });
+        let line = |report: &Value, exit: &str| {
+            netem_line(&NetemRun { path: "tcp", exit, report: Some(report), stderr: "tc: oops\n" }).0
+        };
+        assert_eq!(line(&report, "0\n"), "NETEM tcp OK storage=9 output=1 presented=30");
+        assert_eq!(
+            line(&report, "the qdisc could not be added"),
+            "NETEM tcp FAILED (exit the qdisc could not be added: tc: oops)"
+        );
+        report["totals"]["dropped"]["unreadable"] = json!(2);
+        assert!(line(&report, "0").starts_with("NETEM tcp FAILED (decode=0 unreadable=2"));
     }
 
     #[test]

@@ -85,6 +85,13 @@ pub(crate) struct NfsPool {
     in_flight: Semaphore,
     config: PoolConfig,
     reconnects: AtomicU64,
+    /// The longest wait of one call, in nanoseconds, from its channel breaking to its answer
+    /// over a new one (see [`NfsPool::longest_reconnect_wait`]).
+    longest_reconnect_wait_ns: AtomicU64,
+    /// Why the pool gave up, once a call has: every later call fails the same way at once.
+    gave_up: std::sync::OnceLock<String>,
+    /// Wakes the calls waiting out a backoff when the pool gives up.
+    gave_up_notify: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for NfsPool {
@@ -147,6 +154,9 @@ impl NfsPool {
             in_flight: Semaphore::new(config.in_flight.max(1) * n),
             config,
             reconnects: AtomicU64::new(0),
+            longest_reconnect_wait_ns: AtomicU64::new(0),
+            gave_up: std::sync::OnceLock::new(),
+            gave_up_notify: tokio::sync::Notify::new(),
         })
     }
 
@@ -155,10 +165,21 @@ impl NfsPool {
         self.reconnects.load(Ordering::Relaxed)
     }
 
+    /// The longest time one call waited, from the first failure of its channel to its answer
+    /// over a reconnected one: the longest outage the transport came through. Zero while no
+    /// call has needed a reconnect. Read on tokio's timer, as the backoff is (one of the named
+    /// exceptions to "only the engine reads the clock" in ARCHITECTURE.md): it bounds and
+    /// reports the transport's own waits, and times no frame.
+    pub fn longest_reconnect_wait(&self) -> Duration {
+        Duration::from_nanos(self.longest_reconnect_wait_ns.load(Ordering::Relaxed))
+    }
+
     /// Calls an NFS procedure whose reply is small, on the next channel in turn. A channel
     /// that breaks is replaced and the call sent again (every call playsim makes is
     /// idempotent), with a backoff from 50 ms doubling to 1 s, until the pool's timeout has
-    /// passed since the first attempt; then the call fails as unavailable.
+    /// passed since the first attempt; then the call fails as unavailable, and so do the
+    /// calls still waiting out a backoff and every later call: the server was gone for the
+    /// whole timeout, and a run should end then, not when the last call in flight gives up.
     pub async fn call(&self, procedure: NFS_PROGRAM, args: &(impl Pack + Sync)) -> Result<Reply, NfsFailure> {
         self.call_sized(procedure, args, SMALL_REPLY_BYTES).await
     }
@@ -194,7 +215,12 @@ impl NfsPool {
         let slot = self.next_slot.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         let deadline = tokio::time::Instant::now() + self.config.timeout;
         let mut backoff = FIRST_BACKOFF;
+        // When this call's channel first failed: the start of the outage it waits through.
+        let mut first_failure: Option<tokio::time::Instant> = None;
         loop {
+            if let Some(reason) = self.gave_up.get() {
+                return Err(NfsFailure::Unavailable(reason.clone()));
+            }
             let call = RpcCall {
                 program: NFS_PROGRAM_NUMBER,
                 version: NFS_VERSION,
@@ -214,7 +240,13 @@ impl NfsPool {
                 }
             };
             let last_error = match tokio::time::timeout_at(deadline, attempt).await {
-                Ok(Ok(Ok(answer))) => return Ok(answer),
+                Ok(Ok(Ok(answer))) => {
+                    if let Some(failed_at) = first_failure {
+                        let waited = u64::try_from(failed_at.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                        self.longest_reconnect_wait_ns.fetch_max(waited, Ordering::Relaxed);
+                    }
+                    return Ok(answer);
+                }
                 Ok(Ok(Err(CallError::Fatal(reason)))) => {
                     return Err(NfsFailure::Fatal(format!("nfs server {}: {reason}", self.addr)))
                 }
@@ -223,14 +255,19 @@ impl NfsPool {
                 Err(_) => format!("no answer within {}", describe(self.config.timeout)),
             };
             let now = tokio::time::Instant::now();
+            first_failure.get_or_insert(now);
             if now + backoff >= deadline {
-                return Err(NfsFailure::Unavailable(format!(
+                let reason = format!(
                     "nfs server {} unavailable for {}: {last_error}",
                     self.addr,
                     describe(self.config.timeout)
-                )));
+                );
+                let _ = self.gave_up.set(reason.clone());
+                self.gave_up_notify.notify_waiters();
+                return Err(NfsFailure::Unavailable(reason));
             }
-            tokio::time::sleep(backoff).await;
+            // The backoff, cut short when another call gives up for the pool.
+            let _ = tokio::time::timeout(backoff, self.gave_up_notify.notified()).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
@@ -791,6 +828,8 @@ mod tests {
         Fatal,
         /// Fails the first call as a lost connection, then answers as `Place`.
         BreakFirst(&'static [u8]),
+        /// Fails every call as a lost connection: a server gone for good.
+        Lost,
     }
 
     #[derive(Debug)]
@@ -830,6 +869,10 @@ mod tests {
                 Some((call.max_reply, call.read_into.as_ref().map(|r| r.buffer)));
             let data = match self.script.behaviour {
                 Behaviour::Fatal => return Err(CallError::Fatal("RDMA_ERROR ERR_VERS".into())),
+                Behaviour::Lost => {
+                    self.broken.store(true, Ordering::Release);
+                    return Err(CallError::Connection("connection lost (scripted)".into()));
+                }
                 Behaviour::BreakFirst(_) if n_call == 0 => {
                     self.broken.store(true, Ordering::Release);
                     return Err(CallError::Connection("connection lost (scripted)".into()));
@@ -920,6 +963,35 @@ mod tests {
         assert_eq!(&out[..3], b"abc");
         assert_eq!(script.calls.load(Ordering::Relaxed), 2);
         assert_eq!(pool.reconnects(), 1);
+        // The second attempt followed the first backoff on the paused clock.
+        assert_eq!(pool.longest_reconnect_wait(), FIRST_BACKOFF);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn once_one_call_gives_up_the_others_fail_with_it() {
+        let (pool, _script) = scripted_pool(Behaviour::Lost).await;
+        let start = tokio::time::Instant::now();
+        let read_after = |delay: Duration| {
+            let pool = &pool;
+            async move {
+                tokio::time::sleep(delay).await;
+                let mut out = vec![0u8; 4];
+                let buffer = BufferIdentity { id: 1, base: out.as_ptr() as usize, len: out.len() };
+                let result = pool.read(b"fh", 0, &mut out, buffer).await;
+                (result, start.elapsed())
+            }
+        };
+        // The second call would have had until 7 s on its own.
+        let ((first, first_at), (second, second_at)) =
+            tokio::join!(read_after(Duration::ZERO), read_after(Duration::from_secs(2)));
+        assert!(matches!(&first, Err(NfsFailure::Unavailable(_))), "{first:?}");
+        assert_eq!(second, first);
+        assert!(first_at <= Duration::from_secs(5), "{first_at:?}");
+        assert_eq!(second_at, first_at);
+        // A later call does not wait again.
+        let (later, later_at) = read_after(Duration::ZERO).await;
+        assert_eq!((later, later_at), (first, first_at));
+        assert_eq!(pool.longest_reconnect_wait(), Duration::ZERO);
     }
 
     #[test]

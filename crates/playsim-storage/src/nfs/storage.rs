@@ -241,6 +241,12 @@ impl NfsStorage {
         self.inner.pool.reconnects()
     }
 
+    /// The longest time one call waited for a reconnect to answer it, so far
+    /// (the `reconnect_wait_s` report option).
+    pub fn longest_reconnect_wait(&self) -> std::time::Duration {
+        self.inner.pool.longest_reconnect_wait()
+    }
+
     /// LOOKUPs sent so far (discovery fills the handle cache, so playback needs none).
     pub fn n_lookups(&self) -> u64 {
         self.inner.n_lookups.load(Ordering::Relaxed)
@@ -466,6 +472,8 @@ impl Storage for NfsStorage {
             ("uid", inner.credential.uid.to_string()),
             ("gid", inner.credential.gid.to_string()),
             ("reconnects", inner.pool.reconnects().to_string()),
+            // The longest outage a call waited through before a reconnect answered it.
+            ("reconnect_wait_s", format!("{:.3}", inner.pool.longest_reconnect_wait().as_secs_f64())),
             ("lookups", inner.n_lookups.load(Ordering::Relaxed).to_string()),
         ];
         let mut options: Vec<(String, String)> =
