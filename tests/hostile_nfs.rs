@@ -104,6 +104,11 @@ fn reconnects(report: &Report) -> u64 {
     report.streams[0].storage.options.get("reconnects").and_then(|r| r.parse().ok()).unwrap_or(0)
 }
 
+/// The longest a call waited for a reconnect to answer it (the `reconnect_wait_s` option).
+fn reconnect_wait_s(report: &Report) -> Option<f64> {
+    report.streams[0].storage.options.get("reconnect_wait_s").and_then(|w| w.parse().ok())
+}
+
 fn frames_lost(report: &Report) -> u64 {
     let d = &report.totals.dropped;
     d.storage + d.decode + d.output + d.unreadable
@@ -138,7 +143,7 @@ fn ensure_recovered(name: &str, server: &HostileServer, done: &Run, report: &Rep
         survived,
         frames_lost: Some(lost),
         bound: Some(bound()),
-        recover_s: None,
+        recover_s: reconnect_wait_s(report).filter(|_| n_reconnects > 0),
         outcome: format!(
             "recovered, {n_reconnects} reconnect{}; {} replies spoilt, {lost} frames lost, peak rss {} MB",
             if n_reconnects == 1 { "" } else { "s" },
