@@ -10,6 +10,8 @@ mod exr_ffmpeg;
 mod faults;
 mod fixtures;
 mod frametest;
+#[cfg(feature = "nfs")]
+mod hostile_nfs;
 #[cfg(feature = "io-uring")]
 mod io_uring;
 mod mount_label;

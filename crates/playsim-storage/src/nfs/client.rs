@@ -120,11 +120,13 @@ impl Node {
     }
 }
 
-/// One directory entry from READDIRPLUS, with its handle when the server gave one.
+/// One directory entry from READDIRPLUS, with its handle when the server gave one, and its
+/// attributes (whether it is a directory, its size) when the server gave them.
 #[derive(Clone, Debug)]
 pub(crate) struct ListedEntry {
     pub name: String,
     pub node: Option<Node>,
+    pub attributes: Option<(bool, u64)>,
 }
 
 impl NfsPool {
@@ -359,13 +361,19 @@ impl NfsPool {
                 if name == "." || name == ".." {
                     continue;
                 }
+                let attributes = match &entry.name_attributes {
+                    Nfs3Option::Some(attributes) => {
+                        Some((attributes.type_ == ftype3::NF3DIR, attributes.size))
+                    }
+                    Nfs3Option::None => None,
+                };
                 let node = match (entry.name_handle, entry.name_attributes) {
                     (Nfs3Option::Some(fh), Nfs3Option::Some(attributes)) => {
                         Some(Node::from_attributes(&fh.data, &attributes))
                     }
                     _ => None,
                 };
-                entries.push(ListedEntry { name, node });
+                entries.push(ListedEntry { name, node, attributes });
             }
             if ok.reply.eof {
                 return Ok(entries);
