@@ -297,7 +297,10 @@ impl RpcConnection {
         match rest {
             Ok(Rest::Data { n, eof }) => Ok(Answer::Data { n, eof }),
             Ok(Rest::Record(record)) => self.accept(record).map(Answer::Reply),
-            Err(ReplyError::Lost(reason)) => Err(self.lost(reason)),
+            Err(ReplyError::Lost(reason)) => match self.lost(reason) {
+                CallError::Connection(reason) => Err(CallError::ReplyCut(reason)),
+                other => Err(other),
+            },
             Err(ReplyError::Malformed(reason)) => Err(CallError::Malformed(reason)),
         }
     }
