@@ -119,6 +119,19 @@ impl ProcessMemory {
     }
 }
 
+/// One line of /proc/meminfo in bytes (`MemTotal`, `MemAvailable`, ...), or `None` when the
+/// file or the line cannot be read.
+pub fn meminfo_bytes(key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_meminfo(&text, key)
+}
+
+/// The `key` line of a /proc/meminfo text in bytes (the kernel writes "kB", which are KiB).
+fn parse_meminfo(text: &str, key: &str) -> Option<u64> {
+    let value = text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?;
+    value.trim().strip_suffix("kB")?.trim_end().parse::<u64>().ok()?.checked_mul(1024)
+}
+
 /// System-wide CPU time by kind, in ticks summed over all CPUs: the first
 /// (`cpu `) line of `/proc/stat`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -226,6 +239,15 @@ procs_running 1
 procs_blocked 0
 softirq 412633 0 71254 2 22117 21930 0 1 147268 0 150061
 ";
+
+    #[test]
+    fn parses_meminfo_lines() {
+        let text = "MemTotal:       24000000 kB\nMemFree:         5000000 kB\nMemAvailable:   20000000 kB\n";
+        assert_eq!(parse_meminfo(text, "MemTotal"), Some(24_000_000 * 1024));
+        assert_eq!(parse_meminfo(text, "MemAvailable"), Some(20_000_000 * 1024));
+        assert_eq!(parse_meminfo(text, "SwapTotal"), None);
+        assert!(meminfo_bytes("MemTotal").is_some_and(|b| b > 0));
+    }
 
     #[test]
     fn parses_the_total_cpu_line() {

@@ -77,7 +77,10 @@ impl StreamCtx {
         let t = self.now_ns();
         self.mark(idx, Phase::Reading, |e| e.read_start_ns = Some(t));
         let mut encoded = self.encoded_pool.get();
-        let read = self.read_frame(&at.extent, &mut encoded).await.map(|read| read.bytes);
+        // Not within `--max-buffer`: packets go to the decoder in order, so a packet waiting
+        // for bytes held by later packets (waiting for it) would never be read. Long-GOP
+        // packets are small, and the window bounds them in number.
+        let read = self.read_frame(&at.extent, &mut encoded, None).await.map(|read| read.bytes);
         drop(io);
         let encoded = match read {
             Ok(bytes) => {

@@ -57,11 +57,14 @@ use crate::start::StartBarrier;
 use crate::EngineConfig;
 
 mod admit;
+mod held;
 mod in_order;
 mod present;
 mod schedule;
 
 use admit::{Admission, RecentTimes};
+pub(crate) use held::ByteBudget;
+use held::{HeldCount, HeldOne, Reservation};
 use in_order::{Picture, PictureBudget, PictureToken};
 pub(crate) use present::{Opened, StartGate};
 pub(crate) use schedule::DeadlineSlots;
@@ -157,8 +160,8 @@ pub(crate) enum Verdict {
 /// What a ready frame holds until it is presented.
 enum Held {
     Decoded(#[allow(dead_code)] PooledBuf<DecodedFrame>),
-    /// The v210 output, in a buffer of the encoded pool.
-    Packed(#[allow(dead_code)] PooledBuf<IoBuf>),
+    /// The v210 output, in a buffer of the encoded pool, counted as the output side's.
+    Packed(#[allow(dead_code)] PooledBuf<IoBuf>, #[allow(dead_code)] HeldOne),
 }
 
 pub(crate) struct FrameEntry {
@@ -283,11 +286,14 @@ enum OutputEnd {
     Failed(String),
 }
 
-/// One frame's bytes read, and the time spent before the read faulting in a new buffer for
-/// them (see [`IoBuf::prefault`]).
+/// One frame's bytes read, the time spent before the read faulting in a new buffer for them
+/// (see [`IoBuf::prefault`]) or waiting for room in the run's `--max-buffer`, and the bytes
+/// it holds of that budget until its encoded buffer is freed.
 struct FrameRead {
     bytes: u64,
     faulting: Duration,
+    waiting: Duration,
+    reservation: Option<Reservation>,
 }
 
 /// Everything the presenter and the frame tasks share, behind one lock.
@@ -415,6 +421,10 @@ pub(crate) struct StreamCtx {
     /// Encoded bytes, then the same frame's v210 output (see [`OutputJob::packed`]).
     encoded_pool: BufPool<IoBuf>,
     decoded_pool: BufPool<DecodedFrame>,
+    /// The encoded pool's buffers held by the output side: packed, not yet presented.
+    output_held: Arc<HeldCount>,
+    /// The run's `--max-buffer`: bytes read-ahead frames may hold (see [`ByteBudget`]).
+    budget: Arc<ByteBudget>,
     state: Mutex<StreamState>,
     /// The file frames are read from by byte range (a video file), kept open for the stream.
     open_file: tokio::sync::Mutex<Option<OpenFile>>,
@@ -457,6 +467,8 @@ pub(crate) struct Shared {
     pub start_offset: Duration,
     /// How `verify` reads a decoded frame's index (see `SimulationBuilder::frame_index_reader`).
     pub frame_index: Option<FrameIndexReader>,
+    /// The run's `--max-buffer`, shared by every stream.
+    pub budget: Arc<ByteBudget>,
 }
 
 impl StreamCtx {
@@ -500,6 +512,8 @@ impl StreamCtx {
             window_len: window,
             encoded_pool: BufPool::new(),
             decoded_pool: BufPool::new(),
+            output_held: Arc::default(),
+            budget: Arc::clone(&shared.budget),
             state: Mutex::new(StreamState::default()),
             open_file: tokio::sync::Mutex::new(None),
             changed: Notify::new(),
@@ -546,6 +560,11 @@ impl StreamCtx {
     /// and decoded: the steady-state memory bound.
     pub fn buffers_created(&self) -> (usize, usize) {
         (self.encoded_pool.created(), self.decoded_pool.created())
+    }
+
+    /// The most encoded-pool buffers the output side held at once (packed, not yet presented).
+    pub fn output_buffers_peak(&self) -> u64 {
+        self.output_held.peak()
     }
 
     /// The decode pool's slots the stream's frames take (shared, or a pool of its own).
@@ -768,9 +787,9 @@ impl StreamCtx {
         if !self.advance(idx, Phase::Reading, |e| e.read_start_ns = Some(t)) {
             return self.retire(idx, slot);
         }
-        let read = self.read_frame(extent, &mut encoded).await;
+        let read = self.read_frame(extent, &mut encoded, Some(idx)).await;
         drop(io);
-        let FrameRead { bytes, faulting } = match read {
+        let FrameRead { bytes, faulting, waiting, reservation } = match read {
             Ok(read) => read,
             Err(detail) => return self.fail(idx, slot, unreadable(detail)),
         };
@@ -778,8 +797,8 @@ impl StreamCtx {
         let read_end = self.now();
         {
             // The read's time without its buffer's first faults, which the next reads into
-            // the recycled buffer do not pay.
-            let read_time = read_end.saturating_sub(read_start).saturating_sub(faulting);
+            // the recycled buffer do not pay, nor its wait for room in `--max-buffer`.
+            let read_time = read_end.saturating_sub(read_start).saturating_sub(faulting + waiting);
             let mut st = self.lock();
             st.recent_read.push(read_time);
             st.busy.read += read_time;
@@ -863,6 +882,7 @@ impl StreamCtx {
         // (a field left in a partly moved `job` would be dropped only at the task's end).
         let DecodeJob { decoded, encoded, .. } = job;
         drop(encoded);
+        drop(reservation);
         self.note_geometry(&decoded);
         let t = u64::try_from(end.as_nanos()).unwrap_or(u64::MAX);
         match self.output_stage(idx, &cancel, (decoded, decoded_slot), t).await {
@@ -940,6 +960,7 @@ impl StreamCtx {
         // The output packs v210 into a buffer of the encoded pool: a new one is faulted in
         // before the output's time starts, as a read's and a decode's are.
         let mut packed = self.encoded_pool.get();
+        let counted = self.output_held.hold();
         packed.prefault(crate::v210::stride(decoded.width) * decoded.height as usize);
         let start = self.now();
         if self.cannot_output_in_time(idx, start) {
@@ -961,18 +982,31 @@ impl StreamCtx {
             st.busy.output += end.saturating_sub(start);
         }
         match job {
-            Some(packed) => Ok(Held::Packed(packed)),
+            Some(packed) => Ok(Held::Packed(packed, counted)),
             None => Err(OutputEnd::Failed("the output stage failed without a result".into())),
         }
     }
 
-    /// Reads one frame's bytes, timing open, read and close. The error names the path.
-    async fn read_frame(&self, extent: &FrameExtent, buf: &mut IoBuf) -> Result<FrameRead, String> {
+    /// Reads one frame's bytes, timing open, read and close. The error names the path. With
+    /// `budgeted` (frame `idx`), the read first reserves the frame's bytes of the run's
+    /// `--max-buffer` (see [`StreamCtx::reserve`]).
+    async fn read_frame(
+        &self,
+        extent: &FrameExtent,
+        buf: &mut IoBuf,
+        budgeted: Option<u64>,
+    ) -> Result<FrameRead, String> {
         match extent {
-            FrameExtent::File { path } => self.read_file(path, buf).await,
+            FrameExtent::File { path } => self.read_file(path, buf, budgeted).await,
             FrameExtent::Range { path, offset, len } => {
+                let t = self.now();
+                let reservation = match budgeted {
+                    Some(idx) => self.reserve(idx, *len).await,
+                    None => None,
+                };
+                let waiting = self.now().saturating_sub(t);
                 let bytes = self.read_range(path, *offset, *len, buf).await?;
-                Ok(FrameRead { bytes, faulting: Duration::ZERO })
+                Ok(FrameRead { bytes, faulting: Duration::ZERO, waiting, reservation })
             }
             FrameExtent::Missing { expected } => {
                 Err(format!("{} is missing from the sequence (a gap)", expected.display()))
@@ -984,7 +1018,12 @@ impl StreamCtx {
     /// the file is grown and faulted in between the open and the read (see
     /// [`IoBuf::prefault`]): the frames the preroll reads all at once, before any size is
     /// known, would otherwise fault in their buffers inside their reads.
-    async fn read_file(&self, path: &Path, buf: &mut IoBuf) -> Result<FrameRead, String> {
+    async fn read_file(
+        &self,
+        path: &Path,
+        buf: &mut IoBuf,
+        budgeted: Option<u64>,
+    ) -> Result<FrameRead, String> {
         let t = self.now();
         let file = self.storage.open(path).await.map_err(|e| self.storage_failure(e))?;
         let opened = self.now();
@@ -997,6 +1036,11 @@ impl StreamCtx {
                 return Err(e.message);
             }
         };
+        let reservation = match budgeted {
+            Some(idx) => self.reserve(idx, want).await,
+            None => None,
+        };
+        let reserved = self.now();
         buf.prefault(want_usize);
         let faulted = self.now();
         let read = file.read_at(0, want_usize, buf).await;
@@ -1011,7 +1055,25 @@ impl StreamCtx {
         let n = read.map_err(|e| self.storage_failure(e))?;
         closed.map_err(|e| self.storage_failure(e))?;
         let bytes = whole_read(path, 0, n, want).map_err(|e| e.message)?;
-        Ok(FrameRead { bytes, faulting: faulted.saturating_sub(opened) })
+        Ok(FrameRead {
+            bytes,
+            faulting: faulted.saturating_sub(reserved),
+            waiting: reserved.saturating_sub(opened),
+            reservation,
+        })
+    }
+
+    /// Reserves `bytes` of the run's `--max-buffer` for frame `idx`'s read. While it waits the
+    /// frame is `ReadAheadQueued`: the memory it waits for is held by frames read ahead of
+    /// their decode, so a frame whose deadline passes there is the decode stage's drop.
+    async fn reserve(&self, idx: u64, bytes: u64) -> Option<Reservation> {
+        if let Some(reservation) = self.budget.try_reserve(bytes) {
+            return Some(reservation);
+        }
+        let _ = self.advance(idx, Phase::ReadAheadQueued, |_| {});
+        let reservation = self.budget.reserve(bytes, &self.cancel).await;
+        let _ = self.advance(idx, Phase::Reading, |_| {});
+        reservation
     }
 
     /// Reads a frame's byte range of a file the stream keeps open: a video file is opened once
