@@ -14,7 +14,7 @@ use playsim_report::{
 use crate::cancel::CancelToken;
 use crate::exec::{DecodeExecutor, DecodePool, OutputExecutor, V210Output};
 use crate::live::LiveCounters;
-use crate::probe::{self, ProcessCpu, ProcessMemory, SystemCpuSnapshot};
+use crate::probe::{self, CodecThreadsCpu, ProcessCpu, ProcessMemory, SystemCpuSnapshot};
 use crate::start::StartBarrier;
 use crate::stream::{
     duration_ns, ByteBudget, DeadlineSlots, Shared, StartGate, StreamCtx, StreamState, Verdict,
@@ -240,6 +240,7 @@ impl Simulation {
         // From the run's clock, like every other time of the run.
         let started_at_unix_s = (self.clock.wall_origin() + self.clock.now()).as_secs();
         let cpu_before = ProcessCpu::now();
+        let codec_before = CodecThreadsCpu::now();
         let system_before = SystemCpuSnapshot::read().ok();
         let origin = self.clock.now();
         // The instant every `*_ns` time of the report counts from, on the wall clock, so that
@@ -290,6 +291,8 @@ impl Simulation {
         }
         let duration = self.clock.now().saturating_sub(origin);
         let cpu_after = ProcessCpu::now();
+        // Read while the streams (and so their decoders and FFmpeg's threads) are alive.
+        let codec_threads_cpu = CodecThreadsCpu::now().since(&codec_before);
         let system = match (system_before, SystemCpuSnapshot::read().ok()) {
             (Some(a), Some(b)) => a.delta(&b),
             _ => Default::default(),
@@ -326,7 +329,7 @@ impl Simulation {
             total_s_per_gb: per_gb(user + sys + softirq),
             stages: StageCpu {
                 read_s: Duration::from_nanos(read_cpu_ns).as_secs_f64(),
-                decode_s: self.decode_cpu().as_secs_f64(),
+                decode_s: (self.decode_cpu() + codec_threads_cpu).as_secs_f64(),
                 output_s: self.output.as_ref().map_or(0.0, |o| o.cpu_time().as_secs_f64()),
             },
             system,
