@@ -168,9 +168,9 @@ pub struct EngineConfig {
     /// Threads inside one frame's decode, for codecs that can use them (recorded in the report;
     /// the decoder is built with it).
     pub codec_threads: u32,
-    /// Bytes the run's read-ahead frames (read, not yet decoded) may hold at once, over all
-    /// streams: reads wait while more would be held (one frame is always let through, so a
-    /// frame larger than this still plays).
+    /// Bytes the frames in the run's prefetch windows (from their read until presented or
+    /// dropped) may hold at once, over all streams: reads wait while more would be held. A
+    /// stream's frame next due always reads, so a frame larger than this still plays.
     pub max_buffer: u64,
 }
 

@@ -278,8 +278,8 @@ pub struct Settings {
     /// The frame numbers played, "A-B", when a range was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range: Option<String>,
-    /// Bytes the read-ahead frames (read, not yet decoded) of all streams may hold at once
-    /// (`--max-buffer`); 0 in reports of versions without the knob.
+    /// Bytes the frames in the prefetch windows of all streams (read, not yet presented) may
+    /// hold at once (`--max-buffer`); 0 in reports of versions without the knob.
     #[serde(default)]
     pub max_buffer_bytes: u64,
 }

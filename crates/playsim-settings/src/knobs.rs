@@ -59,8 +59,9 @@ macro_rules! run_knobs {
                     MaxBuffer max_buffer: u64 = playsim_engine::default_max_buffer(),
                         "a quarter of the available memory, 256M to 4G", flag "max-buffer",
                         key "max_buffer", parse::memory_size,
-                        "Bytes the frames read ahead of their decode may hold at once, over all \
-                         streams, e.g. 2GiB, 512M (one frame is always let through)", [];
+                        "Bytes the prefetch windows' frames (read, not yet presented) may hold at \
+                         once, over all streams, e.g. 2GiB, 512M (the frame next due always \
+                         reads)", [];
                     DecodeThreads decode_threads: u32 = playsim_engine::default_decode_threads(),
                         "all cores", flag "decode-threads", key "decode_threads", parse::threads,
                         "Decode threads", [];

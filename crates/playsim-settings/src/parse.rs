@@ -129,11 +129,15 @@ pub fn whole(s: &str) -> Result<u64, String> {
     s.trim().parse::<u64>().map_err(|_| format!("'{s}' is not a whole number (for example 0 or 10)"))
 }
 
-/// A whole number of frames, 0 to start at once, as `--preroll` takes.
+/// A whole number of frames, 0 to start at once, up to [`MAX_COUNT`], as `--preroll` takes.
 pub fn preroll(s: &str) -> Result<u32, String> {
-    s.trim()
-        .parse::<u32>()
-        .map_err(|_| format!("'{s}' is not a whole number (for example 5, or 0 to start at once)"))
+    match s.trim() {
+        "0" => Ok(0),
+        _ => bounded(s, MAX_COUNT, " frames", 5).map_err(|e| {
+            e.replace("not a positive whole number", "not a whole number")
+                .replace(")", ", or 0 to start at once)")
+        }),
+    }
 }
 
 /// Frame numbers `A-B`.
@@ -151,11 +155,9 @@ pub fn nconnect(s: &str) -> Result<u32, String> {
 
 /// Bytes per NFS READ: 4K to 64M.
 pub fn rsize(s: &str) -> Result<usize, String> {
-    let n = bytes(s)?;
-    if (4096..=64 << 20).contains(&n) {
-        Ok(n)
-    } else {
-        Err(format!("read size '{s}' is out of range: 4K to 64M (for example 1M)"))
+    match bytes(s) {
+        Ok(n) if (4096..=64 << 20).contains(&n) => Ok(n),
+        _ => Err(format!("read size '{s}' is out of range: 4K to 64M (for example 1M)")),
     }
 }
 
@@ -223,6 +225,16 @@ mod tests {
         assert!(count("x").unwrap_err().contains("not a positive whole number"));
         assert!(threads("4294967295").unwrap_err().contains("more than 1024 threads"));
         assert!(codec_threads("65").unwrap_err().contains("more than 64 threads"));
+        assert_eq!((preroll("0"), preroll("5")), (Ok(0), Ok(5)));
+        let refusal = preroll("4294967296").unwrap_err();
+        assert!(
+            refusal.contains("more than 1024 frames") && refusal.contains("for example 5, or 0"),
+            "{refusal}"
+        );
+        assert!(preroll("x")
+            .unwrap_err()
+            .contains("not a whole number (for example 5, or 0 to start at once)"));
+        assert!(rsize("1000000000000000000").unwrap_err().contains("4K to 64M"));
     }
 
     #[test]

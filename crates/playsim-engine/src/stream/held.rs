@@ -8,10 +8,13 @@ use tokio::sync::Notify;
 
 use crate::cancel::CancelToken;
 
-/// The bytes the run's read-ahead frames (read, not yet decoded) may hold at once, shared by
-/// every stream. A frame reserves its bytes before its read and gives them back when its
-/// encoded buffer is freed (decoded, failed or dropped). One frame is always let through when
-/// nothing is held, so a frame larger than the budget still plays, alone.
+/// The bytes the frames of the run's prefetch windows may hold at once, shared by every
+/// stream: a frame reserves its bytes before its read and gives them back when it leaves the
+/// window (presented, dropped or failed), so frames read ahead of their decode, and frames
+/// decoded and packed ahead of their deadline, are all within it. A stream's frame next due
+/// may always read (its stream cannot go on without it; the frames holding the bytes wait for
+/// it to be presented), and so may any frame when nothing is held: a frame larger than the
+/// budget still plays.
 pub(crate) struct ByteBudget {
     limit: u64,
     held: Mutex<u64>,
@@ -24,15 +27,25 @@ impl ByteBudget {
         ByteBudget { limit: limit.max(1), held: Mutex::new(0), peak: AtomicU64::new(0), freed: Notify::new() }
     }
 
-    /// Reserves `bytes` as soon as they fit (or nothing else is held). `None` if the run was
-    /// cancelled first: the frame then goes on unreserved, to be wound up by the cancellation.
-    pub async fn reserve(self: &Arc<Self>, bytes: u64, cancel: &CancelToken) -> Option<Reservation> {
+    /// Reserves `bytes` as soon as they fit (or nothing else is held), or at once, beyond the
+    /// limit, when `next_due` says the frame is its stream's next due (asked again whenever
+    /// bytes are freed or a presenter moves on). `None` if the run was cancelled first: the
+    /// frame then goes on unreserved, to be wound up by the cancellation.
+    pub async fn reserve(
+        self: &Arc<Self>,
+        bytes: u64,
+        cancel: &CancelToken,
+        next_due: impl Fn() -> bool,
+    ) -> Option<Reservation> {
         loop {
             let freed = self.freed.notified();
             tokio::pin!(freed);
             freed.as_mut().enable();
             if let Some(reservation) = self.try_reserve(bytes) {
                 return Some(reservation);
+            }
+            if next_due() {
+                return Some(self.overdraw(bytes));
             }
             tokio::select! {
                 biased;
@@ -51,6 +64,19 @@ impl ByteBudget {
         *held = held.saturating_add(bytes);
         self.peak.fetch_max(*held, Ordering::Relaxed);
         Some(Reservation { budget: Arc::clone(self), bytes })
+    }
+
+    /// Reserves `bytes` whether they fit or not.
+    fn overdraw(self: &Arc<Self>, bytes: u64) -> Reservation {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        *held = held.saturating_add(bytes);
+        self.peak.fetch_max(*held, Ordering::Relaxed);
+        Reservation { budget: Arc::clone(self), bytes }
+    }
+
+    /// Wakes the frames waiting for room, to ask again whether they are next due.
+    pub fn wake(&self) {
+        self.freed.notify_waiters();
     }
 
     /// The most bytes held at once so far.

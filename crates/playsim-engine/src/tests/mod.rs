@@ -1036,6 +1036,25 @@ fn read_ahead_peak_bytes(report: &Report) -> u64 {
     peak as u64
 }
 
+/// The most bytes that frames in the window held at once, from the timeline: from the end of
+/// the read to the presentation.
+fn window_peak_bytes(report: &Report) -> u64 {
+    let mut events: Vec<(u64, i128)> = Vec::new();
+    for f in report.streams.iter().flat_map(|s| &s.timeline) {
+        if let (Some(read), Some(presented)) = (f.read_done_ns, f.presented_ns) {
+            events.push((read, i128::from(f.bytes)));
+            events.push((presented, -i128::from(f.bytes)));
+        }
+    }
+    events.sort_by_key(|&(t, delta)| (t, delta));
+    let (mut held, mut peak) = (0i128, 0i128);
+    for (_, delta) in events {
+        held += delta;
+        peak = peak.max(held);
+    }
+    peak as u64
+}
+
 /// 60 frames of 1000 bytes but for two runs of 10 MB ones (10..=17 and 40..=45) that
 /// decode slowly, so reads run ahead of the decode pool with a window of 8.
 fn frames_of_wildly_different_sizes(max_buffer: u64) -> Scenario {
@@ -1069,4 +1088,20 @@ async fn a_frame_larger_than_max_buffer_still_plays_alone() {
     let s = &report.streams[0];
     assert_eq!((s.presented, s.dropped.total()), (60, 0));
     assert!(read_ahead_peak_bytes(&report) <= 10_000_000, "{}", read_ahead_peak_bytes(&report));
+}
+
+#[tokio::test(start_paused = true)]
+async fn paced_frames_ready_ahead_of_their_deadline_count_in_max_buffer_too() {
+    // At 10 fps the window of 8 fills with frames ready early; their bytes count until they
+    // are presented, but for the frame next due, which may always read (one 10 MB frame over).
+    let mut sc = frames_of_wildly_different_sizes(25_000_000);
+    sc.config.pacing = Pacing::Rate(FrameRate::new(10, 1).unwrap());
+    let report = sc.run().await;
+    let s = &report.streams[0];
+    assert_eq!((s.presented, s.dropped.total()), (60, 0));
+    assert!(window_peak_bytes(&report) <= 35_000_000, "{}", window_peak_bytes(&report));
+    let mut unbounded = frames_of_wildly_different_sizes(u64::MAX);
+    unbounded.config.pacing = Pacing::Rate(FrameRate::new(10, 1).unwrap());
+    let unbounded = unbounded.run().await;
+    assert!(window_peak_bytes(&unbounded) >= 70_000_000, "{}", window_peak_bytes(&unbounded));
 }
