@@ -11,6 +11,7 @@ mod fixtures;
 mod frametest;
 #[cfg(feature = "io-uring")]
 mod io_uring;
+mod limits;
 mod mount_label;
 #[cfg(feature = "mpi")]
 mod mpi;
