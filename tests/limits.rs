@@ -39,16 +39,25 @@ const ABSURD: &[(&[&str], &str, &str)] = &[
     (&["frametest", "-r", "/m", "-t", ABSURD_U32], "-t", "1 to 4096"),
 ];
 
+/// The same for values a command checks after parsing, against its other settings: refused
+/// as settings are (exit 1), before any file is opened.
+const ABSURD_SETTINGS: &[(&[&str], &str, &str)] =
+    &[(&["frametest", "-r", "/m", "-q", ABSURD_U32], "-q", "1 to 4096 frames")];
+
 #[test]
 fn absurd_knob_values_are_refused_naming_the_flag_the_limit_and_an_example() -> Result<()> {
     let mut failures = Vec::new();
-    for (args, flag, limit) in ABSURD {
+    let cases = ABSURD.iter().map(|case| (case, 2)).chain(ABSURD_SETTINGS.iter().map(|case| (case, 1)));
+    for ((args, flag, limit), code) in cases {
         let started = Instant::now();
         let done = run(playsim().args(*args))?;
         let took = started.elapsed();
         let stated =
             done.stderr.contains(flag) && done.stderr.contains(limit) && done.stderr.contains("for example");
-        if done.code != Some(2) || !stated || took > Duration::from_secs(5) || done.ensure_no_panic().is_err()
+        if done.code != Some(code)
+            || !stated
+            || took > Duration::from_secs(5)
+            || done.ensure_no_panic().is_err()
         {
             failures.push(format!("playsim {} (in {took:?}):\n{done}", args.join(" ")));
         }
@@ -57,7 +66,7 @@ fn absurd_knob_values_are_refused_naming_the_flag_the_limit_and_an_example() -> 
         failures.is_empty(),
         "{} of {} refused wrongly:\n{}",
         failures.len(),
-        ABSURD.len(),
+        ABSURD.len() + ABSURD_SETTINGS.len(),
         failures.join("\n")
     );
     Ok(())
