@@ -1,5 +1,6 @@
-//! What frames hold between stages, counted: the bytes of read-ahead frames against the run's
-//! `--max-buffer` ([`ByteBudget`]), and the buffers the output side holds ([`HeldCount`]).
+//! What frames hold between stages, counted: the bytes of the frames in the prefetch windows
+//! against the run's `--max-buffer` ([`ByteBudget`]), and the buffers the output side holds
+//! ([`HeldCount`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -428,7 +428,7 @@ pub(crate) struct StreamCtx {
     decoded_pool: BufPool<DecodedFrame>,
     /// The encoded pool's buffers held by the output side: packed, not yet presented.
     output_held: Arc<HeldCount>,
-    /// The run's `--max-buffer`: bytes read-ahead frames may hold (see [`ByteBudget`]).
+    /// The run's `--max-buffer`: bytes the frames in the window may hold (see [`ByteBudget`]).
     budget: Arc<ByteBudget>,
     state: Mutex<StreamState>,
     /// The file frames are read from by byte range (a video file), kept open for the stream.
@@ -989,11 +989,11 @@ impl StreamCtx {
     }
 
     /// Reads one frame's bytes into a buffer of the encoded pool, timing open, read and close.
-    /// The error names the path. With `budgeted` (frame `idx` and its I/O slot), the read first reserves the
-    /// frame's bytes of the run's `--max-buffer` (see [`StreamCtx::reserve`]), and only then
-    /// takes its buffer: a frame waiting for room holds no buffer, which would otherwise grow
-    /// to the frame's size when it is read, so the pool's big buffers are the frames' within
-    /// the budget.
+    /// The error names the path. With `budgeted` (frame `idx` and its I/O slot), the read
+    /// first reserves the frame's bytes of the run's `--max-buffer` (see
+    /// [`StreamCtx::reserve`]), and only then takes its buffer: a frame waiting for room holds
+    /// no buffer, which would otherwise grow to the frame's size when it is read, so the
+    /// pool's big buffers are the frames' within the budget.
     async fn read_frame(
         &self,
         extent: &FrameExtent,
