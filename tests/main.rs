@@ -14,6 +14,7 @@ mod frametest;
 mod hostile_nfs;
 #[cfg(feature = "io-uring")]
 mod io_uring;
+mod limits;
 mod mount_label;
 #[cfg(feature = "mpi")]
 mod mpi;
