@@ -315,6 +315,24 @@ fn a_size_that_changes_between_calls_makes_the_frame_unreadable() -> Result<()> 
     ensure_unreadable("file size changing between calls", &server, &done, &report, "size")
 }
 
+/// A size attribute of 3 GiB for frames whose bytes are 22 KB: no size claim allocates past
+/// `--max-buffer` (64M here; by default a quarter of the memory available, up to 4 GiB), so the
+/// frame is refused before a buffer is taken for it, unreadable with a message naming its
+/// size, and peak RSS stays that of a normal run.
+#[test]
+fn a_size_of_3_gib_is_refused_before_allocating() -> Result<()> {
+    let server = server(Misbehaviour::HugeSize, When::EveryCallOn(SPOILT))?;
+    let extra = ["--nfs-timeout", SHORT_TIMEOUT, "--max-buffer", "64M"];
+    let (done, report) = play(&server, 3, &extra, Duration::from_secs(15))?;
+    ensure_unreadable(
+        "size attribute of 3 GiB",
+        &server,
+        &done,
+        &report,
+        "is 3221225472 bytes, more than --max-buffer",
+    )
+}
+
 /// A reply 10 s late with the default 30 s `--nfs-timeout`: the frames waiting for it are
 /// storage drops, the others play meanwhile, and the run completes.
 #[test]

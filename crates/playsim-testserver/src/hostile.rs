@@ -72,6 +72,9 @@ pub enum Misbehaviour {
     /// gives a size 4096 bytes larger than the last one given: a file that seems to grow
     /// between calls while its bytes stay the same.
     ChangingSize,
+    /// Every call giving the file's attributes gives its size as 3 GiB, while its bytes stay
+    /// the same: a claim the client must not allocate for.
+    HugeSize,
     /// The reply is sent this long after the call, while the connection goes on serving
     /// other calls.
     LateReply(Duration),
@@ -81,8 +84,9 @@ pub enum Misbehaviour {
 
 /// Which calls the [`Misbehaviour`] spoils. Files are counted in the order given to
 /// [`HostileServer::start`], from 0. Each misbehaviour concerns calls of one kind: READs, except
-/// [`Misbehaviour::GarbageHandle`] and [`Misbehaviour::OversizedHandle`] (LOOKUPs) and [`Misbehaviour::ChangingSize`] (any call
-/// giving attributes, each time, whichever variant names the file).
+/// [`Misbehaviour::GarbageHandle`] and [`Misbehaviour::OversizedHandle`] (LOOKUPs) and [`Misbehaviour::ChangingSize`] and
+/// [`Misbehaviour::HugeSize`] (any call giving attributes, each time, whichever variant names
+/// the file).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum When {
     /// The first call of its kind about each file in the range; later ones are answered right.
@@ -215,6 +219,8 @@ const POLL: Duration = Duration::from_millis(20);
 const MAX_CALL_BYTES: usize = 64 * 1024;
 /// Bytes added to a READ's data by [`Misbehaviour::ReadTooLong`].
 const TOO_LONG_BY: usize = 512;
+/// The size [`Misbehaviour::HugeSize`] gives.
+const HUGE_SIZE: u64 = 3 << 30;
 /// How much [`Misbehaviour::ChangingSize`] grows a file at each call.
 const GROWTH_PER_CALL: u64 = 4096;
 /// The read and write sizes FSINFO offers.
@@ -357,7 +363,8 @@ impl Shared {
         lock(&self.per_file)
     }
 
-    /// The attributes (fattr3) of `node`, with the size [`Misbehaviour::ChangingSize`] makes up.
+    /// The attributes (fattr3) of `node`, with the size [`Misbehaviour::ChangingSize`] or
+    /// [`Misbehaviour::HugeSize`] makes up.
     fn attributes(&self, node: Node, out: &mut Out) {
         let (ftype, mode, size, fileid) = match node {
             Node::Root => (2, 0o755, 4096, 1),
@@ -369,6 +376,9 @@ impl Shared {
                     calls[i].attributes += 1;
                     self.spoilt();
                     real + GROWTH_PER_CALL * calls[i].attributes
+                } else if self.misbehaviour == Misbehaviour::HugeSize && self.file_in_range(i) {
+                    self.spoilt();
+                    HUGE_SIZE
                 } else {
                     real
                 };
@@ -524,7 +534,8 @@ impl Shared {
             calls[i].reads += 1;
             calls[i].reads - 1
         };
-        let reads_spoilt = !self.spoils_lookups() && self.misbehaviour != Misbehaviour::ChangingSize;
+        let reads_spoilt = !self.spoils_lookups()
+            && !matches!(self.misbehaviour, Misbehaviour::ChangingSize | Misbehaviour::HugeSize);
         let spoil = reads_spoilt && self.picks(n_call, Some(i), n_before);
         if spoil {
             self.spoilt();
@@ -547,7 +558,10 @@ impl Shared {
                 Misbehaviour::HugeRecordMark => wire = Wire::HugeMark,
                 Misbehaviour::LateReply(delay) => wire = Wire::Late(delay),
                 Misbehaviour::ResetMidReply => wire = Wire::Reset,
-                Misbehaviour::GarbageHandle | Misbehaviour::OversizedHandle | Misbehaviour::ChangingSize => {}
+                Misbehaviour::GarbageHandle
+                | Misbehaviour::OversizedHandle
+                | Misbehaviour::ChangingSize
+                | Misbehaviour::HugeSize => {}
             }
         }
         out.u32(NFS3_OK);

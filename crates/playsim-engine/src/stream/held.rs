@@ -14,8 +14,9 @@ use crate::cancel::CancelToken;
 /// window (presented, dropped or failed), so frames read ahead of their decode, and frames
 /// decoded and packed ahead of their deadline, are all within it. A stream's frame next due
 /// may always read (its stream cannot go on without it; the frames holding the bytes wait for
-/// it to be presented), and so may any frame when nothing is held: a frame larger than the
-/// budget still plays.
+/// it to be presented), and so may any frame when nothing is held. A frame larger than the
+/// whole budget is refused before its buffer is taken ([`StreamCtx::refuse_oversized`]): its
+/// size comes from a file or a server, and no such claim may allocate past `--max-buffer`.
 pub(crate) struct ByteBudget {
     limit: u64,
     held: Mutex<u64>,
@@ -54,6 +55,11 @@ impl ByteBudget {
                 _ = &mut freed => {}
             }
         }
+    }
+
+    /// The most bytes the frames may hold at once: `--max-buffer`.
+    pub fn limit(&self) -> u64 {
+        self.limit
     }
 
     /// Reserves `bytes` if they fit now, or if nothing else is held.

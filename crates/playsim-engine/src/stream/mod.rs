@@ -1002,6 +1002,7 @@ impl StreamCtx {
         match extent {
             FrameExtent::File { path } => self.read_file(path, budgeted).await,
             FrameExtent::Range { path, offset, len } => {
+                self.refuse_oversized(path, *len)?;
                 let t = self.now();
                 let reservation = match budgeted {
                     Some((idx, io)) => self.reserve(idx, *len, io).await,
@@ -1043,6 +1044,10 @@ impl StreamCtx {
                 return Err(e.message);
             }
         };
+        if let Err(refused) = self.refuse_oversized(path, want) {
+            let _ = file.close().await;
+            return Err(refused);
+        }
         let reservation = match budgeted {
             Some((idx, io)) => self.reserve(idx, want, io).await,
             None => None,
@@ -1070,6 +1075,27 @@ impl StreamCtx {
             reservation,
             buf,
         })
+    }
+
+    /// Refuses a frame whose size (from its file's attributes or a server's reply) is more
+    /// than the whole of `--max-buffer`, before any buffer is taken for it: the frame is
+    /// unreadable, with a message naming the file, its size and the limit.
+    fn refuse_oversized(&self, path: &Path, len: u64) -> Result<(), String> {
+        let limit = self.budget.limit();
+        if len > limit {
+            // The size is the server's claim, where there is one: name it.
+            let info = self.storage.info();
+            let server = info.options.iter().find(|(key, _)| key == "server");
+            let by = server
+                .map_or_else(String::new, |(_, addr)| format!(" (so says {} server {addr})", info.transport));
+            return Err(format!(
+                "{}{by} is {len} bytes, more than --max-buffer ({limit} bytes) may hold: raise \
+                 --max-buffer (for example --max-buffer {}M) to read a frame this large",
+                path.display(),
+                len.div_ceil(1 << 20).saturating_mul(2)
+            ));
+        }
+        Ok(())
     }
 
     /// Reserves `bytes` of the run's `--max-buffer` for frame `idx`'s read. While it waits the

@@ -1083,11 +1083,20 @@ async fn read_ahead_frames_hold_no_more_bytes_than_max_buffer() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_frame_larger_than_max_buffer_still_plays_alone() {
+async fn a_frame_larger_than_the_whole_max_buffer_is_unreadable_and_the_others_play() {
+    // The 14 frames of 10 MB are refused before a buffer is taken for them, naming their size
+    // and the limit (a size a file or a server claims may not allocate past --max-buffer).
     let report = frames_of_wildly_different_sizes(1_000_000).run().await;
     let s = &report.streams[0];
-    assert_eq!((s.presented, s.dropped.total()), (60, 0));
-    assert!(read_ahead_peak_bytes(&report) <= 10_000_000, "{}", read_ahead_peak_bytes(&report));
+    assert_eq!((s.presented, s.dropped.unreadable, s.dropped.total()), (46, 14, 14));
+    for frame in &s.unreadable {
+        assert!(
+            frame.message.contains("is 10000000 bytes, more than --max-buffer (1000000 bytes)"),
+            "{}",
+            frame.message
+        );
+    }
+    assert!(read_ahead_peak_bytes(&report) <= 1_000_000, "{}", read_ahead_peak_bytes(&report));
 }
 
 #[tokio::test(start_paused = true)]
