@@ -37,12 +37,17 @@ const ABSURD: &[(&[&str], &str, &str)] = &[
     (&["decode", "/m", "--codec-threads", ABSURD_U32], "--codec-threads", "more than 64 threads"),
     (&["frametest", "-r", "/m", "--decode-threads", ABSURD_U32], "--decode-threads", "more than 1024"),
     (&["frametest", "-r", "/m", "-t", ABSURD_U32], "-t", "1 to 4096"),
+    (&["generate", "/m", "--threads", ABSURD_U32], "--threads", "0 (every core) to 1024"),
 ];
 
 /// The same for values a command checks after parsing, against its other settings: refused
 /// as settings are (exit 1), before any file is opened.
-const ABSURD_SETTINGS: &[(&[&str], &str, &str)] =
-    &[(&["frametest", "-r", "/m", "-q", ABSURD_U32], "-q", "1 to 4096 frames")];
+const ABSURD_SETTINGS: &[(&[&str], &str, &str)] = &[
+    (&["frametest", "-r", "/m", "-q", ABSURD_U32], "-q", "1 to 4096 frames"),
+    (&["frametest", "-w", "-z", ABSURD_1E18, "/m"], "-z", "(1 GiB)"),
+    // 4096 writers of 1 GiB frames: 4 TiB, more memory than any test machine has available.
+    (&["frametest", "-w", "-z", "1048576", "-t", "4096", "/m"], "-t 4096", "this machine has available"),
+];
 
 #[test]
 fn absurd_knob_values_are_refused_naming_the_flag_the_limit_and_an_example() -> Result<()> {
