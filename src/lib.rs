@@ -82,3 +82,13 @@ impl From<ParseError> for Error {
         Error::Parse(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// playsim-ffmpeg names FFmpeg's threads what the engine looks for (neither crate depends
+    /// on the other, so the name is written in both).
+    #[test]
+    fn ffmpeg_names_its_threads_as_the_engine_counts_them() {
+        assert_eq!(playsim_ffmpeg::CODEC_THREAD_NAME, playsim_engine::probe::CODEC_THREAD_NAME);
+    }
+}

@@ -220,7 +220,7 @@ struct GenerateArgs {
     #[arg(long, default_value = "frame")]
     name: String,
     /// Writer threads [default: all cores].
-    #[arg(long, default_value_t = 0, value_parser = parse_whole_usize, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 0, value_parser = parse_writer_threads, allow_hyphen_values = true)]
     threads: usize,
 }
 
@@ -232,8 +232,15 @@ enum EndianArg {
     Little,
 }
 
-fn parse_whole_usize(s: &str) -> Result<usize, String> {
-    s.trim().parse::<usize>().map_err(|_| format!("'{s}' is not a whole number (for example 0 or 4)"))
+/// `generate --threads`: 0 (every core) up to [`parse::MAX_THREADS`].
+fn parse_writer_threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n <= parse::MAX_THREADS => Ok(n as usize),
+        _ => Err(format!(
+            "'{s}' is not a thread count from 0 (every core) to {} (for example --threads 4)",
+            parse::MAX_THREADS
+        )),
+    }
 }
 
 /// `--compression`: a compression's name, refused at once (a bad flag) when no format knows it;

@@ -52,6 +52,9 @@ pub async fn prepare_on(
         let settings = settings_of(i);
         let location = crate::location::open(path, request.transport_options(settings), &clock).await?;
         let source = crate::location::open_source(location.as_ref(), &request.decode).await?;
+        if request.engine.verify && source.info().index.is_some() {
+            return Err(Error::Engine(verify_refusal(&source.info().location)));
+        }
         let source = crate::order::reorder(source, request.order, request.range)?;
         let source = if settings.skip_decode.unwrap_or(request.skip_decode) {
             if request.engine.verify {
@@ -121,6 +124,18 @@ pub async fn prepare_on(
         }
     }
     builder.build().map_err(Error::Engine)
+}
+
+/// Why `--verify` cannot check a video file: only the image sequences playsim generates carry
+/// a frame index in their pixels (a video's pictures are the encoder's, and a lossy one would
+/// blur the code anyway), so every frame would count as unreadable.
+fn verify_refusal(location: &str) -> String {
+    format!(
+        "--verify (verify = true) checks the frame index playsim generate draws into an image \
+         sequence's pixels, and the video file {location} carries none, so every frame would be \
+         unreadable: play it without --verify, or verify a generated sequence (for example \
+         playsim generate /tmp/seq --preset 2k --frames 48, then playsim play /tmp/seq --verify)"
+    )
 }
 
 /// The rate the sources state, if any does; sources that state different rates are refused.

@@ -10,8 +10,11 @@ mod exr_ffmpeg;
 mod faults;
 mod fixtures;
 mod frametest;
+#[cfg(feature = "nfs")]
+mod hostile_nfs;
 #[cfg(feature = "io-uring")]
 mod io_uring;
+mod limits;
 mod mount_label;
 #[cfg(feature = "mpi")]
 mod mpi;

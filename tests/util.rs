@@ -262,7 +262,6 @@ pub enum ReliabilityTable {
     /// A fault done to a real server, the path to it, or a local file mid-run (issue 20, point 3).
     Fault,
     /// A reply of the misbehaving NFS server (issue 20, point 2).
-    #[allow(dead_code)] // until the hostile-server tests land
     HostileReply,
 }
 

@@ -188,6 +188,7 @@ fn request_of(args: FrametestArgs) -> anyhow::Result<FrametestRequest> {
         let Some(size) = size else {
             bail!("-w needs a frame size: sd, hd, 2k, 4k, or -z KB ({EXAMPLE})");
         };
+        refuse_more_than_memory(&size, args.threads)?;
         FrametestMode::Write { size }
     } else {
         FrametestMode::Read { expect: size }
@@ -224,6 +225,23 @@ fn request_of(args: FrametestArgs) -> anyhow::Result<FrametestRequest> {
     request.nfs = settings.nfs_options();
     request.smb = settings.smb_options();
     Ok(request)
+}
+
+/// Refuses a write whose frames in flight (one per thread, each held whole in memory) need
+/// more memory than the machine has available, naming both and what to lower.
+fn refuse_more_than_memory(size: &playsim::report::frametest::FrameSize, threads: u32) -> anyhow::Result<()> {
+    let Some(available) = playsim::engine::probe::meminfo_bytes("MemAvailable") else { return Ok(()) };
+    let need = size.file_bytes.saturating_mul(u64::from(threads));
+    if need > available {
+        bail!(
+            "-t {threads} frames of {} MB in flight need {} MB, more than the {} MB this machine has \
+             available: lower -t or the frame size (for example -t 4 -w 4k)",
+            size.file_bytes >> 20,
+            need >> 20,
+            available >> 20
+        );
+    }
+    Ok(())
 }
 
 fn parse_kb(s: &str) -> Result<u64, String> {

@@ -168,6 +168,10 @@ pub struct EngineConfig {
     /// Threads inside one frame's decode, for codecs that can use them (recorded in the report;
     /// the decoder is built with it).
     pub codec_threads: u32,
+    /// Bytes the frames in the run's prefetch windows (from their read until presented or
+    /// dropped) may hold at once, over all streams: reads wait while more would be held. A
+    /// stream's frame next due always reads, so a frame larger than this still plays.
+    pub max_buffer: u64,
 }
 
 impl Default for EngineConfig {
@@ -186,8 +190,26 @@ impl Default for EngineConfig {
             no_drop: false,
             verify: false,
             codec_threads: 1,
+            max_buffer: default_max_buffer(),
         }
     }
+}
+
+/// The least [`default_max_buffer`] gives, however little memory is free.
+pub const MIN_DEFAULT_MAX_BUFFER: u64 = 256 << 20;
+/// The most [`default_max_buffer`] gives, however much memory is free.
+pub const MAX_DEFAULT_MAX_BUFFER: u64 = 4 << 30;
+
+/// A quarter of the memory available when first asked (`MemAvailable` of /proc/meminfo), at
+/// least 256 MiB and at most 4 GiB; 1 GiB where /proc/meminfo cannot be read. Worked out once
+/// per process, so every run (and every request made from the same settings) gets the same.
+pub fn default_max_buffer() -> u64 {
+    static DEFAULT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *DEFAULT.get_or_init(|| {
+        crate::probe::meminfo_bytes("MemAvailable").map_or(1 << 30, |available| {
+            (available / 4).clamp(MIN_DEFAULT_MAX_BUFFER, MAX_DEFAULT_MAX_BUFFER)
+        })
+    })
 }
 
 /// All online CPUs.

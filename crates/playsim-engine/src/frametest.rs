@@ -47,6 +47,9 @@ use crate::exec::{DecodeExecutor, DecodeJob};
 
 /// The most frames one run may have (`-n`): every frame keeps a record of its times.
 pub const MAX_FRAMETEST_FRAMES: u64 = 1_000_000;
+/// The most threads, and frames queued, a frametest run takes: each queued frame is a task
+/// with its buffer, each thread an OS thread (frametest's own `-t` stops at the same).
+pub const MAX_FRAMETEST_THREADS: u64 = 4096;
 
 /// A boxed future of a [`FrameIo`] call.
 pub type IoFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -181,11 +184,18 @@ impl FrametestConfig {
         if self.n_files == 0 {
             return Err(FrametestError::NoFiles);
         }
-        if self.threads == 0 {
-            return Err(FrametestError::Zero { field: FrametestField::Threads });
-        }
-        if self.queue == 0 {
-            return Err(FrametestError::Zero { field: FrametestField::Queue });
+        for (field, value) in [(FrametestField::Threads, self.threads), (FrametestField::Queue, self.queue)] {
+            if value == 0 {
+                return Err(FrametestError::Zero { field });
+            }
+            if u64::from(value) > MAX_FRAMETEST_THREADS {
+                return Err(FrametestError::OutOfRange {
+                    field,
+                    value: u64::from(value),
+                    min: 1,
+                    max: MAX_FRAMETEST_THREADS,
+                });
+            }
         }
         Ok(())
     }

@@ -25,7 +25,10 @@ pub mod v210;
 
 pub use cancel::CancelToken;
 pub use clock::{PreciseClock, TokioClock};
-pub use config::{default_decode_threads, ConfigError, ConfigField, EngineConfig, OutputStage};
+pub use config::{
+    default_decode_threads, default_max_buffer, ConfigError, ConfigField, EngineConfig, OutputStage,
+    MAX_DEFAULT_MAX_BUFFER, MIN_DEFAULT_MAX_BUFFER,
+};
 pub use exec::{
     DecodeExecutor, DecodeJob, DecodePool, InOrderJob, JobFuture, OutputExecutor, OutputJob, V210Output,
 };

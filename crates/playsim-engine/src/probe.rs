@@ -119,6 +119,57 @@ impl ProcessMemory {
     }
 }
 
+/// The name of threads that work for the decode stage but are not the engine's: a codec
+/// library's own threads (FFmpeg's frame and slice threads, named so by playsim-ffmpeg when a
+/// decoder opens them). Their CPU is the decode stage's ([`CodecThreadsCpu`]).
+pub const CODEC_THREAD_NAME: &str = "playsim-codec";
+
+/// The CPU time of each thread named [`CODEC_THREAD_NAME`] at one moment, by thread id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CodecThreadsCpu(BTreeMap<u64, Duration>);
+
+impl CodecThreadsCpu {
+    /// The codec threads' CPU now, from /proc/self/task/TID/{comm,stat} (clock-tick
+    /// resolution); empty where /proc cannot be read.
+    pub fn now() -> CodecThreadsCpu {
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return CodecThreadsCpu::default() };
+        let mut threads = BTreeMap::new();
+        for task in tasks.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<u64>().ok()) else { continue };
+            let dir = task.path();
+            let named =
+                std::fs::read_to_string(dir.join("comm")).is_ok_and(|c| c.trim_end() == CODEC_THREAD_NAME);
+            let cpu = named.then(|| std::fs::read_to_string(dir.join("stat")).ok()).flatten();
+            if let Some(cpu) = cpu.as_deref().and_then(ProcessCpu::parse_stat) {
+                threads.insert(tid, cpu.total());
+            }
+        }
+        CodecThreadsCpu(threads)
+    }
+
+    /// The CPU the codec threads used since `earlier`: all of a thread's that was not there
+    /// then. (A thread that ended meanwhile is missed: decoders live as long as their source.)
+    pub fn since(&self, earlier: &CodecThreadsCpu) -> Duration {
+        self.0
+            .iter()
+            .map(|(tid, cpu)| cpu.saturating_sub(earlier.0.get(tid).copied().unwrap_or_default()))
+            .sum()
+    }
+}
+
+/// One line of /proc/meminfo in bytes (`MemTotal`, `MemAvailable`, ...), or `None` when the
+/// file or the line cannot be read.
+pub fn meminfo_bytes(key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_meminfo(&text, key)
+}
+
+/// The `key` line of a /proc/meminfo text in bytes (the kernel writes "kB", which are KiB).
+fn parse_meminfo(text: &str, key: &str) -> Option<u64> {
+    let value = text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?;
+    value.trim().strip_suffix("kB")?.trim_end().parse::<u64>().ok()?.checked_mul(1024)
+}
+
 /// System-wide CPU time by kind, in ticks summed over all CPUs: the first
 /// (`cpu `) line of `/proc/stat`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -226,6 +277,25 @@ procs_running 1
 procs_blocked 0
 softirq 412633 0 71254 2 22117 21930 0 1 147268 0 150061
 ";
+
+    #[test]
+    fn codec_threads_count_what_they_used_since() {
+        let earlier = CodecThreadsCpu(BTreeMap::from([(1, Duration::from_millis(10))]));
+        let now =
+            CodecThreadsCpu(BTreeMap::from([(1, Duration::from_millis(30)), (2, Duration::from_millis(5))]));
+        assert_eq!(now.since(&earlier), Duration::from_millis(25));
+        // This test's threads are not codec threads.
+        assert_eq!(CodecThreadsCpu::now().since(&CodecThreadsCpu::default()), Duration::ZERO);
+    }
+
+    #[test]
+    fn parses_meminfo_lines() {
+        let text = "MemTotal:       24000000 kB\nMemFree:         5000000 kB\nMemAvailable:   20000000 kB\n";
+        assert_eq!(parse_meminfo(text, "MemTotal"), Some(24_000_000 * 1024));
+        assert_eq!(parse_meminfo(text, "MemAvailable"), Some(20_000_000 * 1024));
+        assert_eq!(parse_meminfo(text, "SwapTotal"), None);
+        assert!(meminfo_bytes("MemTotal").is_some_and(|b| b > 0));
+    }
 
     #[test]
     fn parses_the_total_cpu_line() {

@@ -14,9 +14,11 @@ use playsim_report::{
 use crate::cancel::CancelToken;
 use crate::exec::{DecodeExecutor, DecodePool, OutputExecutor, V210Output};
 use crate::live::LiveCounters;
-use crate::probe::{self, ProcessCpu, ProcessMemory, SystemCpuSnapshot};
+use crate::probe::{self, CodecThreadsCpu, ProcessCpu, ProcessMemory, SystemCpuSnapshot};
 use crate::start::StartBarrier;
-use crate::stream::{duration_ns, DeadlineSlots, Shared, StartGate, StreamCtx, StreamState, Verdict};
+use crate::stream::{
+    duration_ns, ByteBudget, DeadlineSlots, Shared, StartGate, StreamCtx, StreamState, Verdict,
+};
 use crate::{EngineConfig, OutputStage};
 
 /// One stream to play: what, from where.
@@ -238,6 +240,7 @@ impl Simulation {
         // From the run's clock, like every other time of the run.
         let started_at_unix_s = (self.clock.wall_origin() + self.clock.now()).as_secs();
         let cpu_before = ProcessCpu::now();
+        let codec_before = CodecThreadsCpu::now();
         let system_before = SystemCpuSnapshot::read().ok();
         let origin = self.clock.now();
         // The instant every `*_ns` time of the report counts from, on the wall clock, so that
@@ -260,6 +263,7 @@ impl Simulation {
             )),
             start_offset: Duration::ZERO,
             frame_index: self.frame_index,
+            budget: Arc::new(ByteBudget::new(self.config.max_buffer)),
         };
         let ctxs: Vec<Arc<StreamCtx>> = self
             .streams
@@ -287,6 +291,8 @@ impl Simulation {
         }
         let duration = self.clock.now().saturating_sub(origin);
         let cpu_after = ProcessCpu::now();
+        // Read while the streams (and so their decoders and FFmpeg's threads) are alive.
+        let codec_threads_cpu = CodecThreadsCpu::now().since(&codec_before);
         let system = match (system_before, SystemCpuSnapshot::read().ok()) {
             (Some(a), Some(b)) => a.delta(&b),
             _ => Default::default(),
@@ -323,7 +329,7 @@ impl Simulation {
             total_s_per_gb: per_gb(user + sys + softirq),
             stages: StageCpu {
                 read_s: Duration::from_nanos(read_cpu_ns).as_secs_f64(),
-                decode_s: self.decode_cpu().as_secs_f64(),
+                decode_s: (self.decode_cpu() + codec_threads_cpu).as_secs_f64(),
                 output_s: self.output.as_ref().map_or(0.0, |o| o.cpu_time().as_secs_f64()),
             },
             system,
@@ -407,6 +413,7 @@ pub fn report_settings(cfg: &EngineConfig) -> Settings {
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),
         verify: cfg.verify,
         codec_threads: cfg.codec_threads,
+        max_buffer_bytes: cfg.max_buffer,
         // The engine plays the frames it is given in their order; a reordering front end
         // (the facade's `--order`) writes its own.
         order: "forward".to_owned(),
@@ -577,7 +584,18 @@ fn run_histograms(ctxs: &[Arc<StreamCtx>]) -> LatencyHistograms {
 fn pool_buffers(ctx: &StreamCtx, st: &StreamState) -> PoolBuffers {
     let largest_read = st.frames.iter().map(|e| e.bytes).max().unwrap_or(0);
     let geometry = st.decoded_geometry.map(|(w, h, _)| (w, h));
-    size_pools(ctx.buffers_created(), largest_read, geometry, st.decoded_format, ctx.packs())
+    let (encoded, decoded) = ctx.buffers_created();
+    let created =
+        PoolCounts { encoded: encoded as u64, decoded: decoded as u64, output: ctx.output_buffers_peak() };
+    size_pools(created, largest_read, geometry, st.decoded_format, ctx.packs())
+}
+
+/// Buffers the stream's pools created, encoded and decoded, and how many of the encoded ones
+/// the output side held at once at the most.
+struct PoolCounts {
+    encoded: u64,
+    decoded: u64,
+    output: u64,
 }
 
 /// Pools of `created` (encoded, decoded) buffers, each kind at the size of the stream's
@@ -585,15 +603,17 @@ fn pool_buffers(ctx: &StreamCtx, st: &StreamState) -> PoolBuffers {
 /// frame it held): a decoded buffer is a frame of the decoded format, an encoded one the larger
 /// of the largest read and, with an output stage (`packs`), a v210 frame (the output is packed
 /// into the encoded pool), in whole pages plus one page for the alignment (`IoBuf`). The
-/// output pool of its own is gone: its count and bytes are 0, the v210 bytes are in `encoded`.
+/// encoded buffers the output side held at its peak are counted as `output`, the rest as
+/// `encoded`: the same buffers, so both at the encoded size, and the three add up to the pools.
 fn size_pools(
-    created: (usize, usize),
+    created: PoolCounts,
     largest_read: u64,
     geometry: Option<(u32, u32)>,
     format: Option<PixelFormat>,
     packs: bool,
 ) -> PoolBuffers {
-    let (encoded, decoded) = (created.0 as u64, created.1 as u64);
+    let output = created.output.min(created.encoded);
+    let (encoded, decoded) = (created.encoded - output, created.decoded);
     let (width, height) = geometry.unwrap_or((0, 0));
     let v210_each = if packs { (crate::v210::stride(width) * height as usize) as u64 } else { 0 };
     let largest = largest_read.max(v210_each);
@@ -603,10 +623,10 @@ fn size_pools(
     PoolBuffers {
         encoded,
         decoded,
-        output: 0,
+        output,
         encoded_bytes: encoded * encoded_each,
         decoded_bytes: decoded * decoded_each,
-        output_bytes: 0,
+        output_bytes: output * encoded_each,
     }
 }
 
@@ -644,21 +664,39 @@ mod tests {
     fn pools_are_sized_by_their_largest_frame() {
         // 4K DCI 10-bit DPX (35,391,488 bytes) decoded to rgb48le and packed to v210.
         // The v210 output shares the encoded pool: no pool of its own.
-        let pools = size_pools((8, 5), 35_391_488, Some((4096, 2160)), Some(PixelFormat::Rgb48Le), true);
+        let pools =
+            size_pools(counts(8, 5, 0), 35_391_488, Some((4096, 2160)), Some(PixelFormat::Rgb48Le), true);
         assert_eq!((pools.encoded, pools.decoded, pools.output), (8, 5, 0));
         assert_eq!(pools.encoded_bytes, 8 * (8641 * 4096 + 4096), "8640.5 pages, rounded up, plus one");
         assert_eq!(pools.decoded_bytes, 5 * 4096 * 2160 * 6);
         assert_eq!(pools.output_bytes, 0);
         assert_eq!(pools.bytes(), pools.encoded_bytes + pools.decoded_bytes);
         // Frames smaller than their v210 output (8-bit video): the encoded buffers grow to it.
-        let small = size_pools((2, 1), 1_000_000, Some((1920, 1080)), Some(PixelFormat::Rgb48Le), true);
+        let small =
+            size_pools(counts(2, 1, 0), 1_000_000, Some((1920, 1080)), Some(PixelFormat::Rgb48Le), true);
         assert_eq!(
             small.encoded_bytes,
             2 * (5120 * 1080 + 4096),
             "a 1080p v210 frame (whole pages) plus one page"
         );
         // Nothing read or decoded (a run that failed at once, --no-decode): counts, no bytes.
-        let empty = size_pools((1, 1), 0, None, None, false);
+        let empty = size_pools(counts(1, 1, 0), 0, None, None, false);
         assert_eq!((empty.encoded, empty.decoded, empty.bytes()), (1, 1, 0));
+    }
+
+    #[test]
+    fn the_output_sides_buffers_are_counted_apart_and_the_bytes_still_add_up() {
+        // 8 encoded buffers, 3 of which held packed frames at once at the peak.
+        let all =
+            size_pools(counts(8, 5, 0), 35_391_488, Some((4096, 2160)), Some(PixelFormat::Rgb48Le), true);
+        let split =
+            size_pools(counts(8, 5, 3), 35_391_488, Some((4096, 2160)), Some(PixelFormat::Rgb48Le), true);
+        assert_eq!((split.encoded, split.output), (5, 3));
+        assert_eq!(split.output_bytes, 3 * (8641 * 4096 + 4096));
+        assert_eq!(split.bytes(), all.bytes());
+    }
+
+    fn counts(encoded: u64, decoded: u64, output: u64) -> PoolCounts {
+        PoolCounts { encoded, decoded, output }
     }
 }

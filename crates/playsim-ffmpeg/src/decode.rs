@@ -87,7 +87,7 @@ impl VideoDecoder {
         let mut context = codec::Context::from_parameters(parameters)
             .map_err(|e| format!("FFmpeg cannot set up a {} decoder: {e}", self.codec))?;
         context.set_threading(threading);
-        let decoder = context.decoder().video().map_err(|e| match e {
+        let decoder = own_threads_named(|| context.decoder().video()).map_err(|e| match e {
             ffmpeg_next::Error::DecoderNotFound => {
                 format!("this FFmpeg ({}) has no decoder for {}", crate::ffmpeg_version(), self.codec)
             }
@@ -99,6 +99,38 @@ impl VideoDecoder {
     fn malformed(&self, e: ffmpeg_next::Error) -> DecodeError {
         DecodeError::malformed(format!("FFmpeg's {} decoder: {e}", self.codec))
     }
+}
+
+/// Runs `open` (FFmpeg's `avcodec_open2`, which starts the codec's frame or slice threads) and
+/// names the threads it started [`CODEC_THREAD_NAME`](crate::CODEC_THREAD_NAME), so that the
+/// engine charges their CPU to the decode stage: the engine times a decode on the thread that
+/// calls FFmpeg, and FFmpeg's own threads do most of a threaded decode.
+///
+/// The threads are the ones in /proc/self/task after the open and not before, that still
+/// bear the opening thread's name (a new thread inherits it; a thread some other part of
+/// the process starts meanwhile names itself). Opens are one at a time, so two decoders'
+/// threads are not told apart wrongly. Where /proc cannot be read, nothing is named and the
+/// decode stage counts only the calling threads' CPU, as before.
+fn own_threads_named<T>(open: impl FnOnce() -> T) -> T {
+    static OPENING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = OPENING.lock().unwrap_or_else(|p| p.into_inner());
+    let before = task_ids();
+    let opened = open();
+    let opener = std::fs::read_to_string("/proc/thread-self/comm").unwrap_or_default();
+    for tid in task_ids().into_iter().filter(|tid| !before.contains(tid)) {
+        let comm = format!("/proc/self/task/{tid}/comm");
+        if !opener.is_empty() && std::fs::read_to_string(&comm).is_ok_and(|name| name == opener) {
+            // A thread may rename another of its process; a failure leaves it uncounted.
+            let _ = std::fs::write(&comm, crate::CODEC_THREAD_NAME);
+        }
+    }
+    opened
+}
+
+/// The process's threads, by id.
+fn task_ids() -> Vec<u64> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+    tasks.filter_map(|t| t.ok()?.file_name().to_str()?.parse().ok()).collect()
 }
 
 fn threading_for(mode: DecodeMode, threads: u32) -> threading::Config {

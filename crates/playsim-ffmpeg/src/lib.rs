@@ -46,6 +46,11 @@ mod storage_io;
 #[cfg(feature = "ffmpeg")]
 pub use decode::{DecodeMode, VideoDecoder};
 pub use error::Error;
+
+/// The name FFmpeg's own threads (a decoder's frame or slice threads) are given when the
+/// decoder opens, so that the engine can count their CPU as the decode stage's: the engine's
+/// `playsim_engine::probe::CODEC_THREAD_NAME`, which a test of the facade keeps equal to this.
+pub const CODEC_THREAD_NAME: &str = "playsim-codec";
 #[cfg(feature = "ffmpeg")]
 pub use open::{ffmpeg_version, open};
 #[cfg(feature = "ffmpeg")]

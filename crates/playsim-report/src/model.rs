@@ -278,6 +278,10 @@ pub struct Settings {
     /// The frame numbers played, "A-B", when a range was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range: Option<String>,
+    /// Bytes the frames in the prefetch windows of all streams (read, not yet presented) may
+    /// hold at once (`--max-buffer`); 0 in reports of versions without the knob.
+    #[serde(default)]
+    pub max_buffer_bytes: u64,
 }
 
 /// Dropped frames by cause.
@@ -548,12 +552,15 @@ pub struct StreamReport {
 /// How many buffers a stream's pools created, and their bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PoolBuffers {
-    /// Encoded-frame (read) buffers, which then hold the frame's v210 output.
+    /// Encoded-frame (read) buffers the output side did not hold at its peak: the pool's
+    /// buffers less `output`.
     pub encoded: u64,
     /// Decoded-frame buffers.
     pub decoded: u64,
-    /// Output (v210) buffers of a pool of their own: 0 since the output is packed into the
-    /// frame's encoded buffer (kept for reports of earlier versions).
+    /// Buffers the output side held at once at its peak: frames packed (or being packed) to
+    /// v210 and not yet presented or dropped. They are buffers of the encoded pool (the
+    /// output is packed into a read buffer), counted here and not in `encoded`; 0 without
+    /// an output stage.
     pub output: u64,
     /// Bytes of the encoded-frame buffers: `encoded` × the larger of the largest frame read
     /// and a v210 frame, rounded up to whole 4096-byte pages plus one (the alignment O_DIRECT
@@ -565,7 +572,8 @@ pub struct PoolBuffers {
     /// about that size each).
     #[serde(default)]
     pub decoded_bytes: u64,
-    /// Bytes of the output buffers: `output` × one v210 frame.
+    /// Bytes of the output buffers: `output` × the encoded pool's buffer size (see
+    /// `encoded_bytes`), so that the three add up to the pools' bytes.
     #[serde(default)]
     pub output_bytes: u64,
 }

@@ -161,6 +161,7 @@ pub fn sample_report() -> Report {
             order: "forward".into(),
             seed: None,
             range: None,
+            max_buffer_bytes: 2 << 30,
         },
         totals: Totals {
             frames_due: 240,

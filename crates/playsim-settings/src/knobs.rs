@@ -57,15 +57,21 @@ macro_rules! run_knobs {
                         "Frames the pipeline may hold ahead of presentation", [];
                     IoDepth io_depth: u32 = EngineConfig::default().io_depth, "4", flag "io-depth",
                         key "io_depth", parse::count, "Frame reads in flight at once", [];
+                    MaxBuffer max_buffer: u64 = playsim_engine::default_max_buffer(),
+                        "a quarter of the available memory, 256M to 4G", flag "max-buffer",
+                        key "max_buffer", parse::memory_size,
+                        "Bytes the prefetch windows' frames (read, not yet presented) may hold at \
+                         once, over all streams, e.g. 2GiB, 512M (the frame next due always \
+                         reads)", [];
                     DecodeThreads decode_threads: u32 = playsim_engine::default_decode_threads(),
-                        "all cores", flag "decode-threads", key "decode_threads", parse::count,
+                        "all cores", flag "decode-threads", key "decode_threads", parse::threads,
                         "Decode threads", [];
                     OutputStage output_stage: playsim_engine::OutputStage = EngineConfig::default().output, "v210",
                         flag "output-stage", key "output_stage", parse::output_stage,
                         "Work done per frame before its deadline: v210 (pack to 10-bit 4:2:2, as an \
                          SDI output driver does) or none", [];
                     OutputThreads output_threads: u32 = EngineConfig::default().output_threads, "1",
-                        flag "output-threads", key "output_threads", parse::count,
+                        flag "output-threads", key "output_threads", parse::threads,
                         "Output threads a stream: frames it packs at once", [];
                 }
                 options {
@@ -124,7 +130,7 @@ macro_rules! run_knobs {
                         "EXR decoding library: openexr (the C++ library the applications use) or \
                          exrs (pure Rust)", [];
                     CodecThreads codec_threads: u32 = EngineConfig::default().codec_threads, "1",
-                        flag "codec-threads", key "codec_threads", parse::count,
+                        flag "codec-threads", key "codec_threads", parse::codec_threads,
                         "Threads inside one frame's decode (OpenEXR's per-file threads, exrs' block \
                          decompression)", [];
                 }
@@ -453,6 +459,7 @@ impl Settings {
             no_drop: self.no_drop(),
             verify: self.verify(),
             codec_threads: self.codec_threads(),
+            max_buffer: self.max_buffer(),
         }
     }
 
@@ -560,11 +567,13 @@ mod tests {
         assert_eq!(parse::preroll(shown(Knob::Preroll)), Ok(none.preroll()));
         assert_eq!(parse::count(shown(Knob::Prefetch)), Ok(none.prefetch()));
         assert_eq!(parse::count(shown(Knob::IoDepth)), Ok(none.io_depth()));
+        assert!(parse::memory_size("256M").is_ok_and(|min| min <= none.max_buffer()));
+        assert!(parse::memory_size("4G").is_ok_and(|max| none.max_buffer() <= max));
         assert_eq!(parse::output_stage(shown(Knob::OutputStage)), Ok(none.output_stage()));
-        assert_eq!(parse::count(shown(Knob::OutputThreads)), Ok(none.output_threads()));
+        assert_eq!(parse::threads(shown(Knob::OutputThreads)), Ok(none.output_threads()));
         assert_eq!(parse::bytes(shown(Knob::BlockSize)), Ok(none.block_size()));
         assert_eq!(parse::io_engine(shown(Knob::IoEngine)), Ok(none.io_engine()));
-        assert_eq!(parse::count(shown(Knob::CodecThreads)), Ok(none.codec_threads()));
+        assert_eq!(parse::codec_threads(shown(Knob::CodecThreads)), Ok(none.codec_threads()));
         assert_eq!(parse::nconnect(shown(Knob::Nconnect)), Ok(none.nconnect()));
         assert_eq!(parse::rsize(shown(Knob::Rsize)), Ok(none.rsize()));
         assert_eq!(parse::duration(shown(Knob::NfsTimeout)), Ok(none.nfs_timeout()));

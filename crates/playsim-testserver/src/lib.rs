@@ -8,6 +8,8 @@
 //! [`kill`](NfsServer::kill) (SIGKILL) and [`restart`](NfsServer::restart) on the same ports.
 //! [`NfsServer::builder`] adds exports that refuse MOUNT or squash uids. Faults on the path to
 //! it go through a [`FaultProxy`]: a delay per chunk, a stall, a reset of every connection.
+//! [`HostileServer`] is not Ganesha: a small NFSv3 server in the test process that answers with
+//! a chosen [`Misbehaviour`].
 //!
 //! ```
 //! use playsim_testserver::{AccessType, ExportSpec, NfsServer};
@@ -122,6 +124,7 @@ mod config;
 mod error;
 mod fault_proxy;
 mod host;
+mod hostile;
 pub mod portmap;
 mod rpc;
 mod server;
@@ -130,5 +133,6 @@ mod smb;
 pub use config::{AccessType, ExportSpec, Squash};
 pub use error::Error;
 pub use fault_proxy::FaultProxy;
+pub use hostile::{HostileServer, Misbehaviour, When, HOSTILE_DIR, HOSTILE_EXPORT};
 pub use server::{NfsServer, NfsServerBuilder, DEFAULT_STARTUP_TIMEOUT};
 pub use smb::SmbServer;

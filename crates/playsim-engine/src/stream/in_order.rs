@@ -76,11 +76,13 @@ impl StreamCtx {
         }
         let t = self.now_ns();
         self.mark(idx, Phase::Reading, |e| e.read_start_ns = Some(t));
-        let mut encoded = self.encoded_pool.get();
-        let read = self.read_frame(&at.extent, &mut encoded).await.map(|read| read.bytes);
+        // Not within `--max-buffer`: packets go to the decoder in order, so a packet waiting
+        // for bytes held by later packets (waiting for it) would never be read. Long-GOP
+        // packets are small, and the window bounds them in number.
+        let read = self.read_frame(&at.extent, None).await.map(|read| (read.bytes, read.buf));
         drop(io);
         let encoded = match read {
-            Ok(bytes) => {
+            Ok((bytes, encoded)) => {
                 self.live.bytes(bytes);
                 let t = self.now_ns();
                 self.mark(idx, Phase::DecodeQueued, |e| {
@@ -157,7 +159,7 @@ impl StreamCtx {
         let t = duration_ns(self.now());
         // Long-GOP pictures stay within the picture budget (the prefetch), not the decoded slots.
         match self.output_stage(idx, &cancel, (decoded, None), t).await {
-            Ok(held) => self.ready_holding(idx, slot, duration_ns(self.now()), held, Some(token)),
+            Ok(held) => self.ready_holding(idx, slot, duration_ns(self.now()), (held, None), Some(token)),
             Err(OutputEnd::Dropped) => self.retire(idx, slot),
             Err(OutputEnd::Skipped(cause)) => self.skip(idx, slot, Phase::OutputSkipped(cause)),
             Err(OutputEnd::Failed(detail)) => self.fail(idx, slot, unreadable(detail)),

@@ -57,11 +57,14 @@ use crate::start::StartBarrier;
 use crate::EngineConfig;
 
 mod admit;
+mod held;
 mod in_order;
 mod present;
 mod schedule;
 
 use admit::{Admission, RecentTimes};
+pub(crate) use held::ByteBudget;
+use held::{HeldCount, HeldOne, Reservation};
 use in_order::{Picture, PictureBudget, PictureToken};
 pub(crate) use present::{Opened, StartGate};
 pub(crate) use schedule::DeadlineSlots;
@@ -157,8 +160,8 @@ pub(crate) enum Verdict {
 /// What a ready frame holds until it is presented.
 enum Held {
     Decoded(#[allow(dead_code)] PooledBuf<DecodedFrame>),
-    /// The v210 output, in a buffer of the encoded pool.
-    Packed(#[allow(dead_code)] PooledBuf<IoBuf>),
+    /// The v210 output, in a buffer of the encoded pool, counted as the output side's.
+    Packed(#[allow(dead_code)] PooledBuf<IoBuf>, #[allow(dead_code)] HeldOne),
 }
 
 pub(crate) struct FrameEntry {
@@ -167,6 +170,8 @@ pub(crate) struct FrameEntry {
     holds_slot: bool,
     slot: Option<OwnedSemaphorePermit>,
     held: Option<Held>,
+    /// The frame's bytes of the run's `--max-buffer`, held until it leaves the window.
+    reservation: Option<Reservation>,
     /// A long-GOP frame's place in the picture budget, until it is presented or dropped.
     token: Option<PictureToken>,
     cancel: Arc<Notify>,
@@ -190,6 +195,7 @@ impl Default for FrameEntry {
             holds_slot: false,
             slot: None,
             held: None,
+            reservation: None,
             token: None,
             cancel: Arc::new(Notify::new()),
             due_ns: None,
@@ -283,11 +289,16 @@ enum OutputEnd {
     Failed(String),
 }
 
-/// One frame's bytes read, and the time spent before the read faulting in a new buffer for
-/// them (see [`IoBuf::prefault`]).
+/// One frame's bytes read, the time spent before the read faulting in a new buffer for them
+/// (see [`IoBuf::prefault`]) or waiting for room in the run's `--max-buffer`, and the bytes
+/// it holds of that budget until it leaves the window.
 struct FrameRead {
     bytes: u64,
     faulting: Duration,
+    waiting: Duration,
+    reservation: Option<Reservation>,
+    /// The buffer read into, taken from the encoded pool once the reservation was made.
+    buf: PooledBuf<IoBuf>,
 }
 
 /// Everything the presenter and the frame tasks share, behind one lock.
@@ -315,14 +326,14 @@ pub(crate) struct StreamState {
     /// Whether the first frame decoded had its pixels in the frame's own buffer, not in the
     /// decoder's: then the decoded pool's buffers are worth faulting in ahead.
     decoded_in_own_buffer: bool,
-    /// The largest frame read so far, in bytes: the size a fresh read buffer is faulted in at.
-    largest_read: u64,
     /// Recent read, decode and output times, to tell a frame that cannot be ready in time.
     recent_read: RecentTimes,
     recent_decode: RecentTimes,
     recent_output: RecentTimes,
     /// How much later than admission predicted recent frames were ready.
     prediction_errors: admit::PredictionErrors,
+    /// The frame the presenter decides next: every earlier one was presented or dropped.
+    next_due: u64,
     /// Frames not decoded because they could not have been ready in time.
     pub skipped: u64,
     /// Frames whose read was never started: they could not have been ready in time.
@@ -415,6 +426,10 @@ pub(crate) struct StreamCtx {
     /// Encoded bytes, then the same frame's v210 output (see [`OutputJob::packed`]).
     encoded_pool: BufPool<IoBuf>,
     decoded_pool: BufPool<DecodedFrame>,
+    /// The encoded pool's buffers held by the output side: packed, not yet presented.
+    output_held: Arc<HeldCount>,
+    /// The run's `--max-buffer`: bytes the frames in the window may hold (see [`ByteBudget`]).
+    budget: Arc<ByteBudget>,
     state: Mutex<StreamState>,
     /// The file frames are read from by byte range (a video file), kept open for the stream.
     open_file: tokio::sync::Mutex<Option<OpenFile>>,
@@ -457,6 +472,8 @@ pub(crate) struct Shared {
     pub start_offset: Duration,
     /// How `verify` reads a decoded frame's index (see `SimulationBuilder::frame_index_reader`).
     pub frame_index: Option<FrameIndexReader>,
+    /// The run's `--max-buffer`, shared by every stream.
+    pub budget: Arc<ByteBudget>,
 }
 
 impl StreamCtx {
@@ -500,6 +517,8 @@ impl StreamCtx {
             window_len: window,
             encoded_pool: BufPool::new(),
             decoded_pool: BufPool::new(),
+            output_held: Arc::default(),
+            budget: Arc::clone(&shared.budget),
             state: Mutex::new(StreamState::default()),
             open_file: tokio::sync::Mutex::new(None),
             changed: Notify::new(),
@@ -546,6 +565,11 @@ impl StreamCtx {
     /// and decoded: the steady-state memory bound.
     pub fn buffers_created(&self) -> (usize, usize) {
         (self.encoded_pool.created(), self.decoded_pool.created())
+    }
+
+    /// The most encoded-pool buffers the output side held at once (packed, not yet presented).
+    pub fn output_buffers_peak(&self) -> u64 {
+        self.output_held.peak()
     }
 
     /// The decode pool's slots the stream's frames take (shared, or a pool of its own).
@@ -693,8 +717,16 @@ impl StreamCtx {
         self.left_read_side.notify_waiters();
     }
 
-    fn ready(&self, idx: u64, slot: OwnedSemaphorePermit, done_ns: u64, held: Held) {
-        self.ready_holding(idx, slot, done_ns, held, None);
+    /// Frame `idx` is ready: it holds `held` and its bytes of `--max-buffer` until presented.
+    fn ready(
+        &self,
+        idx: u64,
+        slot: OwnedSemaphorePermit,
+        done_ns: u64,
+        held: Held,
+        reservation: Option<Reservation>,
+    ) {
+        self.ready_holding(idx, slot, done_ns, (held, reservation), None);
     }
 
     /// [`ready`](Self::ready), keeping a long-GOP picture's token until the frame is presented.
@@ -703,7 +735,7 @@ impl StreamCtx {
         idx: u64,
         slot: OwnedSemaphorePermit,
         done_ns: u64,
-        held: Held,
+        (held, reservation): (Held, Option<Reservation>),
         token: Option<PictureToken>,
     ) {
         {
@@ -718,6 +750,7 @@ impl StreamCtx {
                 e.phase = Phase::Ready;
                 e.slot = Some(slot);
                 e.held = Some(held);
+                e.reservation = reservation;
                 e.token = token;
             } else {
                 e.phase = Phase::Done;
@@ -758,8 +791,7 @@ impl StreamCtx {
         let Some(io) = acquire_unless_dropped(&self.io_slots, &cancel).await else {
             return self.retire(idx, slot);
         };
-        let mut encoded = self.encoded_pool.get();
-        encoded.prefault(self.expected_read_len(extent));
+        let mut io = Some(io);
         let read_start = self.now();
         if let Admission::Reject(cause) = self.admission(idx, read_start) {
             return self.skip(idx, slot, Phase::Rejected(cause));
@@ -768,9 +800,9 @@ impl StreamCtx {
         if !self.advance(idx, Phase::Reading, |e| e.read_start_ns = Some(t)) {
             return self.retire(idx, slot);
         }
-        let read = self.read_frame(extent, &mut encoded).await;
+        let read = self.read_frame(extent, Some((idx, &mut io))).await;
         drop(io);
-        let FrameRead { bytes, faulting } = match read {
+        let FrameRead { bytes, faulting, waiting, reservation, buf: encoded } = match read {
             Ok(read) => read,
             Err(detail) => return self.fail(idx, slot, unreadable(detail)),
         };
@@ -778,14 +810,13 @@ impl StreamCtx {
         let read_end = self.now();
         {
             // The read's time without its buffer's first faults, which the next reads into
-            // the recycled buffer do not pay.
-            let read_time = read_end.saturating_sub(read_start).saturating_sub(faulting);
+            // the recycled buffer do not pay, nor its wait for room in `--max-buffer`.
+            let read_time = read_end.saturating_sub(read_start).saturating_sub(faulting + waiting);
             let mut st = self.lock();
             st.recent_read.push(read_time);
             st.busy.read += read_time;
             st.last_read_done_ns = duration_ns(read_end);
             st.reads_done += 1;
-            st.largest_read = st.largest_read.max(bytes);
         }
         let t = duration_ns(read_end);
         let next = if self.decoded_slots.is_some() { Phase::DecodedSlotQueued } else { Phase::DecodeQueued };
@@ -800,7 +831,7 @@ impl StreamCtx {
         if !self.decoder.decodes() {
             // Bytes only (frametest's semantics): the frame is ready when read.
             drop(encoded);
-            return self.ready(idx, slot, t, Held::Decoded(self.decoded_pool.get()));
+            return self.ready(idx, slot, t, Held::Decoded(self.decoded_pool.get()), None);
         }
 
         // A decoded-frame slot, before a decode thread: a frame waiting on the output stage
@@ -862,11 +893,11 @@ impl StreamCtx {
         // The encoded buffer goes back to the pool here, for the output stage to pack into
         // (a field left in a partly moved `job` would be dropped only at the task's end).
         let DecodeJob { decoded, encoded, .. } = job;
-        drop(encoded);
+        give_back_read_buffer(encoded, bytes);
         self.note_geometry(&decoded);
         let t = u64::try_from(end.as_nanos()).unwrap_or(u64::MAX);
         match self.output_stage(idx, &cancel, (decoded, decoded_slot), t).await {
-            Ok(held) => self.ready(idx, slot, duration_ns(self.now()), held),
+            Ok(held) => self.ready(idx, slot, duration_ns(self.now()), held, reservation),
             Err(OutputEnd::Dropped) => self.retire(idx, slot),
             Err(OutputEnd::Skipped(cause)) => self.skip(idx, slot, Phase::OutputSkipped(cause)),
             Err(OutputEnd::Failed(detail)) => self.fail(idx, slot, unreadable(detail)),
@@ -890,16 +921,6 @@ impl StreamCtx {
             st.decoded_format = decoded.format;
             st.decoded_in_own_buffer = decoded.external.is_none() && !decoded.data.is_empty();
         }
-    }
-
-    /// The bytes frame `extent` is expected to take: its length when the source gives one
-    /// (a byte range in a video file), else the largest frame read so far.
-    fn expected_read_len(&self, extent: &FrameExtent) -> usize {
-        let len = match extent {
-            FrameExtent::Range { len, .. } => *len,
-            _ => self.lock().largest_read,
-        };
-        usize::try_from(len.min(MAX_FRAME_BYTES)).unwrap_or(0)
     }
 
     /// A decoded frame from the pool, its pages faulted in at the stream's frame size when it
@@ -940,6 +961,7 @@ impl StreamCtx {
         // The output packs v210 into a buffer of the encoded pool: a new one is faulted in
         // before the output's time starts, as a read's and a decode's are.
         let mut packed = self.encoded_pool.get();
+        let counted = self.output_held.hold();
         packed.prefault(crate::v210::stride(decoded.width) * decoded.height as usize);
         let start = self.now();
         if self.cannot_output_in_time(idx, start) {
@@ -961,18 +983,43 @@ impl StreamCtx {
             st.busy.output += end.saturating_sub(start);
         }
         match job {
-            Some(packed) => Ok(Held::Packed(packed)),
+            Some(packed) => Ok(Held::Packed(packed, counted)),
             None => Err(OutputEnd::Failed("the output stage failed without a result".into())),
         }
     }
 
-    /// Reads one frame's bytes, timing open, read and close. The error names the path.
-    async fn read_frame(&self, extent: &FrameExtent, buf: &mut IoBuf) -> Result<FrameRead, String> {
+    /// Reads one frame's bytes into a buffer of the encoded pool, timing open, read and close.
+    /// The error names the path. With `budgeted` (frame `idx` and its I/O slot), the read
+    /// first reserves the frame's bytes of the run's `--max-buffer` (see
+    /// [`StreamCtx::reserve`]), and only then takes its buffer: a frame waiting for room holds
+    /// no buffer, which would otherwise grow to the frame's size when it is read, so the
+    /// pool's big buffers are the frames' within the budget.
+    async fn read_frame(
+        &self,
+        extent: &FrameExtent,
+        budgeted: Option<Budgeted<'_>>,
+    ) -> Result<FrameRead, String> {
         match extent {
-            FrameExtent::File { path } => self.read_file(path, buf).await,
+            FrameExtent::File { path } => self.read_file(path, budgeted).await,
             FrameExtent::Range { path, offset, len } => {
-                let bytes = self.read_range(path, *offset, *len, buf).await?;
-                Ok(FrameRead { bytes, faulting: Duration::ZERO })
+                self.refuse_oversized(path, *len)?;
+                let t = self.now();
+                let reservation = match budgeted {
+                    Some((idx, io)) => self.reserve(idx, *len, io).await,
+                    None => None,
+                };
+                let reserved = self.now();
+                let mut buf = self.encoded_pool.get();
+                buf.prefault(usize::try_from((*len).min(MAX_FRAME_BYTES)).unwrap_or(0));
+                let faulted = self.now();
+                let bytes = self.read_range(path, *offset, *len, &mut buf).await?;
+                Ok(FrameRead {
+                    bytes,
+                    faulting: faulted.saturating_sub(reserved),
+                    waiting: reserved.saturating_sub(t),
+                    reservation,
+                    buf,
+                })
             }
             FrameExtent::Missing { expected } => {
                 Err(format!("{} is missing from the sequence (a gap)", expected.display()))
@@ -984,7 +1031,7 @@ impl StreamCtx {
     /// the file is grown and faulted in between the open and the read (see
     /// [`IoBuf::prefault`]): the frames the preroll reads all at once, before any size is
     /// known, would otherwise fault in their buffers inside their reads.
-    async fn read_file(&self, path: &Path, buf: &mut IoBuf) -> Result<FrameRead, String> {
+    async fn read_file(&self, path: &Path, budgeted: Option<Budgeted<'_>>) -> Result<FrameRead, String> {
         let t = self.now();
         let file = self.storage.open(path).await.map_err(|e| self.storage_failure(e))?;
         let opened = self.now();
@@ -997,9 +1044,19 @@ impl StreamCtx {
                 return Err(e.message);
             }
         };
+        if let Err(refused) = self.refuse_oversized(path, want) {
+            let _ = file.close().await;
+            return Err(refused);
+        }
+        let reservation = match budgeted {
+            Some((idx, io)) => self.reserve(idx, want, io).await,
+            None => None,
+        };
+        let reserved = self.now();
+        let mut buf = self.encoded_pool.get();
         buf.prefault(want_usize);
         let faulted = self.now();
-        let read = file.read_at(0, want_usize, buf).await;
+        let read = file.read_at(0, want_usize, &mut buf).await;
         let read_done = self.now();
         let closed = file.close().await;
         let close_done = self.now();
@@ -1011,7 +1068,60 @@ impl StreamCtx {
         let n = read.map_err(|e| self.storage_failure(e))?;
         closed.map_err(|e| self.storage_failure(e))?;
         let bytes = whole_read(path, 0, n, want).map_err(|e| e.message)?;
-        Ok(FrameRead { bytes, faulting: faulted.saturating_sub(opened) })
+        Ok(FrameRead {
+            bytes,
+            faulting: faulted.saturating_sub(reserved),
+            waiting: reserved.saturating_sub(opened),
+            reservation,
+            buf,
+        })
+    }
+
+    /// Refuses a frame whose size (from its file's attributes or a server's reply) is more
+    /// than the whole of `--max-buffer`, before any buffer is taken for it: the frame is
+    /// unreadable, with a message naming the file, its size and the limit.
+    fn refuse_oversized(&self, path: &Path, len: u64) -> Result<(), String> {
+        let limit = self.budget.limit();
+        if len > limit {
+            // The size is the server's claim, where there is one: name it.
+            let info = self.storage.info();
+            let server = info.options.iter().find(|(key, _)| key == "server");
+            let by = server
+                .map_or_else(String::new, |(_, addr)| format!(" (so says {} server {addr})", info.transport));
+            return Err(format!(
+                "{}{by} is {len} bytes, more than --max-buffer ({limit} bytes) may hold: raise \
+                 --max-buffer (for example --max-buffer {}M) to read a frame this large",
+                path.display(),
+                len.div_ceil(1 << 20).saturating_mul(2)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reserves `bytes` of the run's `--max-buffer` for frame `idx`'s read. While it waits the
+    /// frame is `ReadAheadQueued`, as a frame waiting for the decode pool is (the memory it
+    /// waits for is held by frames read ahead), and gives its I/O slot back, so that the
+    /// frame next due, which may always read, is not kept from reading by frames waiting here.
+    async fn reserve(
+        &self,
+        idx: u64,
+        bytes: u64,
+        io: &mut Option<OwnedSemaphorePermit>,
+    ) -> Option<Reservation> {
+        if let Some(reservation) = self.budget.try_reserve(bytes) {
+            return Some(reservation);
+        }
+        let _ = self.advance(idx, Phase::ReadAheadQueued, |_| {});
+        drop(io.take());
+        let next_due = || self.lock().next_due >= idx;
+        let reservation = self.budget.reserve(bytes, &self.cancel, next_due).await;
+        let _ = self.advance(idx, Phase::ReadQueued, |_| {});
+        *io = Arc::clone(&self.io_slots).acquire_owned().await.ok();
+        // The read starts now: a read that seemed to start before the wait would look stalled
+        // to admission (see `stalled_reads_ahead`), and the frames behind it be refused.
+        let t = self.now_ns();
+        let _ = self.advance(idx, Phase::Reading, |e| e.read_start_ns = Some(t));
+        reservation
     }
 
     /// Reads a frame's byte range of a file the stream keeps open: a video file is opened once
@@ -1131,6 +1241,21 @@ async fn acquire_unless_dropped(stage: &Arc<Semaphore>, dropped: &Notify) -> Opt
         permit = Arc::clone(stage).acquire_owned() => permit.ok(),
     }
 }
+
+/// Gives a read buffer back to its pool after the decode, or frees its memory first when it is
+/// far larger than the frame it held (more than twice, and over 1 MiB): a buffer grown by an
+/// outsized frame of a sequence whose frames vary wildly would otherwise stay resident in the
+/// pool, under every small frame read into it, beyond `--max-buffer`. Frames of one size
+/// (within the sixteenth a buffer grows ahead) keep their buffers, as before.
+fn give_back_read_buffer(mut buf: PooledBuf<IoBuf>, frame_bytes: u64) {
+    let capacity = buf.capacity() as u64;
+    if capacity > (1 << 20) && capacity > frame_bytes.saturating_mul(2) {
+        *buf = IoBuf::default();
+    }
+}
+
+/// A frame read within `--max-buffer`: its index, and its I/O slot, given back while it waits.
+type Budgeted<'a> = (u64, &'a mut Option<OwnedSemaphorePermit>);
 
 /// A file a stream keeps open, and its path.
 type OpenFile = (std::path::PathBuf, Arc<Box<dyn StorageFile>>);

@@ -230,6 +230,7 @@ impl StreamCtx {
                 let output_done = entry.output_done_ns.unwrap_or(now_ns);
                 drop(entry.slot.take());
                 drop(entry.held.take());
+                drop(entry.reservation.take());
                 drop(entry.token.take());
                 st.hist.pacing_error.record(signed_ns(now_ns, due_ns));
                 st.hist.slack.record(signed_ns(due_ns, output_done));
@@ -292,6 +293,10 @@ impl StreamCtx {
                 self.live.dropped(cause);
             }
         }
+        // Frame k+1 is now the one next due: it may read past `--max-buffer` if it must.
+        st.next_due = st.next_due.max(k + 1);
+        drop(st);
+        self.budget.wake();
         true
     }
 }

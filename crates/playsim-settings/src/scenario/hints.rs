@@ -20,6 +20,7 @@ pub(super) const KEY_EXAMPLES: &[(&str, &str)] = &[
     ("preroll", "preroll = 5"),
     ("prefetch", "prefetch = 8"),
     ("io_depth", "io_depth = 4"),
+    ("max_buffer", "max_buffer = \"2GiB\"  (or \"512M\", bytes)"),
     ("output_stage", "output_stage = \"v210\"  (or \"none\")"),
     ("output_threads", "output_threads = 2"),
     ("no_drop", "no_drop = true"),

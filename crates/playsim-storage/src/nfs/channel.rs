@@ -24,6 +24,11 @@ pub struct Credential {
 pub enum CallError {
     /// The connection failed or closed: the call may be sent again on a new connection.
     Connection(String),
+    /// The connection broke while this call's own reply was being read (its xid had been
+    /// read): the call may be sent again on a new connection, but a server that cuts the
+    /// same call's reply every time is refusing that call, not down, and the caller gives the
+    /// call up after a few tries rather than waiting out its time-out.
+    ReplyCut(String),
     /// The server answered, but not with the procedure's result (denied, no such program).
     Rejected(String),
     /// The server's reply could not be parsed.
@@ -37,6 +42,7 @@ impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CallError::Connection(m)
+            | CallError::ReplyCut(m)
             | CallError::Rejected(m)
             | CallError::Malformed(m)
             | CallError::Fatal(m) => f.write_str(m),

@@ -34,6 +34,10 @@ const IPPROTO_TCP: u32 = 6;
 
 /// The first wait before a reconnect; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+/// How many times a call's own reply may be cut off by the connection breaking before the call
+/// is given up as refused (a server that resets every reply to one READ), not waited out.
+const MAX_CUT_REPLIES: usize = 3;
+
 /// The longest wait between reconnect attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// Bytes of directory entries asked for per READDIRPLUS.
@@ -120,11 +124,13 @@ impl Node {
     }
 }
 
-/// One directory entry from READDIRPLUS, with its handle when the server gave one.
+/// One directory entry from READDIRPLUS, with its handle when the server gave one, and its
+/// attributes (whether it is a directory, its size) when the server gave them.
 #[derive(Clone, Debug)]
 pub(crate) struct ListedEntry {
     pub name: String,
     pub node: Option<Node>,
+    pub attributes: Option<(bool, u64)>,
 }
 
 impl NfsPool {
@@ -213,6 +219,8 @@ impl NfsPool {
         let slot = self.next_slot.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         let deadline = tokio::time::Instant::now() + self.config.timeout;
         let mut backoff = FIRST_BACKOFF;
+        // How many times the connection broke in the middle of this call's own reply.
+        let mut cut_replies = 0;
         // When this call's channel first failed: the start of the outage it waits through.
         let mut first_failure: Option<tokio::time::Instant> = None;
         loop {
@@ -228,11 +236,15 @@ impl NfsPool {
                 max_reply,
             };
             let attempt = async {
-                let connection = self.connection(slot).await?;
+                let connection = self.connection(slot).await.map_err(|reason| (reason, false))?;
                 match connection.call(call).await {
                     Err(CallError::Connection(reason)) => {
                         self.discard(slot, &connection).await;
-                        Err(reason)
+                        Err((reason, false))
+                    }
+                    Err(CallError::ReplyCut(reason)) => {
+                        self.discard(slot, &connection).await;
+                        Err((reason, true))
                     }
                     other => Ok(other),
                 }
@@ -249,7 +261,18 @@ impl NfsPool {
                     return Err(NfsFailure::Fatal(format!("nfs server {}: {reason}", self.addr)))
                 }
                 Ok(Ok(Err(other))) => return Err(NfsFailure::Protocol(other.to_string())),
-                Ok(Err(reason)) => reason,
+                Ok(Err((reason, cut))) => {
+                    cut_replies += usize::from(cut);
+                    if cut_replies >= MAX_CUT_REPLIES {
+                        // Connecting works and other calls are answered; this one's reply is
+                        // cut every time: the server refuses this call (the frame is unreadable).
+                        return Err(NfsFailure::Protocol(format!(
+                            "the server cut its reply to this call {cut_replies} times, each on a new \
+                             connection (last: {reason})"
+                        )));
+                    }
+                    reason
+                }
                 Err(_) => format!("no answer within {}", describe(self.config.timeout)),
             };
             let now = tokio::time::Instant::now();
@@ -359,13 +382,19 @@ impl NfsPool {
                 if name == "." || name == ".." {
                     continue;
                 }
+                let attributes = match &entry.name_attributes {
+                    Nfs3Option::Some(attributes) => {
+                        Some((attributes.type_ == ftype3::NF3DIR, attributes.size))
+                    }
+                    Nfs3Option::None => None,
+                };
                 let node = match (entry.name_handle, entry.name_attributes) {
                     (Nfs3Option::Some(fh), Nfs3Option::Some(attributes)) => {
                         Some(Node::from_attributes(&fh.data, &attributes))
                     }
                     _ => None,
                 };
-                entries.push(ListedEntry { name, node });
+                entries.push(ListedEntry { name, node, attributes });
             }
             if ok.reply.eof {
                 return Ok(entries);
@@ -822,6 +851,9 @@ mod tests {
         BreakFirst(&'static [u8]),
         /// Fails every call as a lost connection: a server gone for good.
         Lost,
+        /// Cuts every call's own reply (the connection breaks after its xid was read): a
+        /// server up, but refusing this call.
+        CutReply,
     }
 
     #[derive(Debug)]
@@ -864,6 +896,10 @@ mod tests {
                 Behaviour::Lost => {
                     self.broken.store(true, Ordering::Release);
                     return Err(CallError::Connection("connection lost (scripted)".into()));
+                }
+                Behaviour::CutReply => {
+                    self.broken.store(true, Ordering::Release);
+                    return Err(CallError::ReplyCut("connection lost mid-reply (scripted)".into()));
                 }
                 Behaviour::BreakFirst(_) if n_call == 0 => {
                     self.broken.store(true, Ordering::Release);
@@ -984,6 +1020,23 @@ mod tests {
         let (later, later_at) = read_after(Duration::ZERO).await;
         assert_eq!((later, later_at), (first, first_at));
         assert_eq!(pool.longest_reconnect_wait(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_whose_reply_is_cut_every_time_is_refused_not_waited_out() {
+        let (pool, script) = scripted_pool(Behaviour::CutReply).await;
+        let start = tokio::time::Instant::now();
+        let mut out = vec![0u8; 4];
+        let buffer = BufferIdentity { id: 1, base: out.as_ptr() as usize, len: out.len() };
+        let err = pool.read(b"fh", 0, &mut out, buffer).await.unwrap_err();
+        assert!(
+            matches!(&err, NfsFailure::Protocol(m) if m.contains("cut its reply to this call 3 times")),
+            "{err:?}"
+        );
+        assert_eq!(script.calls.load(Ordering::Relaxed), MAX_CUT_REPLIES);
+        // Two backoffs, not the 5 s time-out; the pool did not give up for the other calls.
+        assert_eq!(start.elapsed(), FIRST_BACKOFF * 3);
+        assert_eq!(pool.reconnects(), 2);
     }
 
     #[test]

@@ -67,6 +67,18 @@ pub fn encode_call_message(out: &mut Vec<u8>, xid: u32, call: &RpcCall<'_>, cred
 /// The largest reply record accepted: a READ of the largest rsize plus headers, with room.
 /// A hostile or confused server cannot make the client allocate more.
 const MAX_RECORD_BYTES: usize = 64 << 20;
+/// The smallest limit put on a call's reply record (see [`record_limit`]): room for the export
+/// list of a large filer, which the MOUNT call's `max_reply` does not allow for.
+const MIN_RECORD_LIMIT: usize = 1 << 20;
+
+/// The largest reply record `call` may get: its `max_reply`, or for a READ its data and room
+/// for the headers, but at least [`MIN_RECORD_LIMIT`] and at most [`MAX_RECORD_BYTES`]. A
+/// record mark claiming more is refused before anything is allocated for it (a mark can claim
+/// 2 GiB).
+fn record_limit(call: &RpcCall<'_>) -> usize {
+    let data = call.read_into.as_ref().map_or(0, |read_into| read_into.dest.len() + SMALL_REPLY_BYTES);
+    call.max_reply.max(data).clamp(MIN_RECORD_LIMIT, MAX_RECORD_BYTES)
+}
 
 /// Reply buffers kept for reuse. A fresh megabyte per READ reply cost more CPU in page
 /// faults and zeroing than the copy of the data itself (measured with perf on loopback).
@@ -211,6 +223,7 @@ impl RpcConnection {
     async fn send(&self, call: RpcCall<'_>) -> Result<Answer, CallError> {
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
         let record = self.encode(xid, &call)?;
+        let limit = record_limit(&call);
         let dest = call.read_into.map(|read_into| read_into.dest);
         let (tx, mut rx) = oneshot::channel();
         {
@@ -245,7 +258,7 @@ impl RpcConnection {
                     if let Ok(handed) = rx.try_recv() {
                         drop(turn);
                         let (turn, head) = handed?.take()?;
-                        return self.read_own(turn, head, xid, dest).await;
+                        return self.read_own(turn, head, xid, dest, limit).await;
                     }
                     if let Some(reason) = lock(&self.pending).closed.clone() {
                         return Err(CallError::Connection(reason));
@@ -260,58 +273,70 @@ impl RpcConnection {
                 }
             };
             if head.xid() == xid {
-                return self.read_own(turn, head, xid, dest).await;
+                return self.read_own(turn, head, xid, dest, limit).await;
             }
             self.hand_over(turn, head).await?;
         }
     }
 
-    /// Reads the rest of this call's own reply, whose head has been read.
+    /// Reads the rest of this call's own reply, whose head has been read: a record longer
+    /// than `limit` bytes is refused before it is read.
     async fn read_own(
         &self,
         mut turn: ReadTurn,
         head: Head,
         xid: u32,
         dest: Option<&mut [u8]>,
+        limit: usize,
     ) -> Result<Answer, CallError> {
         lock(&self.pending).waiters.remove(&xid);
         let mut guard = BreakOnDrop { connection: self, armed: true };
-        let rest = read_rest(&mut turn, head, dest, &self.buffers).await;
+        let rest = read_rest(&mut turn, head, dest, &self.buffers, limit).await;
         guard.armed = false;
         drop(turn);
         match rest {
             Ok(Rest::Data { n, eof }) => Ok(Answer::Data { n, eof }),
             Ok(Rest::Record(record)) => self.accept(record).map(Answer::Reply),
-            Err(reason) => Err(self.lost(reason)),
+            Err(ReplyError::Lost(reason)) => match self.lost(reason) {
+                CallError::Connection(reason) => Err(CallError::ReplyCut(reason)),
+                other => Err(other),
+            },
+            Err(ReplyError::Malformed(reason)) => Err(CallError::Malformed(reason)),
         }
     }
 
     /// Gives the turn, with the head it read, to the call the record answers. A reply to a
-    /// call that gave up waiting is read and dropped.
+    /// call that gave up waiting is read and dropped. A reply to an xid that no call on this
+    /// connection has (never sent, or answered already) breaks the connection: the server is
+    /// confused, and the call it should have answered would wait for nothing until its
+    /// time-out. Every call waiting on the connection is sent again on a new one.
     async fn hand_over(&self, turn: ReadTurn, head: Head) -> Result<(), CallError> {
-        let waiter = lock(&self.pending).waiters.remove(&head.xid());
+        let xid = head.xid();
+        let waiter = lock(&self.pending).waiters.remove(&xid);
+        let Some(waiter) = waiter else {
+            let error = self.lost(format!("a reply to xid {xid:#010x}, which no call is waiting for"));
+            drop(turn);
+            return Err(error);
+        };
         let handover = Handover {
             turn: Some(turn),
             head,
             broken: Arc::clone(&self.broken),
             pending: Arc::clone(&self.pending),
         };
-        let unclaimed = match waiter {
-            Some(waiter) => match waiter.send(Ok(handover)) {
-                Ok(()) => return Ok(()),
-                Err(Ok(handover)) => handover,
-                Err(Err(_)) => return Ok(()),
-            },
-            None => handover,
+        let unclaimed = match waiter.send(Ok(handover)) {
+            Ok(()) => return Ok(()),
+            Err(Ok(handover)) => handover,
+            Err(Err(_)) => return Ok(()),
         };
         let (mut turn, head) = unclaimed.take()?;
         let mut guard = BreakOnDrop { connection: self, armed: true };
-        let rest = read_rest(&mut turn, head, None, &self.buffers).await;
+        let rest = read_rest(&mut turn, head, None, &self.buffers, MAX_RECORD_BYTES).await;
         guard.armed = false;
         match rest {
             Ok(Rest::Record(record)) => self.buffers.put(record),
-            Ok(Rest::Data { .. }) => {}
-            Err(reason) => return Err(self.lost(reason)),
+            Ok(Rest::Data { .. }) | Err(ReplyError::Malformed(_)) => {}
+            Err(ReplyError::Lost(reason)) => return Err(self.lost(reason)),
         }
         Ok(())
     }
@@ -465,6 +490,8 @@ enum Rest {
 const READ_HEAD_BYTES: usize = 32;
 /// A READ reply's fattr3, which has a fixed size.
 const FATTR3_BYTES: usize = 84;
+/// A READ reply's words after its attributes: count, eof, the data's length.
+const READ_TAIL_BYTES: usize = 12;
 
 /// Reads the record mark and the first bytes of the next record.
 async fn read_head(stream: &mut OwnedReadHalf) -> Result<Head, String> {
@@ -475,41 +502,66 @@ async fn read_head(stream: &mut OwnedReadHalf) -> Result<Head, String> {
     Ok(head)
 }
 
+/// Why the rest of a reply could not be had.
+#[derive(Debug, PartialEq, Eq)]
+enum ReplyError {
+    /// The stream is lost or out of step (closed, reset, a record longer than the call may
+    /// get): the connection must be given up.
+    Lost(String),
+    /// The record was read to its end but makes no sense for the call (a READ with more bytes
+    /// than asked): the connection goes on, and the call fails.
+    Malformed(String),
+}
+
+impl From<String> for ReplyError {
+    fn from(reason: String) -> ReplyError {
+        ReplyError::Lost(reason)
+    }
+}
+
 /// Reads the rest of the record `head` began: a successful READ reply's data into `dest`
-/// when one is given, anything else whole into a pooled buffer.
+/// when one is given, anything else whole into a pooled buffer. A record longer than `limit`
+/// bytes is refused before anything is read or allocated for it.
 async fn read_rest(
     stream: &mut OwnedReadHalf,
     head: Head,
     dest: Option<&mut [u8]>,
     buffers: &BufferPool,
-) -> Result<Rest, String> {
+    limit: usize,
+) -> Result<Rest, ReplyError> {
     let len = head.record_len();
+    check_record_len(len, limit)?;
+    let attributes_len = if head.word(7) == 1 { FATTR3_BYTES } else { 0 };
+    let fixed_len = READ_HEAD_BYTES + attributes_len + READ_TAIL_BYTES;
     let dest = match dest {
-        Some(dest) if head.is_successful_read() => dest,
+        Some(dest) if head.is_successful_read() && len >= fixed_len => dest,
         _ => {
             let mut record = buffers.take();
             record.extend_from_slice(&head.bytes[..head.len]);
-            read_fragment(stream, &mut record, len - head.len).await?;
+            read_fragment(stream, &mut record, len - head.len, limit).await?;
             if !head.is_last_fragment() {
-                read_fragments(stream, &mut record).await?;
+                read_fragments(stream, &mut record, limit).await?;
             }
             return Ok(Rest::Record(record));
         }
     };
-    let mut consumed = READ_HEAD_BYTES;
-    if head.word(7) == 1 {
-        let mut attributes = [0u8; FATTR3_BYTES];
-        stream.read_exact(&mut attributes).await.map_err(|e| describe_read_error(&e))?;
-        consumed += FATTR3_BYTES;
-    }
-    let mut tail = [0u8; 12];
+    let mut attributes = [0u8; FATTR3_BYTES];
+    stream.read_exact(&mut attributes[..attributes_len]).await.map_err(|e| describe_read_error(&e))?;
+    let mut tail = [0u8; READ_TAIL_BYTES];
     stream.read_exact(&mut tail).await.map_err(|e| describe_read_error(&e))?;
-    consumed += tail.len();
     let eof = u32::from_be_bytes([tail[4], tail[5], tail[6], tail[7]]) != 0;
     let n = u32::from_be_bytes([tail[8], tail[9], tail[10], tail[11]]) as usize;
     let padding = (4 - n % 4) % 4;
-    if n > dest.len() || consumed + n + padding != len {
-        return Err(format!("a malformed read reply ({n} bytes of data in a {len}-byte record)"));
+    if n > dest.len() || fixed_len + n + padding != len {
+        // The record's length is within the call's limit: skip the rest of it, so that the
+        // connection stays in step and only this call fails.
+        skip(stream, len - fixed_len).await?;
+        let reason = if n > dest.len() {
+            format!("a read reply with {n} bytes of data for a read of {}", dest.len())
+        } else {
+            format!("a malformed read reply ({n} bytes of data in a {len}-byte record)")
+        };
+        return Err(ReplyError::Malformed(reason));
     }
     stream.read_exact(&mut dest[..n]).await.map_err(|e| describe_read_error(&e))?;
     let mut pad = [0u8; 3];
@@ -517,12 +569,37 @@ async fn read_rest(
     Ok(Rest::Data { n, eof })
 }
 
-/// Reads `len` bytes into the spare capacity of `record`, which is not zeroed first; `take`
-/// stops at the fragment's end so the next record's bytes stay in the socket.
-async fn read_fragment(stream: &mut OwnedReadHalf, record: &mut Vec<u8>, len: usize) -> Result<(), String> {
-    if record.len() + len > MAX_RECORD_BYTES {
-        return Err(format!("a reply of more than {MAX_RECORD_BYTES} bytes"));
+/// Refuses a record (or the fragments of one so far) of `len` bytes when the call may get
+/// no more than `limit`.
+fn check_record_len(len: usize, limit: usize) -> Result<(), String> {
+    if len > limit {
+        return Err(format!("a reply record claims {len} bytes, more than the {limit} this call may get"));
     }
+    Ok(())
+}
+
+/// Reads and drops `len` bytes, through a small buffer.
+async fn skip(stream: &mut OwnedReadHalf, len: usize) -> Result<(), String> {
+    let mut sink = tokio::io::sink();
+    let copied = tokio::io::copy(&mut (&mut *stream).take(len as u64), &mut sink)
+        .await
+        .map_err(|e| describe_read_error(&e))?;
+    if copied < len as u64 {
+        return Err(describe_read_error(&io::ErrorKind::UnexpectedEof.into()));
+    }
+    Ok(())
+}
+
+/// Reads `len` bytes into the spare capacity of `record`, which is not zeroed first; `take`
+/// stops at the fragment's end so the next record's bytes stay in the socket. The record may
+/// grow to `limit` bytes.
+async fn read_fragment(
+    stream: &mut OwnedReadHalf,
+    record: &mut Vec<u8>,
+    len: usize,
+    limit: usize,
+) -> Result<(), String> {
+    check_record_len(record.len().saturating_add(len), limit)?;
     let end = record.len() + len;
     record.reserve_exact(len);
     let mut fragment = (&mut *stream).take(len as u64);
@@ -536,10 +613,14 @@ async fn read_fragment(stream: &mut OwnedReadHalf, record: &mut Vec<u8>, len: us
 }
 
 /// Reads the further fragments of a record, up to and including the last.
-async fn read_fragments(stream: &mut OwnedReadHalf, record: &mut Vec<u8>) -> Result<(), String> {
+async fn read_fragments(
+    stream: &mut OwnedReadHalf,
+    record: &mut Vec<u8>,
+    limit: usize,
+) -> Result<(), String> {
     loop {
         let mark = stream.read_u32().await.map_err(|e| describe_read_error(&e))?;
-        read_fragment(stream, record, (mark & 0x7fff_ffff) as usize).await?;
+        read_fragment(stream, record, (mark & 0x7fff_ffff) as usize, limit).await?;
         if mark & 0x8000_0000 != 0 {
             return Ok(());
         }
@@ -856,6 +937,119 @@ mod tests {
         encode_call_message(&mut message, 42, &call, &credential);
         assert_eq!(&record[..4], &(message.len() as u32 | LAST_FRAGMENT).to_be_bytes());
         assert_eq!(&record[4..], &message[..]);
+    }
+
+    /// A server that reads `n` calls, writes what `replies` makes of their xids, and keeps the
+    /// connection open for 10 s with nothing more.
+    async fn scripted_server(
+        n: usize,
+        replies: impl FnOnce(&[u32]) -> Vec<u8> + Send + 'static,
+    ) -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut xids = Vec::new();
+            for _ in 0..n {
+                let len = stream.read_u32().await.unwrap() & 0x7fff_ffff;
+                let mut call = vec![0; len as usize];
+                stream.read_exact(&mut call).await.unwrap();
+                xids.push(u32::from_be_bytes([call[0], call[1], call[2], call[3]]));
+            }
+            stream.write_all(&replies(&xids)).await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+        });
+        addr
+    }
+
+    /// Sends a READ of `dest.len()` bytes on `connection`.
+    async fn read_call(connection: &RpcConnection, dest: &mut [u8]) -> Result<Answer, CallError> {
+        let buffer = BufferIdentity { id: 1, base: dest.as_ptr() as usize, len: dest.len() };
+        let call = RpcCall {
+            program: 100_003,
+            version: 3,
+            procedure: 6,
+            args: &[],
+            read_into: Some(ReadInto { dest, buffer }),
+            max_reply: SMALL_REPLY_BYTES,
+        };
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(2), connection.send(call));
+        answer.await.expect("the call should end at once, not wait for bytes that never come")
+    }
+
+    fn test_credential() -> Credential {
+        Credential { uid: 0, gid: 0, machine_name: "test".into() }
+    }
+
+    #[tokio::test]
+    async fn a_record_mark_claiming_2_gib_is_refused_before_it_is_read() {
+        // The most a record mark can claim, then a successful READ reply's first bytes, and
+        // nothing more: reading on, or allocating what it claims, would hang or take 2 GiB.
+        let addr = scripted_server(1, |xids| {
+            let mut out = 0xffff_ffffu32.to_be_bytes().to_vec();
+            out.extend_from_slice(&read_reply(xids[0], b"data", true, false)[4..]);
+            out
+        })
+        .await;
+        let connection = RpcConnection::connect(addr, &test_credential()).await.unwrap();
+        let mut dest = vec![0u8; 4096];
+        let err = read_call(&connection, &mut dest).await.unwrap_err();
+        let expected = format!("a reply record claims 2147483647 bytes, more than the {MIN_RECORD_LIMIT}");
+        // The mark heads this call's own reply: the reply is cut, and the connection broken.
+        assert!(matches!(&err, CallError::ReplyCut(m) if m.contains(&expected)), "{err}");
+        assert!(connection.is_broken());
+        // The limit follows the call: a READ of 4 MiB may get a record of 4 MiB and headers.
+        assert_eq!(
+            check_record_len(0x7fff_ffff, MAX_RECORD_BYTES).map_err(|e| e.contains("2147483647")),
+            Err(true)
+        );
+        let mut big = vec![0u8; 4 << 20];
+        let buffer = BufferIdentity { id: 1, base: big.as_ptr() as usize, len: big.len() };
+        let call = RpcCall {
+            program: 100_003,
+            version: 3,
+            procedure: 6,
+            args: &[],
+            read_into: Some(ReadInto { dest: &mut big, buffer }),
+            max_reply: SMALL_REPLY_BYTES,
+        };
+        assert_eq!(record_limit(&call), (4 << 20) + SMALL_REPLY_BYTES);
+    }
+
+    #[tokio::test]
+    async fn a_read_reply_with_more_bytes_than_asked_fails_the_call_and_keeps_the_connection() {
+        let addr = scripted_server(2, |xids| {
+            let mut out = read_reply(xids[0], &[7; 100], true, false);
+            out.extend_from_slice(&read_reply(xids[1], b"right", false, false));
+            out
+        })
+        .await;
+        let connection = Arc::new(RpcConnection::connect(addr, &test_credential()).await.unwrap());
+        let (mut first, mut second) = (vec![0u8; 64], vec![0u8; 64]);
+        let other = Arc::clone(&connection);
+        let (a, b) = tokio::join!(read_call(&connection, &mut first), async {
+            // The second call goes out after the first, so that the server sees them in order.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            read_call(&other, &mut second).await
+        });
+        let err = a.unwrap_err();
+        assert_eq!(err, CallError::Malformed("a read reply with 100 bytes of data for a read of 64".into()));
+        assert!(matches!(b, Ok(Answer::Data { n: 5, eof: true })), "{b:?}");
+        assert_eq!(&second[..5], b"right");
+        assert!(!connection.is_broken());
+    }
+
+    #[tokio::test]
+    async fn a_reply_to_an_xid_no_call_has_breaks_the_connection() {
+        let addr = scripted_server(1, |xids| read_reply(xids[0] ^ 0x5a5a_0000, b"stray", false, false)).await;
+        let connection = RpcConnection::connect(addr, &test_credential()).await.unwrap();
+        let mut dest = vec![0u8; 64];
+        let err = read_call(&connection, &mut dest).await.unwrap_err();
+        assert!(
+            matches!(&err, CallError::Connection(m) if m.contains("which no call is waiting for")),
+            "{err}"
+        );
+        assert!(connection.is_broken());
     }
 
     #[test]

@@ -329,6 +329,8 @@ impl Inner {
         StorageError::new(kind, format!("cannot {what} {}: {why}", self.url.display_path(path)))
     }
 
+    /// The error of a failed call about `path`, naming the server (an unavailable or fatal
+    /// failure's message names it already).
     fn failure(&self, what: &str, path: &str, failure: NfsFailure) -> StorageError {
         let kind = match failure {
             NfsFailure::Unavailable(_) | NfsFailure::Fatal(_) => StorageErrorKind::Unavailable,
@@ -336,7 +338,13 @@ impl Inner {
             NfsFailure::Status(21) => StorageErrorKind::NotAFile,
             _ => StorageErrorKind::Io,
         };
-        self.error(kind, what, path, &failure.to_string())
+        let why = match &failure {
+            NfsFailure::Unavailable(m) | NfsFailure::Fatal(m) => m.clone(),
+            NfsFailure::Status(_) | NfsFailure::Protocol(_) => {
+                format!("nfs server {}: {failure}", self.nfs_addr)
+            }
+        };
+        self.error(kind, what, path, &why)
     }
 
     /// The handle and attributes of server path `path`, from the cache or by LOOKUPs from the
@@ -525,7 +533,16 @@ impl Storage for NfsStorage {
                 // Servers may leave out a handle; look that entry up by itself.
                 None => match inner.node(&path).await {
                     Ok(node) => node,
-                    Err(_) => continue,
+                    Err(e) if e.kind == StorageErrorKind::NotFound => continue,
+                    // Listed, but its lookup failed: keep it uncached, so that opening it
+                    // fails with the error (naming the server and the file) rather than the
+                    // file seeming not to exist.
+                    Err(_) => {
+                        let (is_dir, size) = entry.attributes.unwrap_or((false, 0));
+                        let kind = if is_dir { EntryKind::Dir } else { EntryKind::File };
+                        entries.push(DirEntry { name: entry.name, kind, size });
+                        continue;
+                    }
                 },
             };
             inner.remember(&path, &node);
@@ -561,6 +578,20 @@ impl StorageFile for NfsFile {
         let buffer = BufferIdentity { id: buf.id(), base: buf[..].as_ptr() as usize, len: buf.len() };
         let read = self.inner.read_into(&self.path, &self.node.handle, offset, &mut buf[..], buffer);
         let n = CpuMeter::new(read, Arc::clone(&self.inner.cpu_ns)).await?;
+        // The server ended the file before the size it gave: the file changed, or the server
+        // contradicts itself. Either way these bytes are not the file's, and saying so here
+        // names the server, which a short read would not.
+        if n < len && offset.saturating_add(len as u64) <= self.node.size {
+            let why = format!(
+                "nfs server {}: the file ends after {} bytes, though the server gave its size as {} \
+                 (did it change?)",
+                self.inner.nfs_addr,
+                offset + n as u64,
+                self.node.size
+            );
+            let what = format!("read {len} bytes at offset {offset} of");
+            return Err(self.inner.error(StorageErrorKind::Io, &what, &self.path, &why));
+        }
         buf.truncate(n);
         Ok(n)
     }
