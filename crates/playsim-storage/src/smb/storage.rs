@@ -114,9 +114,9 @@ impl SmbStorage {
         };
         let user = credentials.user.clone();
         let addr = url.addr();
-        // Bounded twice: the crate's connect and response timeouts, and this one around all of it.
         let runtime = ClientRuntime::start()
             .map_err(|e| fail(SmbUrlPart::Url, format!("cannot start the smb client's thread: {e}")))?;
+        // Bounded twice: the crate's connect and response timeouts, and this one around all of it.
         let connecting = runtime.run(async move { SmbClient::connect(config).await });
         let mut client = match tokio::time::timeout(options.timeout + CONNECT_TIMEOUT, connecting).await {
             Err(_) => {
