@@ -39,9 +39,22 @@ pub async fn decode_md5(
     out: &mut dyn Write,
     errors: &mut dyn Write,
 ) -> Result<DecodeSummary, Error> {
+    decode_md5_with(source, options, TransportOptions::new().with(nfs.clone()), max_frames, out, errors).await
+}
+
+/// [`decode_md5`], with the settings of every transport (`NfsOptions`, `SmbOptions`, ...) in
+/// `transports`, so that an `smb://` source is read with its credentials file.
+pub async fn decode_md5_with(
+    source: &Path,
+    options: &DecodeOptions,
+    transports: TransportOptions,
+    max_frames: Option<u64>,
+    out: &mut dyn Write,
+    errors: &mut dyn Write,
+) -> Result<DecodeSummary, Error> {
     let clock: std::sync::Arc<dyn playsim_core::Clock> =
         std::sync::Arc::new(playsim_engine::PreciseClock::new());
-    let transport_options = TransportOptions::new().with(nfs.clone()).with(options.clone());
+    let transport_options = transports.with(options.clone());
     let location = crate::location::open(source, transport_options, &clock).await?;
     let storage = location.index_storage().map_err(Error::Storage)?;
     let source = crate::location::open_source(location.as_ref(), options).await?;

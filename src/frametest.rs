@@ -38,6 +38,7 @@ pub use playsim_report::frametest::{
 };
 use playsim_report::frametest::{thousands, FrametestInfo};
 use playsim_storage::nfs::NfsOptions;
+use playsim_storage::smb::SmbOptions;
 use playsim_storage::transport::{Location, TransportOptions};
 use playsim_storage::write::{LocalWriteStorage, Stability, WriteBytes, WriteFile, WriteStorage};
 use playsim_storage::{IoEngine, LocalOptions, UringOptions, DEFAULT_BLOCK_SIZE};
@@ -98,6 +99,8 @@ pub struct FrametestRequest {
     pub fsync: bool,
     /// playsim's NFS client, for `nfs://` reads.
     pub nfs: NfsOptions,
+    /// playsim's SMB client (its credentials file), for `smb://` reads.
+    pub smb: SmbOptions,
 }
 
 impl FrametestRequest {
@@ -122,6 +125,7 @@ impl FrametestRequest {
             cold: false,
             fsync: false,
             nfs: NfsOptions::default(),
+            smb: SmbOptions::default(),
         }
     }
 
@@ -327,7 +331,7 @@ async fn prepare_reads(
         io_engine: request.io_engine,
         uring: UringOptions::default(),
     };
-    let options = TransportOptions::new().with(local).with(request.nfs.clone());
+    let options = TransportOptions::new().with(local).with(request.nfs.clone()).with(request.smb.clone());
     let location = crate::location::open(dir, options, clock).await?;
     let storage = location.reader_storage().await.map_err(Error::Storage)?;
     match storage.kind(location.path()).await {

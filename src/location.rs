@@ -15,7 +15,8 @@ use crate::Error;
 /// Adds the transports of this build to `registry`: plain paths through the kernel,
 /// `nfs://` through playsim's NFS client (the `nfs` feature), `nfs+rdma://` (and
 /// `nfs://...?proto=rdma`) through the same client over RPC-over-RDMA (the `rdma` feature),
-/// `sim://` over a simulated link.
+/// `smb://` through the smb2 crate's SMB2/3 client (the `smb` feature), `sim://` over a
+/// simulated link.
 /// A transport behind a cargo feature the build lacks is registered as disabled, so that its
 /// URLs are refused naming the feature. A new transport is one line here (two with a feature).
 pub fn register_enabled_transports(registry: &mut Transports) {
@@ -28,6 +29,10 @@ pub fn register_enabled_transports(registry: &mut Transports) {
     registry.register(Arc::new(playsim_rdma::NfsRdmaTransport));
     #[cfg(not(feature = "rdma"))]
     registry.register_disabled("nfs+rdma", "rdma");
+    #[cfg(feature = "smb")]
+    registry.register(Arc::new(playsim_storage::transport::SmbTransport));
+    #[cfg(not(feature = "smb"))]
+    registry.register_disabled("smb", "smb");
     registry.register(Arc::new(playsim_media::SimTransport));
 }
 

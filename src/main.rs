@@ -15,7 +15,7 @@ use playsim::media::{GenerateFormat, GenerateOptions};
 use playsim::report::capacity::{CapacityJson, CapacityText};
 use playsim::report::renderer::{self, Renderer};
 use playsim::report::{json, live_csv, render, Report, RunStatus};
-use playsim::settings::{parse, DecoderKnobs, LocalReadKnobs, NfsKnobs, PlayKnobs, Settings};
+use playsim::settings::{parse, DecoderKnobs, LocalReadKnobs, NfsKnobs, PlayKnobs, Settings, SmbKnobs};
 use playsim::{units, FramePreset, PlayRequest};
 
 /// Exit status when a run completed with more drops than --max-drops allows.
@@ -140,6 +140,8 @@ struct PlayArgs {
     decoder: DecoderArgs,
     #[command(flatten)]
     nfs: NfsKnobs,
+    #[command(flatten)]
+    smb: SmbKnobs,
 }
 
 /// Decoder settings shared by `play` and `decode`.
@@ -182,6 +184,8 @@ struct DecodeArgs {
     decoder: DecoderArgs,
     #[command(flatten)]
     nfs: NfsKnobs,
+    #[command(flatten)]
+    smb: SmbKnobs,
 }
 
 #[derive(Args)]
@@ -303,7 +307,8 @@ fn outputs_of(args: &PlayArgs) -> Vec<(&'static str, &std::path::Path)> {
 
 /// The library's request for `play`'s flags.
 fn request_of(args: &PlayArgs) -> PlayRequest {
-    let settings = Settings::from_flags(&args.knobs, &args.local, &args.decoder.knobs, &args.nfs);
+    let mut settings = Settings::from_flags(&args.knobs, &args.local, &args.decoder.knobs, &args.nfs);
+    args.smb.apply(&mut settings);
     PlayRequest {
         streams_per_source: args.streams,
         cold: args.cold,
@@ -541,10 +546,15 @@ fn decode(args: DecodeArgs) -> anyhow::Result<ExitCode> {
     let stderr = std::io::stderr();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
-    let summary = runtime.block_on(playsim::decode_md5(
+    let mut smb = Settings::default();
+    args.smb.apply(&mut smb);
+    let transports = playsim::storage::transport::TransportOptions::new()
+        .with(nfs_options(&args.nfs))
+        .with(smb.smb_options());
+    let summary = runtime.block_on(playsim::decode_md5_with(
         &args.source,
         &args.decoder.options(),
-        &nfs_options(&args.nfs),
+        transports,
         args.frames,
         &mut stdout.lock(),
         &mut stderr.lock(),

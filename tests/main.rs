@@ -1,5 +1,5 @@
 //! playsim's integration tests: one binary, one module per area. The areas that need a cargo
-//! feature (`nfs`, `rdma`, `ffmpeg`, `io-uring`, `mpi`) are compiled only with it; the rest is what a
+//! feature (`nfs`, `rdma`, `smb`, `ffmpeg`, `io-uring`, `mpi`) are compiled only with it; the rest is what a
 //! `--no-default-features` build tests.
 
 mod bad_input;
@@ -24,6 +24,8 @@ mod nfs;
 mod rdma;
 mod scenario;
 mod sim;
+#[cfg(feature = "smb")]
+mod smb;
 mod tiff;
 mod util;
 #[cfg(feature = "ffmpeg")]

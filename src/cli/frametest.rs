@@ -11,7 +11,7 @@ use playsim::frametest::{
 };
 use playsim::report::frametest;
 use playsim::report::renderer::{self, Renderers};
-use playsim::settings::{parse, Knob, LocalReadKnobs, NfsKnobs, Settings};
+use playsim::settings::{parse, Knob, LocalReadKnobs, NfsKnobs, Settings, SmbKnobs};
 use playsim::{FrameRate, PlayOrder};
 
 /// Exit status when Ctrl-C stopped the run; the summary covers the frames done.
@@ -106,6 +106,10 @@ pub struct FrametestArgs {
     /// the settings list's group, as `play` has it.
     #[command(flatten)]
     nfs: NfsKnobs,
+    /// playsim's SMB client for smb:// directories (`--smb-credentials`): the settings list's
+    /// group, as `play` has it.
+    #[command(flatten)]
+    smb: SmbKnobs,
     /// The directory of the frames (reads also take an nfs://host/export/dir URL).
     dir: Option<PathBuf>,
 }
@@ -193,6 +197,7 @@ fn request_of(args: FrametestArgs) -> anyhow::Result<FrametestRequest> {
         Settings { seed: args.seed, decode_threads: args.decode_threads, ..Settings::default() };
     args.local.apply(&mut settings);
     args.nfs.apply(&mut settings);
+    args.smb.apply(&mut settings);
     let order = match (args.reverse, args.random) {
         (true, true) => {
             bail!("-v (reverse) and -m (random) are two orders: give one, for example -m --seed 3")
@@ -218,6 +223,7 @@ fn request_of(args: FrametestArgs) -> anyhow::Result<FrametestRequest> {
     request.cold = args.cold;
     request.fsync = args.fsync;
     request.nfs = settings.nfs_options();
+    request.smb = settings.smb_options();
     Ok(request)
 }
 

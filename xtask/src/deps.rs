@@ -53,6 +53,8 @@ pub const PACKAGES: &[Package] = &[
         why: "the NFS server (ganesha.nfsd) that playsim-testserver runs on loopback",
     },
     Package { name: "nfs-ganesha-vfs", why: "Ganesha's VFS backend, which exports a local directory" },
+    Package { name: "samba", why: "the SMB server (smbd, smbpasswd) that playsim-testserver runs on loopback for smb://" },
+    Package { name: "smbclient", why: "Samba's client: checks the test server's share, and the anchor of the smb:// bench" },
     Package { name: "rpcbind", why: "the portmapper Ganesha must register with, or it exits" },
     Package {
         name: "libnfs-utils",

@@ -2,7 +2,7 @@
 //! of `run_knobs!` (below), with its flag, its key, its parser, its default and its help.
 //!
 //! From that one table come clap's flag groups ([`PlayKnobs`], [`LocalReadKnobs`],
-//! [`DecoderKnobs`], [`NfsKnobs`], flattened by `play`, `capacity` and `decode`, and the
+//! [`DecoderKnobs`], [`NfsKnobs`], [`SmbKnobs`], flattened by `play`, `capacity` and `decode`, and the
 //! transports' groups by `frametest`; [`Knob::help`] and the parsers for a command that takes
 //! one knob of a group under its own field), the scenario file's keys (in
 //! `scenario/file.rs`, through the same parsers), the [`Knob`] names errors are spelt with, and
@@ -17,6 +17,7 @@ use playsim_core::{FrameRate, Pacing};
 use playsim_engine::{ConfigError, ConfigField, EngineConfig};
 use playsim_media::DecodeOptions;
 use playsim_storage::nfs::NfsOptions;
+use playsim_storage::smb::SmbOptions;
 use playsim_storage::{IoEngine, DEFAULT_BLOCK_SIZE};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -154,6 +155,19 @@ macro_rules! run_knobs {
                 options {}
                 switches {}
             }
+            /// Settings of playsim's SMB client, for `smb://` sources (`play`, `decode`).
+            SmbKnobs {
+                values {}
+                options {
+                    SmbCredentials smb_credentials: PathBuf, flag "smb-credentials", key "smb_credentials",
+                        parse::file_path,
+                        "A file of username= and password= lines (mount.cifs's credentials format) \
+                         for smb:// sources; without it, PLAYSIM_SMB_USER and PLAYSIM_SMB_PASSWORD. \
+                         A password is never taken from the URL, shown nor reported",
+                        [, value_name = "FILE"];
+                }
+                switches {}
+            }
         }
     };
 }
@@ -259,7 +273,8 @@ macro_rules! settings_items {
                 /// Writes the flags given into `settings`.
                 pub fn apply(&self, settings: &mut Settings) {
                     $(if self.$vfield.is_some() { settings.$vfield = self.$vfield; })*
-                    $(if self.$ofield.is_some() { settings.$ofield = self.$ofield; })*
+                    // Through `Clone`: an option's type need not be `Copy` (a file's path).
+                    $(if self.$ofield.is_some() { settings.$ofield = Clone::clone(&self.$ofield); })*
                     $(if self.$sfield { settings.$sfield = Some(true); })*
                 }
             }
@@ -292,7 +307,7 @@ macro_rules! settings_items {
                     $($(
                         $vfield: self.$vfield.or(base.$vfield),
                     )* $(
-                        $ofield: self.$ofield.or(base.$ofield),
+                        $ofield: self.$ofield.or_else(|| Clone::clone(&base.$ofield)),
                     )* $(
                         $sfield: self.$sfield.or(base.$sfield),
                     )*)*
@@ -333,7 +348,7 @@ macro_rules! settings_items {
                 }
             )* $(
                 #[doc = concat!("`", $okey, " =`.")]
-                #[derive(Clone, Copy)]
+                #[derive(Clone)]
                 pub(crate) struct $oname(pub(crate) $oty);
 
                 impl<'de> Deserialize<'de> for $oname {
@@ -458,6 +473,11 @@ impl Settings {
         }
     }
 
+    /// playsim's SMB client settings.
+    pub fn smb_options(&self) -> SmbOptions {
+        SmbOptions { credentials_file: self.smb_credentials.clone(), ..SmbOptions::default() }
+    }
+
     /// The decoders' settings; `exr_layer` is a command-line flag only.
     pub fn decode_options(&self, exr_layer: Option<String>) -> DecodeOptions {
         let codec_threads = self.codec_threads();
@@ -492,6 +512,7 @@ impl Settings {
             decode: self.decode_options(None),
             rate_from_source: self.fps.is_none(),
             nfs: self.nfs_options(),
+            smb: self.smb_options(),
             order: self.play_order(),
             range: self.range,
             skip_decode: self.skip_decode(),
@@ -597,6 +618,23 @@ mod tests {
         let zero = EngineConfig { io_depth: 0, ..EngineConfig::default() }.validate().err();
         let keys = zero.as_ref().map(as_keys).unwrap_or_default();
         assert_eq!(keys, "io_depth must be at least 1 (for example io_depth = 4)");
+    }
+
+    #[test]
+    fn the_smb_credentials_file_is_a_key_and_a_flag_and_reaches_the_transport_options() {
+        let text =
+            "smb_credentials = \"/etc/playsim/filer.cred\"\n[[stream]]\nsource = \"smb://filer/media/a\"\n";
+        let scenario = crate::scenario::Scenario::parse(text, "t.toml".as_ref());
+        let from_file = scenario.map(|s| s.runs[0].request.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let file = Some(PathBuf::from("/etc/playsim/filer.cred"));
+        assert_eq!(from_file.smb.credentials_file, file);
+        let flags = SmbKnobs { smb_credentials: file.clone() };
+        let mut settings = Settings::default();
+        flags.apply(&mut settings);
+        let request = settings.request(vec![PathBuf::from("smb://filer/media/a")]);
+        let options = request.transport_options(&crate::request::SourceSettings::default());
+        assert_eq!(options.get::<SmbOptions>().credentials_file, file);
+        assert!(crate::parse::file_path(" ").unwrap_err().contains("for example"));
     }
 
     #[test]

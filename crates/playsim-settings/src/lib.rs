@@ -23,6 +23,6 @@ pub mod request;
 pub mod scenario;
 pub mod units;
 
-pub use knobs::{DecoderKnobs, Knob, LocalReadKnobs, NfsKnobs, PlayKnobs, Settings};
+pub use knobs::{DecoderKnobs, Knob, LocalReadKnobs, NfsKnobs, PlayKnobs, Settings, SmbKnobs};
 pub use order::{FrameRange, PlayOrder};
 pub use request::{PlayRequest, SourceSettings};

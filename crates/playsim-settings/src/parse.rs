@@ -33,6 +33,15 @@ pub fn preset(s: &str) -> Result<FramePreset, String> {
     s.parse().map_err(|e: playsim_core::ParseError| e.to_string())
 }
 
+/// A file's path, as `--smb-credentials` takes: not empty. Whether it can be read is checked
+/// when it is used, naming the file.
+pub fn file_path(s: &str) -> Result<std::path::PathBuf, String> {
+    if s.trim().is_empty() {
+        return Err("the path is empty (for example /etc/playsim/filer.cred)".into());
+    }
+    Ok(std::path::PathBuf::from(s))
+}
+
 /// The most frames, reads, streams or repeats a count may ask for: each is a task, a slot or
 /// a stream of buffers, and more than this would hold more than a machine has.
 pub const MAX_COUNT: u32 = 1024;

@@ -8,6 +8,7 @@ use playsim_core::Pacing;
 use playsim_engine::EngineConfig;
 use playsim_media::DecodeOptions;
 use playsim_storage::nfs::NfsOptions;
+use playsim_storage::smb::SmbOptions;
 use playsim_storage::transport::TransportOptions;
 use playsim_storage::{IoEngine, LocalOptions, UringOptions};
 
@@ -39,6 +40,8 @@ pub struct PlayRequest {
     pub rate_from_source: bool,
     /// Settings of playsim's NFS client, for `nfs://` sources.
     pub nfs: NfsOptions,
+    /// Settings of playsim's SMB client (the credentials file), for `smb://` sources.
+    pub smb: SmbOptions,
     /// The order frames are played in.
     pub order: PlayOrder,
     /// The frame numbers to play, when not all.
@@ -88,6 +91,7 @@ impl PlayRequest {
         TransportOptions::new()
             .with(local)
             .with(settings.nfs.clone().unwrap_or_else(|| self.nfs.clone()))
+            .with(self.smb.clone())
             .with(self.decode.clone())
             .with(playsim_media::VerifyFrames(self.engine.verify))
     }
@@ -105,6 +109,7 @@ impl PlayRequest {
             decode: DecodeOptions::default(),
             rate_from_source: false,
             nfs: NfsOptions::default(),
+            smb: SmbOptions::default(),
             order: PlayOrder::Forward,
             range: None,
             skip_decode: false,

@@ -25,6 +25,17 @@ pub enum Error {
         /// Why, in one line.
         reason: String,
     },
+    /// An `smb://` URL is malformed, its credentials are missing or refused, or the server
+    /// refused what it names; `part` says which part is at fault. It never holds a password.
+    #[error("{url}: {part}: {reason}")]
+    Smb {
+        /// The URL as given, any password in it replaced by `***`.
+        url: String,
+        /// The part at fault.
+        part: crate::smb::SmbUrlPart,
+        /// Why, in one line.
+        reason: String,
+    },
     /// The location needs a transport this build was made without.
     #[error(
         "{location}: this playsim was built without the `{feature}` feature, which reads it; rebuild with \

@@ -15,6 +15,10 @@
 //!   in flight, and each reply read straight into its frame buffer (the `nfs` cargo
 //!   feature; its options and URLs are in every build). The client is generic over its
 //!   RPC transport (`nfs::channel`), so RPC-over-RDMA plugs in from another crate.
+//! - [`smb`]: SMB2/3 from an `smb://` URL, with no mount and no root, through the pure-Rust
+//!   `smb2` crate: each frame's READs in flight together within the server's credits,
+//!   credentials from a `mount.cifs` file or the environment, never from the URL (the `smb`
+//!   cargo feature).
 //! - [`sim`]: objects held in memory, read over a modelled link (bandwidth shared by
 //!   the streams that name it, latency, seeded jitter), for `sim://` sources.
 //! - [`scripted`]: a storage whose sizes, latencies and failures follow a
@@ -64,6 +68,7 @@ pub mod nfs;
 mod read_plan;
 pub mod scripted;
 pub mod sim;
+pub mod smb;
 #[cfg(test)]
 mod testutil;
 pub mod transport;

@@ -50,6 +50,18 @@ pub enum Error {
         /// The last lines of its log, without the D-Bus and Kerberos noise.
         log_tail: String,
     },
+    /// Samba's smbd exited during startup or did not listen in time.
+    #[error("smbd on 127.0.0.1 (port {port}) {reason}; tail of {}:\n{log_tail}", log.display())]
+    SmbNotUp {
+        /// The port it was given.
+        port: u16,
+        /// What went wrong, e.g. `exited with exit status: 1`.
+        reason: String,
+        /// Its output file (removed with the server's temporary directory).
+        log: PathBuf,
+        /// The last lines of its output.
+        log_tail: String,
+    },
     /// An [`ExportSpec`](crate::ExportSpec) given to the builder is invalid.
     #[error("invalid export `{name}`: {reason}")]
     InvalidExport {

@@ -213,9 +213,9 @@ shift 2
     [ -z "$ppid" ] && exit 0
     [ "$ppid" = "$owner" ] || break
   done
-  kill -9 $$
+  kill -9 -$$ 2>/dev/null || kill -9 $$
   sleep 0.2
-  case $dir in */playsim-nfs-*) rm -rf -- "$dir" ;; esac
+  case $dir in */playsim-nfs-*|*/playsim-smb-*) rm -rf -- "$dir" ;; esac
 ) </dev/null >/dev/null 2>&1 &
 exec "$@"
 "#;

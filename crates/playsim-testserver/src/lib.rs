@@ -36,6 +36,25 @@
 //! # }
 //! ```
 //!
+//! [`SmbServer::start`] starts Samba's `smbd` the same way, on one free port, with a read-only
+//! share over a new temporary directory and a user whose password is drawn at start:
+//!
+//! ```
+//! use playsim_testserver::SmbServer;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut server = SmbServer::start()?;
+//! std::fs::write(server.export_dir().join("shot.0000001.dpx"), b"...")?;
+//! // e.g. smb://127.0.0.1:24811/share/shot.%07d.dpx: no password in it
+//! assert!(server.url("shot.%07d.dpx").ends_with("/share/shot.%07d.dpx"));
+//! let credentials = std::fs::read_to_string(server.credentials_file())?;
+//! assert!(credentials.starts_with("username=") && credentials.contains("password="));
+//! // No client yet, so no smbd child serves one.
+//! assert_eq!(server.pause_connections(), 0);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # What the machine needs
 //!
 //! `ganesha.nfsd` with its VFS module (Debian: nfs-ganesha, nfs-ganesha-vfs) and `rpcbind`,
@@ -47,6 +66,9 @@
 //! Ganesha resolves its bind address with `getaddrinfo`, which finds no 127.0.0.1 on a machine
 //! whose only IPv4 address is 127.0.0.1 (a container without network): there the servers bind
 //! every address instead, which on such a machine is loopback only.
+//!
+//! [`SmbServer`] needs Samba's `smbd` and `smbpasswd` (Debian: samba, smbclient), and root, to
+//! add its Unix user `playsim-smb` when missing.
 //!
 //! # Servers side by side
 //!
@@ -106,9 +128,11 @@ mod hostile;
 pub mod portmap;
 mod rpc;
 mod server;
+mod smb;
 
 pub use config::{AccessType, ExportSpec, Squash};
 pub use error::Error;
 pub use fault_proxy::FaultProxy;
 pub use hostile::{HostileServer, Misbehaviour, When, HOSTILE_DIR, HOSTILE_EXPORT};
 pub use server::{NfsServer, NfsServerBuilder, DEFAULT_STARTUP_TIMEOUT};
+pub use smb::SmbServer;

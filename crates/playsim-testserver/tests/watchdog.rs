@@ -1,5 +1,6 @@
 //! A test process that dies without dropping its servers takes their Ganeshas along: when it is
-//! SIGKILLed, and when it exits with a server in a `static`, which is never dropped.
+//! SIGKILLed, and when it exits with a server in a `static`, which is never dropped. A SIGKILLed
+//! owner of an smbd takes it along too, with its children, a stopped connection child included.
 //!
 //! This binary has its own `main` (`harness = false`): it runs itself as the process to be
 //! killed, with `--hold-servers` or `--exit-with-a-static-server`.
@@ -10,13 +11,17 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use playsim_testserver::{portmap, NfsServer};
+use playsim_testserver::{portmap, NfsServer, SmbServer};
 
-const TESTS: [(&str, fn()); 2] = [
+const TESTS: [(&str, fn()); 3] = [
     ("a_sigkilled_owner_takes_its_ganeshas_along", a_sigkilled_owner_takes_its_ganeshas_along),
     (
         "an_owner_exiting_with_a_static_server_takes_it_along",
         an_owner_exiting_with_a_static_server_takes_it_along,
+    ),
+    (
+        "a_sigkilled_owner_takes_its_smbd_and_its_children_along",
+        a_sigkilled_owner_takes_its_smbd_and_its_children_along,
     ),
 ];
 
@@ -24,6 +29,9 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--hold-servers") {
         hold_servers();
+    }
+    if args.iter().any(|a| a == "--hold-an-smb-server") {
+        hold_an_smb_server();
     }
     if args.iter().any(|a| a == "--exit-with-a-static-server") {
         exit_with_a_static_server();
@@ -69,6 +77,23 @@ fn hold_servers() -> ! {
     }
 }
 
+/// Starts an smbd, connects to it and stops the child serving that connection, prints the
+/// parent's pid, the server's directory and the child's pid, and waits to be killed.
+fn hold_an_smb_server() -> ! {
+    let mut server = SmbServer::start().expect("cannot start smbd");
+    let _client = std::net::TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.connection_pids().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let child = server.connection_pids()[0];
+    assert_eq!(server.pause_connections(), 1);
+    println!("{} {} {child}", server.pid().unwrap(), server.export_dir().parent().unwrap().display());
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
 /// Starts a server in a static, prints its pid and directory, and returns from `main`.
 fn exit_with_a_static_server() {
     static KEPT: OnceLock<NfsServer> = OnceLock::new();
@@ -89,6 +114,26 @@ fn a_sigkilled_owner_takes_its_ganeshas_along() {
             started.elapsed()
         );
     }
+}
+
+fn a_sigkilled_owner_takes_its_smbd_and_its_children_along() {
+    let mut owner = Command::new(std::env::current_exe().unwrap())
+        .arg("--hold-an-smb-server")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let line =
+        BufReader::new(owner.stdout.take().unwrap()).lines().next().expect("the owner printed nothing");
+    let line = line.unwrap();
+    let fields: Vec<&str> = line.split(' ').collect();
+    let (parent, root, child): (u32, PathBuf, u32) =
+        (fields[0].parse().unwrap(), PathBuf::from(fields[1]), fields[2].parse().unwrap());
+    assert_eq!(std::fs::read_to_string(format!("/proc/{parent}/comm")).unwrap().trim(), "smbd");
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    wait_gone(parent, &root);
+    wait_gone(child, &root);
 }
 
 fn an_owner_exiting_with_a_static_server_takes_it_along() {

@@ -89,7 +89,7 @@ macro_rules! scenario_table {
                     }
                 )* $(
                     if let Some(given) = &self.$ofield {
-                        settings.$ofield = Some(given.get_ref().0);
+                        settings.$ofield = Some(Clone::clone(&given.get_ref().0));
                         settings.given_at.push((Knob::$oname, given.span().start));
                     }
                 )* $(
@@ -424,7 +424,7 @@ impl Checker<'_> {
         };
         let settings = SourceSettings {
             streams: Some(stream.count.map_or(1, |c| c.0)),
-            pacing: stream.fps.map(|f| f.0),
+            pacing: stream.fps.as_ref().map(|f| f.0),
             start_offset: stream.start_offset.map_or(Duration::ZERO, |o| o.0),
             decode_threads: stream.decode_threads.map(|c| c.0),
             block_size: stream.block_size.map(|b| b.0),
@@ -445,7 +445,9 @@ impl Checker<'_> {
                     ),
                 ))
             }
-            Some(table) => Some(self.generate(table, &source, stream.fps.map(|f| f.0).or(run.fps))?),
+            Some(table) => {
+                Some(self.generate(table, &source, stream.fps.as_ref().map(|f| f.0).or(run.fps))?)
+            }
         };
         Ok(ScenarioStream { given: given.clone(), source, line, settings, generate })
     }
@@ -551,7 +553,7 @@ impl Checker<'_> {
                 "ProRes 4:2:2 needs an even width and height, not {width}x{height} (for example preset = \"hd\")"
             )));
         }
-        let rate = match g.fps.map(|f| f.0).or(stream_fps) {
+        let rate = match g.fps.as_ref().map(|f| f.0).or(stream_fps) {
             Some(Pacing::Rate(rate)) => rate,
             Some(Pacing::Max) if g.fps.is_some() => {
                 return Err(

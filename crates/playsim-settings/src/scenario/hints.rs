@@ -36,6 +36,7 @@ pub(super) const KEY_EXAMPLES: &[(&str, &str)] = &[
     ("nconnect", "nconnect = 4  (1 to 64)"),
     ("rsize", "rsize = \"1M\"  (4K to 64M)"),
     ("nfs_timeout", "nfs_timeout = \"30s\""),
+    ("smb_credentials", "smb_credentials = \"/etc/playsim/filer.cred\"  (username= and password= lines)"),
     ("source", "source = \"media/shot\"  (a directory, pattern, video file or nfs:// URL)"),
     ("count", "count = 3"),
     ("start_offset", "start_offset = \"2s\"  (or 0)"),

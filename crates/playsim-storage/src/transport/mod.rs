@@ -26,10 +26,14 @@ use crate::{ColdOutcome, Error};
 mod local;
 #[cfg(feature = "nfs")]
 mod nfs;
+#[cfg(feature = "smb")]
+mod smb;
 
 pub use local::LocalTransport;
 #[cfg(feature = "nfs")]
 pub use nfs::{open_nfs_location, NfsTransport};
+#[cfg(feature = "smb")]
+pub use smb::SmbTransport;
 
 /// A way to reach storage: local paths through the kernel, `nfs://` through playsim's NFS
 /// client, `sim://` over a simulated link, and later `nfs+rdma://` and `smb://`.

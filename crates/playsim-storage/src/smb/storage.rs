@@ -1,0 +1,486 @@
+//! [`SmbStorage`]: files on an SMB2/3 share, read with the `smb2` crate's client (the `smb`
+//! feature).
+
+use std::fmt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use playsim_core::{
+    DirEntry, EntryKind, IoBuf, Storage, StorageError, StorageErrorKind, StorageFile, StorageInfo,
+    StorageStats,
+};
+use smb2::client::connection::Connection;
+use smb2::types::Dialect;
+use smb2::{ClientConfig, ErrorKind, FileReader, SmbClient, Tree};
+
+use super::runtime::ClientRuntime;
+use super::url::SmbDialect;
+use super::{SmbCredentials, SmbOptions, SmbUrl, SmbUrlPart};
+
+/// How long the TCP connect may take, within the request timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Files on an SMB2/3 share, read with the `smb2` crate's client: one TCP connection and
+/// session, each frame's READs in flight together within the server's credits.
+pub struct SmbStorage {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    url: SmbUrl,
+    options: SmbOptions,
+    credentials: SmbCredentials,
+    /// The client, kept for its session: opens, lookups and listings go through the share and
+    /// a clone of the connection, so that they run side by side (several CREATEs in flight).
+    _client: std::sync::Mutex<SmbClient>,
+    tree: Arc<Tree>,
+    connection: Connection,
+    negotiated: Negotiated,
+    read_size: usize,
+    n_reads: AtomicU64,
+    bytes: AtomicU64,
+    /// Last, so that the client and its handles are dropped before their runtime stops.
+    runtime: ClientRuntime,
+}
+
+/// What the server and the client settled on, for the report.
+#[derive(Clone, Debug)]
+struct Negotiated {
+    dialect: String,
+    signing: Option<String>,
+    cipher: Option<String>,
+    max_read_size: u32,
+}
+
+impl fmt::Debug for SmbStorage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SmbStorage")
+            .field("url", &self.inner.url.as_str())
+            .field("user", &self.inner.credentials.user)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SmbStorage {
+    /// Connects to the server `url` names, logs in with the credentials of `options` (a file,
+    /// else the environment), checks the dialect and encryption asked for, connects to the share
+    /// and checks that the URL's path (or, for a pattern, its directory) exists. Each failure
+    /// names the part at fault, in one line that never holds the password. Must run inside a
+    /// tokio runtime.
+    pub async fn connect(url: &SmbUrl, options: &SmbOptions) -> Result<SmbStorage, crate::Error> {
+        options.validate()?;
+        let credentials = SmbCredentials::load(url, options)?;
+        let storage = SmbStorage::connect_as(url, options, credentials).await?;
+        storage.check_path().await.map_err(|(part, reason)| storage.inner.fail(part, reason))?;
+        Ok(storage)
+    }
+
+    /// A second client of the same share, as another workstation would be: its own connection,
+    /// session and counters. Each stream of a run reads through its own.
+    pub async fn another_client(&self) -> Result<SmbStorage, crate::Error> {
+        let inner = &self.inner;
+        SmbStorage::connect_as(&inner.url, &inner.options, inner.credentials.clone()).await
+    }
+
+    /// The URL this storage was connected with.
+    pub fn url(&self) -> &SmbUrl {
+        &self.inner.url
+    }
+
+    async fn connect_as(
+        url: &SmbUrl,
+        options: &SmbOptions,
+        credentials: SmbCredentials,
+    ) -> Result<SmbStorage, crate::Error> {
+        let fail = |part: SmbUrlPart, reason: String| crate::Error::Smb {
+            url: url.as_str().to_owned(),
+            part,
+            reason,
+        };
+        let config = ClientConfig {
+            addr: url.addr(),
+            timeout: CONNECT_TIMEOUT.min(options.timeout),
+            username: credentials.user.clone(),
+            password: credentials.password.clone(),
+            domain: credentials.domain.clone(),
+            auto_reconnect: false,
+            // Frames do not compress, and LZ4 on every reply would cost CPU for nothing.
+            compression: false,
+            dfs_enabled: false,
+            response_timeout: Some(options.timeout),
+            ..ClientConfig::default()
+        };
+        let user = credentials.user.clone();
+        let addr = url.addr();
+        let runtime = ClientRuntime::start()
+            .map_err(|e| fail(SmbUrlPart::Url, format!("cannot start the smb client's thread: {e}")))?;
+        // Bounded twice: the crate's connect and response timeouts, and this one around all of it.
+        let connecting = runtime.run(async move { SmbClient::connect(config).await });
+        let mut client = match tokio::time::timeout(options.timeout + CONNECT_TIMEOUT, connecting).await {
+            Err(_) => {
+                return Err(fail(
+                    SmbUrlPart::Port,
+                    format!("no answer from {addr} within {:?}", options.timeout),
+                ))
+            }
+            Ok(Err(panicked)) => return Err(fail(SmbUrlPart::Port, panicked)),
+            Ok(Ok(Err(e))) => {
+                let (part, reason) = login_failure(&e, &addr, &user);
+                return Err(fail(part, reason));
+            }
+            Ok(Ok(Ok(client))) => client,
+        };
+        let params =
+            client.params().ok_or_else(|| fail(SmbUrlPart::Port, format!("{addr} negotiated nothing")))?;
+        let asked = url.dialect();
+        if dialect_of(params.dialect) != asked {
+            return Err(fail(
+                SmbUrlPart::Option,
+                format!(
+                    "the server chose {} and not the {} asked for (vers={asked}): the smb2 crate offers \
+                     every dialect and the server picks; give vers={}, or set the server's `server max \
+                     protocol`",
+                    params.dialect,
+                    asked,
+                    dialect_of(params.dialect)
+                ),
+            ));
+        }
+        if url.seal() && !client.connection().should_encrypt() {
+            let keys = (&client.session().encryption_key, &client.session().decryption_key);
+            match (params.cipher, keys) {
+                (Some(cipher), (Some(encrypt), Some(decrypt))) => {
+                    let (encrypt, decrypt) = (encrypt.clone(), decrypt.clone());
+                    client.connection_mut().activate_encryption(encrypt, decrypt, cipher);
+                }
+                _ => {
+                    return Err(fail(
+                        SmbUrlPart::Option,
+                        format!(
+                            "seal=on: {addr} negotiated no cipher with the smb2 crate ({}), so this session \
+                             cannot be encrypted; leave seal out",
+                            params.dialect
+                        ),
+                    ))
+                }
+            }
+        }
+        let share = url.share().to_owned();
+        let tree = {
+            let connecting = runtime.run(async move {
+                let tree = client.connect_share(&share).await;
+                (client, tree)
+            });
+            match tokio::time::timeout(options.timeout, connecting).await {
+                Ok(Err(panicked)) => return Err(fail(SmbUrlPart::Share, panicked)),
+                Err(_) => {
+                    let share = url.share();
+                    return Err(fail(
+                        SmbUrlPart::Share,
+                        format!("no answer from {addr} to connect `{share}`"),
+                    ));
+                }
+                Ok(Ok((returned, Ok(tree)))) => {
+                    client = returned;
+                    tree
+                }
+                Ok(Ok((_, Err(e)))) => {
+                    let share = url.share();
+                    let reason = match e.kind() {
+                        ErrorKind::NotFound => format!("{addr} has no share `{share}` ({e})"),
+                        ErrorKind::AccessDenied | ErrorKind::AuthRequired => {
+                            format!("user `{user}` may not use share `{share}` on {addr} ({e})")
+                        }
+                        _ => format!("cannot connect to share `{share}` on {addr}: {e}"),
+                    };
+                    return Err(fail(SmbUrlPart::Share, reason));
+                }
+            }
+        };
+        let diagnostics = client.diagnostics().primary;
+        let negotiated = Negotiated {
+            dialect: dialect_of(params.dialect).as_str().to_owned(),
+            signing: diagnostics
+                .signing
+                .algorithm
+                .filter(|_| diagnostics.signing.active)
+                .map(|a| format!("{a:?}")),
+            cipher: client
+                .connection()
+                .should_encrypt()
+                .then(|| params.cipher.map_or_else(|| "AES-128-CCM".to_owned(), |c| format!("{c:?}"))),
+            max_read_size: params.max_read_size,
+        };
+        let read_size = options.read_size.min(params.max_read_size as usize).max(1);
+        let connection = client.connection().clone();
+        Ok(SmbStorage {
+            inner: Arc::new(Inner {
+                url: url.clone(),
+                options: options.clone(),
+                credentials,
+                _client: std::sync::Mutex::new(client),
+                tree: Arc::new(tree),
+                connection,
+                negotiated,
+                read_size,
+                n_reads: AtomicU64::new(0),
+                bytes: AtomicU64::new(0),
+                runtime,
+            }),
+        })
+    }
+
+    /// The URL's path exists; for a pattern (`shot.%07d.dpx`), its directory does.
+    async fn check_path(&self) -> Result<(), (SmbUrlPart, String)> {
+        let path = self.inner.url.path().to_owned();
+        if path == "/" {
+            return Ok(());
+        }
+        match self.kind(Path::new(&path)).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => {
+                let (parent, name) = path.rsplit_once('/').unwrap_or(("", &path));
+                let is_pattern = name.contains('%') || name.contains('#') || name.contains('@');
+                let parent = if parent.is_empty() { "/" } else { parent };
+                if is_pattern && matches!(self.kind(Path::new(parent)).await, Ok(Some(EntryKind::Dir))) {
+                    return Ok(());
+                }
+                Err((SmbUrlPart::Path, format!("{path} is not in share `{}`", self.inner.url.share())))
+            }
+            Err(e) => Err((SmbUrlPart::Path, e.message)),
+        }
+    }
+}
+
+impl Inner {
+    fn fail(&self, part: SmbUrlPart, reason: String) -> crate::Error {
+        crate::Error::Smb { url: self.url.as_str().to_owned(), part, reason }
+    }
+
+    fn error(&self, what: &str, path: &str, e: &smb2::Error) -> StorageError {
+        let kind = match e.kind() {
+            ErrorKind::NotFound => StorageErrorKind::NotFound,
+            ErrorKind::IsADirectory | ErrorKind::NotADirectory => StorageErrorKind::NotAFile,
+            ErrorKind::ConnectionLost | ErrorKind::TimedOut | ErrorKind::SessionExpired => {
+                StorageErrorKind::Unavailable
+            }
+            _ => StorageErrorKind::Io,
+        };
+        StorageError::new(kind, format!("cannot {what} {}: {e}", self.url.display_path(path)))
+    }
+
+    fn panicked(&self, what: &str, path: &str, reason: String) -> StorageError {
+        StorageError::new(
+            StorageErrorKind::Io,
+            format!("cannot {what} {}: {reason}", self.url.display_path(path)),
+        )
+    }
+}
+
+/// The part at fault and why, for a failed connect and login.
+fn login_failure(e: &smb2::Error, addr: &str, user: &str) -> (SmbUrlPart, String) {
+    match e.kind() {
+        ErrorKind::AuthRequired | ErrorKind::AccessDenied => (
+            SmbUrlPart::Credentials,
+            if user.is_empty() {
+                format!("{addr} refused a guest login ({e}); give --smb-credentials FILE")
+            } else {
+                format!("{addr} refused user `{user}` with this password ({e})")
+            },
+        ),
+        ErrorKind::TimedOut => (SmbUrlPart::Port, format!("no answer from {addr}: {e}")),
+        _ => {
+            let text = e.to_string();
+            let reason = if text.contains("refused") || text.contains("could not connect") {
+                format!("nothing accepts SMB connections at {addr} ({e}); is the host and port right?")
+            } else {
+                format!("cannot connect to {addr}: {e}")
+            };
+            (SmbUrlPart::Port, reason)
+        }
+    }
+}
+
+fn dialect_of(dialect: Dialect) -> SmbDialect {
+    match dialect {
+        Dialect::Smb2_0_2 => SmbDialect::Smb2_0_2,
+        Dialect::Smb2_1 => SmbDialect::Smb2_1,
+        Dialect::Smb3_0 => SmbDialect::Smb3_0,
+        Dialect::Smb3_0_2 => SmbDialect::Smb3_0_2,
+        Dialect::Smb3_1_1 => SmbDialect::Smb3_1_1,
+    }
+}
+
+/// A path of the Storage seam (`/shot/a.dpx`) as the share knows it (`shot/a.dpx`).
+fn share_path(path: &Path) -> Result<String, StorageError> {
+    let text = path.to_str().ok_or_else(|| {
+        StorageError::new(StorageErrorKind::Invalid, format!("cannot use {}: not UTF-8", path.display()))
+    })?;
+    Ok(text.trim_matches('/').to_owned())
+}
+
+#[async_trait::async_trait]
+impl Storage for SmbStorage {
+    fn info(&self) -> StorageInfo {
+        let inner = &self.inner;
+        let negotiated = &inner.negotiated;
+        let options = [
+            ("server", inner.url.addr()),
+            ("share", inner.url.share().to_owned()),
+            ("user", inner.credentials.user.clone()),
+            ("dialect", negotiated.dialect.clone()),
+            ("signing", negotiated.signing.clone().unwrap_or_else(|| "off".into())),
+            ("encryption", negotiated.cipher.clone().unwrap_or_else(|| "off".into())),
+            // The smb2 crate opens one connection and has no multichannel.
+            ("channels", "1".to_owned()),
+            ("credits", inner.connection.credits().to_string()),
+            ("read_size", inner.read_size.to_string()),
+            ("server_max_read", negotiated.max_read_size.to_string()),
+            ("timeout_s", inner.options.timeout.as_secs_f64().to_string()),
+            ("client", "smb2 crate".to_owned()),
+        ];
+        StorageInfo {
+            transport: "smb".into(),
+            block_size: inner.read_size,
+            direct: false,
+            options: options.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+            ..StorageInfo::default()
+        }
+    }
+
+    async fn open(&self, path: &Path) -> Result<Box<dyn StorageFile>, StorageError> {
+        let relative = share_path(path)?;
+        let inner = Arc::clone(&self.inner);
+        let opening = {
+            let (tree, connection) = (Arc::clone(&inner.tree), inner.connection.clone());
+            let relative = relative.clone();
+            async move { smb2::client::stream::open_file_reader(tree, connection, &relative).await }
+        };
+        let reader = inner
+            .runtime
+            .run(opening)
+            .await
+            .map_err(|reason| inner.panicked("open", &relative, reason))?
+            .map_err(|e| inner.error("open", &relative, &e))?;
+        if reader.info().is_directory {
+            return Err(StorageError::new(
+                StorageErrorKind::NotAFile,
+                format!("cannot open {}: it is a directory", inner.url.display_path(&relative)),
+            ));
+        }
+        Ok(Box::new(SmbFile { inner, path: relative, reader: Arc::new(reader) }))
+    }
+
+    fn stats(&self) -> StorageStats {
+        StorageStats {
+            n_reads: self.inner.n_reads.load(Ordering::Relaxed),
+            bytes: self.inner.bytes.load(Ordering::Relaxed),
+            cpu_ns: self.inner.runtime.cpu_ns(),
+        }
+    }
+
+    async fn kind(&self, path: &Path) -> Result<Option<EntryKind>, StorageError> {
+        let relative = share_path(path)?;
+        if relative.is_empty() {
+            return Ok(Some(EntryKind::Dir));
+        }
+        let inner = Arc::clone(&self.inner);
+        let stat = {
+            let (tree, mut connection) = (Arc::clone(&inner.tree), inner.connection.clone());
+            let relative = relative.clone();
+            async move { tree.stat(&mut connection, &relative).await }
+        };
+        match inner.runtime.run(stat).await.map_err(|reason| inner.panicked("look up", &relative, reason))? {
+            Ok(info) => Ok(Some(if info.is_directory { EntryKind::Dir } else { EntryKind::File })),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(inner.error("look up", &relative, &e)),
+        }
+    }
+
+    async fn list_dir(&self, dir: &Path) -> Result<Vec<DirEntry>, StorageError> {
+        let relative = share_path(dir)?;
+        let inner = Arc::clone(&self.inner);
+        let listing = {
+            let (tree, mut connection) = (Arc::clone(&inner.tree), inner.connection.clone());
+            let relative = relative.clone();
+            async move { tree.list_directory(&mut connection, &relative).await }
+        };
+        let listed = inner
+            .runtime
+            .run(listing)
+            .await
+            .map_err(|reason| inner.panicked("list", &relative, reason))?
+            .map_err(|e| inner.error("list", &relative, &e))?;
+        Ok(listed
+            .into_iter()
+            .filter(|entry| entry.name != "." && entry.name != "..")
+            .map(|entry| DirEntry {
+                kind: if entry.is_directory { EntryKind::Dir } else { EntryKind::File },
+                size: entry.size,
+                name: entry.name,
+            })
+            .collect())
+    }
+}
+
+/// An open file on the share: its reader (a handle the server keeps open) and its size.
+struct SmbFile {
+    inner: Arc<Inner>,
+    path: String,
+    reader: Arc<FileReader>,
+}
+
+#[async_trait::async_trait]
+impl StorageFile for SmbFile {
+    fn size(&self) -> u64 {
+        self.reader.size()
+    }
+
+    /// `len` bytes at `offset` as READs of the read size, all sent at once: the crate holds each
+    /// until the server's credits allow it, so as many are in flight as the server grants.
+    async fn read_at(&self, offset: u64, len: usize, buf: &mut IoBuf) -> Result<usize, StorageError> {
+        buf.prepare(len);
+        let read_size = self.inner.read_size;
+        let chunks: Vec<_> = (0..len)
+            .step_by(read_size)
+            .map(|start| {
+                let reader = Arc::clone(&self.reader);
+                let chunk_len = read_size.min(len - start) as u64;
+                let chunk_offset = offset + start as u64;
+                self.inner.runtime.run(async move { reader.read_at(chunk_offset, chunk_len).await })
+            })
+            .collect();
+        let what = format!("read {len} bytes at offset {offset} of");
+        let mut total = 0;
+        for (i, result) in futures_util::future::join_all(chunks).await.into_iter().enumerate() {
+            let data = result
+                .map_err(|reason| self.inner.panicked(&what, &self.path, reason))?
+                .map_err(|e| self.inner.error(&what, &self.path, &e))?;
+            self.inner.n_reads.fetch_add(1, Ordering::Relaxed);
+            self.inner.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+            let start = i * read_size;
+            let n = data.len().min(len - start);
+            buf[start..start + n].copy_from_slice(&data[..n]);
+            total = start + n;
+            if n < read_size.min(len - start) {
+                // The file ended inside this chunk; later chunks read nothing.
+                break;
+            }
+        }
+        buf.truncate(total);
+        Ok(total)
+    }
+
+    async fn close(self: Box<Self>) -> Result<(), StorageError> {
+        let SmbFile { inner, path, reader } = *self;
+        // A reader still shared by a read in flight closes its handle when dropped.
+        let Ok(reader) = Arc::try_unwrap(reader) else { return Ok(()) };
+        match inner.runtime.run(reader.close()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(inner.error("close", &path, &e)),
+            Err(reason) => Err(inner.panicked("close", &path, reason)),
+        }
+    }
+}

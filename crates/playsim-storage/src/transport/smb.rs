@@ -1,0 +1,97 @@
+//! The `smb` transport: `smb://` URLs, read by the `smb2` crate's SMB2/3 client (see
+//! [`crate::smb`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use playsim_core::Storage;
+
+use super::{Location, OpenContext, Transport, TransportOptions};
+use crate::smb::{SmbOptions, SmbStorage, SmbUrl, SMB_URL_EXAMPLE};
+use crate::{ColdOutcome, Error};
+
+/// `smb://[user@]host[:port]/share/path[?vers=&seal=]`; options: [`SmbOptions`] (the
+/// credentials file among them).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SmbTransport;
+
+#[async_trait::async_trait]
+impl Transport for SmbTransport {
+    fn name(&self) -> &'static str {
+        "smb"
+    }
+
+    fn schemes(&self) -> &'static [&'static str] {
+        &["smb"]
+    }
+
+    fn example(&self) -> &'static str {
+        SMB_URL_EXAMPLE
+    }
+
+    /// Where the credentials come from (a file's path, not its contents), and the timeout.
+    fn describe_options(&self, options: &TransportOptions) -> String {
+        let smb = options.get::<SmbOptions>();
+        let credentials = match &smb.credentials_file {
+            Some(file) => format!("credentials from {}", file.display()),
+            None => "credentials from the environment".to_owned(),
+        };
+        format!("{credentials}, timeout {:?}", smb.timeout)
+    }
+
+    /// Connects, logs in and connects to the share, so that a bad URL, host, port, share, path
+    /// or password is refused here, naming the part at fault.
+    async fn open(&self, location: &str, context: &OpenContext) -> Result<Arc<dyn Location>, Error> {
+        let url = SmbUrl::parse(location)?;
+        let options = context.options.get::<SmbOptions>();
+        let index = SmbStorage::connect(&url, &options).await?;
+        Ok(Arc::new(SmbLocation {
+            path: PathBuf::from(url.path()),
+            url: location.to_owned(),
+            index: Arc::new(index),
+        }))
+    }
+}
+
+/// A path on an SMB share, and the client that found it.
+#[derive(Debug)]
+struct SmbLocation {
+    /// The path inside the share, from its root.
+    path: PathBuf,
+    /// The URL as given (it holds no password: one is refused): reports name the source by it.
+    url: String,
+    index: Arc<SmbStorage>,
+}
+
+#[async_trait::async_trait]
+impl Location for SmbLocation {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn report_name(&self) -> Option<String> {
+        Some(self.url.clone())
+    }
+
+    fn index_storage(&self) -> Result<Arc<dyn Storage>, Error> {
+        Ok(Arc::clone(&self.index) as Arc<dyn Storage>)
+    }
+
+    /// A new client with its own connection and session.
+    async fn reader_storage(&self) -> Result<Arc<dyn Storage>, Error> {
+        Ok(Arc::new(self.index.another_client().await?))
+    }
+
+    fn drop_cache(&self, _paths: &[PathBuf]) -> ColdOutcome {
+        ColdOutcome {
+            files_dropped: 0,
+            message: Some(
+                "smb: playsim's client caches nothing, and the server's cache is the server's".into(),
+            ),
+        }
+    }
+
+    fn describe(&self, _reader: &dyn Storage) -> String {
+        "playsim's SMB client (the smb2 crate)".into()
+    }
+}

@@ -1,0 +1,329 @@
+//! `smb://` sources against a real Samba on loopback: bit-exact playback of FFmpeg-written DPX
+//! and EXR and a ProRes `.mov`, discovery by pattern and by file, one line for a bad share, a
+//! wrong password and an unreachable port, a password that never shows, and the smbd child of
+//! the run's connections stopped mid-run.
+//!
+//! The read tests share one server; the fault test starts its own.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+use playsim::report::{Report, RunStatus};
+use playsim_testserver::SmbServer;
+
+use crate::util::{
+    ffmpeg, playsim, read_report, record_reliability, KillOnDrop, ReliabilityRow, ReliabilityTable, Run,
+};
+
+/// The longest any one playsim command of these tests may take: a hang fails the test.
+const COMMAND_LIMIT: Duration = Duration::from_secs(60);
+
+/// The read tests' server, with its media written once.
+struct Shared {
+    server: SmbServer,
+}
+
+fn shared() -> Result<&'static Shared> {
+    static SHARED: OnceLock<std::result::Result<Shared, String>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| setup_shared().map_err(|e| format!("{e:#}")))
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("the shared smb server could not be set up: {e}"))
+}
+
+fn setup_shared() -> Result<Shared> {
+    let server = SmbServer::start().context("starting smbd")?;
+    let share = server.export_dir();
+    write_with_ffmpeg(&share.join("dpx"), "dpx", 12)?;
+    write_with_ffmpeg(&share.join("exr"), "exr", 6)?;
+    let clip = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/video/prores-422hq-tiny.mov");
+    std::fs::create_dir_all(share.join("video"))?;
+    std::fs::copy(&clip, share.join("video/clip.mov"))
+        .with_context(|| format!("copying {}", clip.display()))?;
+    Ok(Shared { server })
+}
+
+/// `n_frames` frames of FFmpeg's test pattern, 160x32, as `frame.%07d.<format>` in `dir`.
+fn write_with_ffmpeg(dir: &Path, format: &str, n_frames: u32) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let pattern = dir.join(format!("frame.%07d.{format}"));
+    let pix_fmt = if format == "exr" { "gbrpf32le" } else { "rgb48be" };
+    let frames = n_frames.to_string();
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=160x32:rate=24",
+        "-frames:v",
+        &frames,
+        "-pix_fmt",
+        pix_fmt,
+        &pattern.to_string_lossy(),
+    ])?;
+    Ok(())
+}
+
+/// Runs `cmd` to its end, at most [`COMMAND_LIMIT`], and checks it did not panic.
+fn run_limited(cmd: &mut Command) -> Result<Run> {
+    let tmp = tempfile::tempdir()?;
+    let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(File::create(&stdout)?)
+        .stderr(File::create(&stderr)?)
+        .spawn()
+        .context("running playsim")?;
+    let status = KillOnDrop(child).wait_for(COMMAND_LIMIT)?;
+    let done = Run {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&stdout)?,
+        stderr: std::fs::read_to_string(&stderr)?,
+    };
+    done.ensure_no_panic()?;
+    Ok(done)
+}
+
+/// `playsim decode --md5` of `source` (with `extra` flags), checked to exit 0.
+fn md5s(source: &str, extra: &[&OsArg]) -> Result<String> {
+    let done = run_limited(playsim().args(["decode", "--md5", source]).args(extra))?;
+    done.ensure_code(0)?;
+    Ok(done.stdout)
+}
+
+type OsArg = std::ffi::OsStr;
+
+/// `--smb-credentials FILE` for `server`.
+fn credentials(server: &SmbServer) -> [PathBuf; 2] {
+    [PathBuf::from("--smb-credentials"), server.credentials_file().to_path_buf()]
+}
+
+fn as_args(args: &[PathBuf]) -> Vec<&OsArg> {
+    args.iter().map(|a| a.as_os_str()).collect()
+}
+
+fn option<'a>(report: &'a Report, key: &str) -> &'a str {
+    report.streams[0].storage.options.get(key).map_or("", String::as_str)
+}
+
+/// Each format decodes over smb:// to the same md5s as from the local file, and plays every
+/// frame with nothing dropped; the report labels the transport, and no output holds the password.
+#[test]
+fn dpx_exr_and_prores_over_smb_decode_bit_exact_and_play_every_frame() -> Result<()> {
+    let shared = shared()?;
+    let server = &shared.server;
+    let tmp = tempfile::tempdir()?;
+    let creds = credentials(server);
+    let creds = as_args(&creds);
+    for (rel, n_frames) in [("dpx", 12), ("exr", 6), ("video/clip.mov", 12)] {
+        let url = server.url(rel);
+        let local = md5s(&server.export_dir().join(rel).to_string_lossy(), &[])?;
+        let remote = md5s(&url, &creds)?;
+        ensure!(
+            local.lines().count() as u64 == n_frames,
+            "{rel}: {} md5 lines:\n{local}",
+            local.lines().count()
+        );
+        ensure!(local == remote, "{rel}: md5s differ over smb\nlocal:\n{local}\nsmb:\n{remote}");
+
+        let json = tmp.path().join(format!("{}.json", rel.replace('/', "-")));
+        let done =
+            run_limited(playsim().args(["play", &url, "--fps", "max", "--json"]).arg(&json).args(&creds))?;
+        done.ensure_code(0)?;
+        let report = read_report(&json).with_context(|| format!("no report:\n{done}"))?;
+        ensure!(report.status == RunStatus::Complete, "{rel}: status {:?}\n{done}", report.status);
+        ensure!(report.totals.presented == n_frames, "{rel}: presented {}\n{done}", report.totals.presented);
+        ensure!(report.totals.dropped.total() == 0, "{rel}: dropped {:?}\n{done}", report.totals.dropped);
+        let storage = &report.streams[0].storage;
+        ensure!(storage.transport == "smb", "{rel}: transport {}", storage.transport);
+        ensure!(option(&report, "dialect") == "3.1.1", "{rel}: options {:?}", storage.options);
+        ensure!(option(&report, "signing") != "off", "{rel}: options {:?}", storage.options);
+        ensure!(option(&report, "encryption") == "off", "{rel}: options {:?}", storage.options);
+        ensure!(option(&report, "channels") == "1", "{rel}: options {:?}", storage.options);
+        ensure!(
+            option(&report, "credits").parse::<u32>().is_ok_and(|c| c > 0),
+            "{rel}: {:?}",
+            storage.options
+        );
+        ensure!(option(&report, "user") == server.user(), "{rel}: options {:?}", storage.options);
+
+        let password = server.password();
+        let json_text = std::fs::read_to_string(&json)?;
+        ensure!(!json_text.contains(password), "{rel}: the JSON report holds the password");
+        ensure!(
+            !done.stdout.contains(password) && !done.stderr.contains(password),
+            "{rel}: output holds the password"
+        );
+    }
+    Ok(())
+}
+
+/// A pattern URL (`%07d`) and a one-file URL find the same sequence as the directory, and the
+/// credentials may come from the environment.
+#[test]
+fn pattern_and_file_urls_find_the_sequence() -> Result<()> {
+    let shared = shared()?;
+    let creds = credentials(&shared.server);
+    let creds = as_args(&creds);
+    let by_dir = md5s(&shared.server.url("dpx/"), &creds)?;
+    let by_pattern = md5s(&shared.server.url("dpx/frame.%07d.dpx"), &creds)?;
+    let by_file = md5s(&shared.server.url("dpx/frame.0000003.dpx"), &creds)?;
+    ensure!(by_dir.lines().count() == 12, "{by_dir}");
+    ensure!(
+        by_dir == by_pattern && by_dir == by_file,
+        "dir:\n{by_dir}\npattern:\n{by_pattern}\nfile:\n{by_file}"
+    );
+    // The credentials from the environment instead of a file.
+    let by_env = run_limited(
+        playsim()
+            .args(["decode", "--md5", &shared.server.url("dpx")])
+            .env("PLAYSIM_SMB_USER", shared.server.user())
+            .env("PLAYSIM_SMB_PASSWORD", shared.server.password()),
+    )?;
+    by_env.ensure_code(0)?;
+    ensure!(by_env.stdout == by_dir, "from the environment:\n{by_env}");
+    Ok(())
+}
+
+/// A bad share, a wrong password, an unreachable port, a missing path and a password in the
+/// URL: each refused in one line naming the part at fault, exit code 1 as for every transport,
+/// no panic, no hang, a failed report; and no password in any of it.
+#[test]
+fn bad_share_password_port_and_url_get_one_line_each() -> Result<()> {
+    let shared = shared()?;
+    let server = &shared.server;
+    let tmp = tempfile::tempdir()?;
+    let wrong = tmp.path().join("wrong.cred");
+    let wrong_password = "not-the-password-42";
+    std::fs::write(&wrong, format!("username={}\npassword={wrong_password}\n", server.user()))?;
+    let good = server.credentials_file().to_path_buf();
+    // A port nothing listens on: bound, then released.
+    let free_port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = server.port();
+    let cases = [
+        (format!("smb://127.0.0.1:{port}/nosuch/dpx"), &good, "share: 127.0.0.1:"),
+        (server.url("dpx"), &wrong, "credentials: 127.0.0.1:"),
+        (format!("smb://127.0.0.1:{free_port}/share/dpx"), &good, "port: nothing accepts SMB connections"),
+        (server.url("missing/"), &good, "path: /missing is not in share"),
+        (
+            format!("smb://{}:{wrong_password}@127.0.0.1:{port}/share/dpx", server.user()),
+            &good,
+            "credentials: a password in the URL is refused",
+        ),
+    ];
+    for (i, (url, creds, expected)) in cases.iter().enumerate() {
+        let json = tmp.path().join(format!("{i}.json"));
+        let started = Instant::now();
+        let done = run_limited(
+            playsim().args(["play", url, "--json"]).arg(&json).arg("--smb-credentials").arg(creds),
+        )?;
+        done.ensure_code(1)?;
+        ensure!(started.elapsed() < Duration::from_secs(30), "{url}: took {:?}", started.elapsed());
+        let error_lines: Vec<&str> =
+            done.stderr.lines().filter(|l| l.starts_with("playsim: error")).collect();
+        ensure!(error_lines.len() == 1, "{url}: expected one error line:\n{done}");
+        ensure!(error_lines[0].contains(expected), "{url}: expected {expected:?}:\n{done}");
+        let report_text = std::fs::read_to_string(&json)?;
+        for secret in [server.password(), wrong_password] {
+            ensure!(
+                !done.stderr.contains(secret) && !done.stdout.contains(secret),
+                "{url}: output shows a password"
+            );
+            ensure!(!report_text.contains(secret), "{url}: the report holds a password");
+        }
+        let report = read_report(&json)?;
+        ensure!(report.status == RunStatus::Failed, "{url}: report status {:?}", report.status);
+    }
+    Ok(())
+}
+
+/// The smbd child serving the run's connections stopped (SIGSTOP) for 3 s mid-run, its parent
+/// left running: the frames that fell due meanwhile are storage drops, playback resumes, and
+/// the report is complete.
+#[test]
+fn the_connections_smbd_child_stopped_for_3_s_costs_storage_drops_then_playback_resumes() -> Result<()> {
+    #[cfg(feature = "nfs")]
+    let _one_at_a_time = crate::nfs::FAULTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut server = SmbServer::start().context("starting smbd")?;
+    write_with_ffmpeg(&server.export_dir().join("dpx"), "dpx", 24)?;
+    let tmp = tempfile::tempdir()?;
+    let json = tmp.path().join("r.json");
+    let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
+    let child = playsim()
+        .args(["play", &server.url("dpx"), "--fps", "24", "--loop", "--quiet", "--duration", "8s", "--json"])
+        .arg(&json)
+        .arg("--smb-credentials")
+        .arg(server.credentials_file())
+        .stdin(Stdio::null())
+        .stdout(File::create(&stdout)?)
+        .stderr(File::create(&stderr)?)
+        .spawn()?;
+    let started = Instant::now();
+    let mut child = KillOnDrop(child);
+    std::thread::sleep(Duration::from_secs(3).saturating_sub(started.elapsed()));
+    let n_stopped = server.pause_connections();
+    std::thread::sleep(Duration::from_secs(3));
+    server.resume_connections();
+    let status = child.wait_for(COMMAND_LIMIT)?;
+    let done = Run {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&stdout)?,
+        stderr: std::fs::read_to_string(&stderr)?,
+    };
+    done.ensure_no_panic()?;
+    let report = read_report(&json).with_context(|| format!("no report:\n{done}"))?;
+    let d = &report.totals.dropped;
+    let resumed = report.streams[0]
+        .timeline
+        .iter()
+        .filter(|f| f.presented_ns.is_some() && f.due_ns >= 6_500_000_000)
+        .count();
+    let survived = done.code == Some(0) && report.status == RunStatus::Complete;
+    record_reliability(&ReliabilityRow {
+        table: ReliabilityTable::Fault,
+        name: "smbd connection child SIGSTOP for 3 s".into(),
+        survived,
+        frames_lost: Some(d.storage + d.unreadable),
+        bound: None,
+        recover_s: None,
+        outcome: format!(
+            "{n_stopped} smbd children stopped; {} storage drops; {resumed} frames after",
+            d.storage
+        ),
+    })?;
+    ensure!(n_stopped >= 1, "no smbd child served the run's connections");
+    done.ensure_code(0)?;
+    ensure!(report.status == RunStatus::Complete, "status {:?}\n{done}", report.status);
+    // 3 s at 24 fps is 72 frames; the prefetched frames cover the first few.
+    ensure!(
+        (50..=80).contains(&d.storage),
+        "storage drops {} (expected about 72 - prefetch):\n{done}",
+        d.storage
+    );
+    ensure!(d.decode + d.unreadable == 0, "drops {d:?}:\n{done}");
+    ensure!(resumed > 24, "playback did not resume:\n{done}");
+    Ok(())
+}
+
+/// `frametest -r` reads frames written to the share over smb://, with the credentials file.
+#[test]
+fn frametest_reads_a_share_over_smb() -> Result<()> {
+    let shared = shared()?;
+    let server = &shared.server;
+    let dir = server.export_dir().join("frametest");
+    let written = run_limited(playsim().args(["frametest", "-w", "sd", "-n", "6"]).arg(&dir))?;
+    written.ensure_code(0)?;
+    let read = run_limited(
+        playsim()
+            .args(["frametest", "-r", "-n", "6", &server.url("frametest")])
+            .arg("--smb-credentials")
+            .arg(server.credentials_file()),
+    )?;
+    read.ensure_code(0)?;
+    ensure!(read.stdout.contains("Overall:"), "no summary:\n{read}");
+    ensure!(!read.stdout.contains(server.password()), "the password shows:\n{read}");
+    Ok(())
+}
