@@ -106,6 +106,25 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
     let sign = ReadFigures::median(&sign_runs);
     let encrypt = ReadFigures::median(&encrypt_runs);
     let n_cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) as f64;
+    for (side, figures) in
+        [("playsim", &playsim_figures), ("smbclient (sign)", &sign), ("smbclient (encrypt)", &encrypt)]
+    {
+        if figures.busy_cpus / n_cpus >= 0.9 {
+            println!(
+                "with {side}, {:.2} of {n_cpus} CPUs were busy ({:.2} of them smbd's): the machine, which smbd \
+                 and any other work share, bounds the throughput, so the client's CPU per GB decides it",
+                figures.busy_cpus,
+                figures.server_cpu_s_per_gb * figures.mb_per_s / 1e3,
+            );
+        }
+    }
+    println!(
+        "encryption's cost, measured with smbclient: {:.3} CPU s/GB encrypting against {:.3} signing ({:.2}×); \
+         an encrypted message is not also signed, so this is the cipher's cost over the signature's",
+        encrypt.cpu_s_per_gb,
+        sign.cpu_s_per_gb,
+        encrypt.cpu_s_per_gb / sign.cpu_s_per_gb
+    );
     let what = format!("4K DPX, {n_frames} files, over smb:// (Samba smbd, loopback, SMB 3.1.1, signed)");
     let smbclient_name =
         "smbclient -m SMB3 --client-protection=sign, `get FILE /dev/null` of every file, one \
