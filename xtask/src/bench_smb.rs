@@ -21,6 +21,13 @@
 //! an encrypting client pays, measured with the anchor, since playsim's client cannot encrypt
 //! against this Samba (see README).
 //!
+//! A third side is a diagnosis, kept as extra figures: playsim again with glibc's malloc
+//! thresholds set as `playsim-exr` sets them for its decoders (mmap threshold 32 MiB, trim
+//! threshold 64 MiB, here through `GLIBC_TUNABLES`). Each READ's data comes back from the crate in
+//! a buffer of its own of the read size (1 MiB), over glibc's starting mmap threshold, so with the
+//! default settings the pages of those buffers go back to the kernel and are faulted in again for
+//! the next frame; the minor faults per GB of each side are kept to show it.
+//!
 //! On loopback smbd shares the machine with the client. Its CPU (its connection children, reaped
 //! by the parent when the client leaves) and the machine's busy time are kept as extra figures.
 
@@ -43,6 +50,8 @@ const SMB_RUNS: usize = 5;
 const SMB_RUNS_SHORT: usize = 3;
 /// The directory of the sequence in the share.
 const SEQ: &str = "seq";
+/// glibc's malloc settings of the diagnostic side: those of `playsim-exr`'s `malloc.rs`.
+const MALLOC_TUNED: &str = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864";
 /// The frames' names, as `playsim generate` writes them and `frametest --name` takes them.
 const NAME_PATTERN: &str = "frame.%07d.dpx";
 
@@ -80,11 +89,12 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
         total_bytes as f64 / 1e6
     );
     let mut playsim_runs = Vec::new();
+    let mut tuned_runs = Vec::new();
     let mut sign_runs = Vec::new();
     let mut encrypt_runs = Vec::new();
     for run_idx in 0..=n_runs {
         let keep = run_idx > 0;
-        let run = measure(server_pid, total_bytes, || sides.playsim_read(&bench.out_dir))?;
+        let run = measure(server_pid, total_bytes, || sides.playsim_read(&bench.out_dir, None))?;
         run.print("playsim frametest -r -t 1");
         if keep {
             playsim_runs.push(run);
@@ -99,12 +109,19 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
         if keep {
             encrypt_runs.push(run);
         }
+        let run =
+            measure(server_pid, total_bytes, || sides.playsim_read(&bench.out_dir, Some(MALLOC_TUNED)))?;
+        run.print("playsim frametest -r -t 1, GLIBC_TUNABLES as playsim-exr's mallopt");
+        if keep {
+            tuned_runs.push(run);
+        }
     }
     drop(server);
 
     let playsim_figures = ReadFigures::median(&playsim_runs);
     let sign = ReadFigures::median(&sign_runs);
     let encrypt = ReadFigures::median(&encrypt_runs);
+    let tuned = ReadFigures::median(&tuned_runs);
     let n_cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) as f64;
     for (side, figures) in
         [("playsim", &playsim_figures), ("smbclient (sign)", &sign), ("smbclient (encrypt)", &encrypt)]
@@ -151,7 +168,10 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
     .extra("playsim_mb_per_s_max", spread(&playsim_runs, f64::max, ReadRun::mb_per_s))
     .extra("smbclient_mb_per_s_min", spread(&sign_runs, f64::min, ReadRun::mb_per_s))
     .extra("smbclient_mb_per_s_max", spread(&sign_runs, f64::max, ReadRun::mb_per_s))
-    .extra("smbclient_encrypt_mb_per_s", encrypt.mb_per_s);
+    .extra("smbclient_encrypt_mb_per_s", encrypt.mb_per_s)
+    .extra("playsim_malloc_tuned_mb_per_s", tuned.mb_per_s)
+    .extra("playsim_malloc_tuned_mb_per_s_min", spread(&tuned_runs, f64::min, ReadRun::mb_per_s))
+    .extra("playsim_malloc_tuned_mb_per_s_max", spread(&tuned_runs, f64::max, ReadRun::mb_per_s));
     // Lower is better: the ratio is smbclient's (signing) over playsim's. Encryption's cost is
     // the anchor's own, encrypt over sign, kept beside it.
     let cpu = BenchRow::time(
@@ -170,7 +190,11 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
     .extra("smbclient_encrypt_cpu_s_per_gb_max", spread(&encrypt_runs, f64::max, ReadRun::cpu_s_per_gb))
     .extra("smbclient_encrypt_over_sign_cpu", encrypt.cpu_s_per_gb / sign.cpu_s_per_gb)
     .extra("playsim_user_s_per_gb", playsim_figures.user_s_per_gb)
-    .extra("smbclient_sign_user_s_per_gb", sign.user_s_per_gb);
+    .extra("smbclient_sign_user_s_per_gb", sign.user_s_per_gb)
+    .extra("playsim_malloc_tuned_cpu_s_per_gb", tuned.cpu_s_per_gb)
+    .extra("playsim_minor_faults_per_gb", playsim_figures.faults_per_gb)
+    .extra("playsim_malloc_tuned_minor_faults_per_gb", tuned.faults_per_gb)
+    .extra("smbclient_sign_minor_faults_per_gb", sign.faults_per_gb);
     Ok(vec![context(throughput), context(cpu)])
 }
 
@@ -201,7 +225,8 @@ struct Sides<'a> {
 
 impl Sides<'_> {
     /// `playsim frametest -r -t 1 smb://…/share/seq`, checked: every file transferred, every byte.
-    fn playsim_read(&self, out_dir: &Path) -> Result<(Command, ChildCheck)> {
+    /// `malloc_tunables`, when given, is set as `GLIBC_TUNABLES` (the diagnostic side).
+    fn playsim_read(&self, out_dir: &Path, malloc_tunables: Option<&str>) -> Result<(Command, ChildCheck)> {
         let json = out_dir.join("smb-frametest.json");
         let _ = fs::remove_file(&json);
         let mut cmd = Command::new(self.playsim);
@@ -210,6 +235,9 @@ impl Sides<'_> {
             .arg("--json")
             .arg(&json)
             .arg(self.server.url(SEQ));
+        if let Some(tunables) = malloc_tunables {
+            cmd.env("GLIBC_TUNABLES", tunables);
+        }
         Ok((
             cmd,
             ChildCheck::FrametestJson { json, n_files: self.files.len() as u64, bytes: self.total_bytes },
@@ -292,6 +320,8 @@ struct ReadRun {
     busy_s: f64,
     /// smbd's CPU over the run: its parent's own and that of the children it reaped.
     server_cpu_s: f64,
+    /// The client's minor page faults.
+    minor_faults: u64,
 }
 
 impl ReadRun {
@@ -309,10 +339,12 @@ impl ReadRun {
 
     fn print(&self, side: &str) {
         println!(
-            "  {side}: {:.0} MB/s, {:.3} CPU s/GB (user {:.3}), smbd {:.3} s/GB, machine busy {:.2} CPUs",
+            "  {side}: {:.0} MB/s, {:.3} CPU s/GB (user {:.3}), {:.0} faults/GB, smbd {:.3} s/GB, machine busy \
+             {:.2} CPUs",
             self.mb_per_s(),
             self.cpu_s_per_gb(),
             self.per_gb(self.user_s),
+            self.per_gb(self.minor_faults as f64),
             self.per_gb(self.server_cpu_s),
             self.busy_s / self.wall_s,
         );
@@ -327,6 +359,7 @@ struct ReadFigures {
     user_s_per_gb: f64,
     server_cpu_s_per_gb: f64,
     busy_cpus: f64,
+    faults_per_gb: f64,
 }
 
 impl ReadFigures {
@@ -338,6 +371,7 @@ impl ReadFigures {
             user_s_per_gb: of(|run| run.per_gb(run.user_s)),
             server_cpu_s_per_gb: of(|run| run.per_gb(run.server_cpu_s)),
             busy_cpus: of(|run| run.busy_s / run.wall_s),
+            faults_per_gb: of(|run| run.per_gb(run.minor_faults as f64)),
         }
     }
 }
@@ -358,7 +392,15 @@ fn measure(
     std::thread::sleep(Duration::from_millis(200));
     let server_cpu_s = smbd_cpu_s(server_pid)? - server_before;
     check.check(&cmd, &String::from_utf8_lossy(&output.stdout), &String::from_utf8_lossy(&output.stderr))?;
-    Ok(ReadRun { bytes, wall_s: cost.wall_s, user_s: cost.user_s, sys_s: cost.sys_s, busy_s, server_cpu_s })
+    Ok(ReadRun {
+        bytes,
+        wall_s: cost.wall_s,
+        user_s: cost.user_s,
+        sys_s: cost.sys_s,
+        busy_s,
+        server_cpu_s,
+        minor_faults: cost.minor_faults,
+    })
 }
 
 /// The files of `dir` in name order, with their sizes.
@@ -432,9 +474,11 @@ mod tests {
             sys_s: 0.2,
             busy_s: 1.0,
             server_cpu_s: 0.5,
+            minor_faults: 1000,
         };
         let figures = ReadFigures::median(&[run(900.0), run(1000.0), run(1100.0)]);
         assert!((figures.mb_per_s - 1000.0).abs() < 1e-9);
         assert!((figures.cpu_s_per_gb - 0.3).abs() < 1e-9);
+        assert!((figures.faults_per_gb - 1000.0).abs() < 1e-9);
     }
 }
