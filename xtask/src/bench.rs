@@ -1,5 +1,5 @@
 //! `cargo xtask bench`: measures playsim against an anchor (FFmpeg's DPX and video decoders, OpenEXR;
-//! fio later), one [`BenchRow`] per comparison, and writes `target/bench/report.{md,json}`.
+//! fio later; libnfs and smbclient for the network clients), one [`BenchRow`] per comparison, and writes `target/bench/report.{md,json}`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -106,7 +106,8 @@ struct Report {
 }
 
 /// The bench's sections, in the order they run.
-const SECTIONS: [&str; 9] = ["dpx", "exr", "video", "io", "nfs", "engine", "pipeline", "fidelity", "mpi"];
+const SECTIONS: [&str; 10] =
+    ["dpx", "exr", "video", "io", "nfs", "smb", "engine", "pipeline", "fidelity", "mpi"];
 
 /// `cargo xtask bench [--short] [SECTION...]`.
 #[derive(clap::Args)]
@@ -115,7 +116,7 @@ pub struct BenchArgs {
     /// shorter runs. Its ratios are printed like the full suite's, and mean less.
     #[arg(long)]
     short: bool,
-    /// Run only these sections (dpx, exr, video, io, nfs, engine, pipeline, fidelity, mpi) [default: all].
+    /// Run only these sections (dpx, exr, video, io, nfs, smb, engine, pipeline, fidelity, mpi) [default: all].
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(SECTIONS))]
     sections: Vec<String>,
 }
@@ -183,6 +184,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if wanted("nfs") {
         rows.extend(crate::bench_nfs::run(&bench)?);
+    }
+    if wanted("smb") {
+        rows.extend(crate::bench_smb::run(&bench)?);
     }
     if wanted("engine") {
         rows.extend(crate::bench_engine::run(&bench)?);
