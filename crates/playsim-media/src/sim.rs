@@ -311,7 +311,7 @@ impl SimUrl {
     /// Why frame `idx` cannot be read, when `corrupt_every` makes it unreadable.
     pub fn corruption(&self, idx: u64) -> Option<String> {
         let every = self.corrupt_every?;
-        ((idx + 1) % every == 0).then(|| {
+        (idx + 1).is_multiple_of(every).then(|| {
             format!("frame {idx} is corrupt (corrupt_every={every}: one frame in {every} is unreadable)")
         })
     }

@@ -151,7 +151,8 @@ impl FrameSize {
             .filter_map(|(name, ..)| FrameSize::preset(name, DEFAULT_HEADER_BYTES))
             .find(|s| s.file_bytes == bytes)
             .or_else(|| {
-                (bytes % 1024 == 0)
+                bytes
+                    .is_multiple_of(1024)
                     .then(|| FrameSize::custom_kb(bytes / 1024, DEFAULT_HEADER_BYTES).ok())
                     .flatten()
             })
@@ -916,7 +917,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

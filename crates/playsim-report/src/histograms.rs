@@ -131,7 +131,7 @@ mod tests {
             .map(|_| {
                 x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
                 let magnitude = ((x >> 33) % 1_000_000) * ((x >> 20) % 97 + 1);
-                if x % 5 == 0 {
+                if x.is_multiple_of(5) {
                     -(magnitude as i64)
                 } else {
                     magnitude as i64

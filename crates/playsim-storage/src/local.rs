@@ -104,7 +104,7 @@ impl LocalOptions {
                 "block size 0 is out of range: it must be at least 1 byte".into(),
             ));
         }
-        if self.direct && self.block_size % DIRECT_IO_ALIGN != 0 {
+        if self.direct && !self.block_size.is_multiple_of(DIRECT_IO_ALIGN) {
             return Err(Error::InvalidOption(format!(
                 "block size {} is not a multiple of {DIRECT_IO_ALIGN}, which O_DIRECT needs",
                 self.block_size

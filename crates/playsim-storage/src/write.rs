@@ -347,7 +347,7 @@ impl WriteFile for LocalWriteFile {
     }
 
     async fn write_at(&self, offset: u64, data: WriteBytes, stability: Stability) -> Result<u64, WriteError> {
-        if self.direct && offset % DIRECT_IO_ALIGN as u64 != 0 {
+        if self.direct && !offset.is_multiple_of(DIRECT_IO_ALIGN as u64) {
             return Err(WriteError::new(
                 StorageErrorKind::Invalid,
                 WriteOp::Write,

@@ -474,7 +474,7 @@ fn anchor_name(case: Case, work: &Workload, setup: &CaseSetup) -> String {
 
 /// "4K DPX, 1 MiB blocks, 4 frames in flight, cold, buffered pread".
 fn what(case: Case, work: &Workload) -> String {
-    let block = if work.block_size % (1 << 20) == 0 {
+    let block = if work.block_size.is_multiple_of(1 << 20) {
         format!("{} MiB", work.block_size >> 20)
     } else {
         format!("{} KiB", work.block_size >> 10)

@@ -147,7 +147,7 @@ impl Source for ScriptedSource {
     }
     fn is_keyframe(&self, idx: u64) -> bool {
         match &self.long_gop {
-            Some(script) if script.keyframe_every > 0 => idx % script.keyframe_every == 0,
+            Some(script) if script.keyframe_every > 0 => idx.is_multiple_of(script.keyframe_every),
             Some(_) => idx == 0,
             None => true,
         }
