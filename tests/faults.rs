@@ -246,6 +246,41 @@ mod path {
         ensure_survived(&done, &report, bound, 4.0)
     }
 
+    /// One of two connections closed (FIN both ways, as a server closing a client it thinks
+    /// idle) mid-run: the transport notices, connects again through the proxy, counts it, and
+    /// the run completes having lost at most a second's frames.
+    #[test]
+    fn a_connection_dropped_mid_run_costs_a_reconnect_and_the_run_completes() -> Result<()> {
+        let _one_at_a_time = FAULTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let proxied = Proxied::start()?;
+        let mut closed = (false, SystemTime::now());
+        let (done, report) = paced_run(&proxied.url(), 6, &["--nconnect", "2"], |started| {
+            sleep_until(started, Duration::from_secs(2));
+            closed = (proxied.nfs.close_one(), SystemTime::now());
+            Ok(())
+        })?;
+        done.ensure_no_panic()?;
+        let d = &report.totals.dropped;
+        let bound = loss_bound(&report, Duration::ZERO, Duration::ZERO);
+        let reconnects: u64 = option(&report, "reconnects").parse().unwrap_or(0);
+        record_reliability(&ReliabilityRow {
+            table: ReliabilityTable::Fault,
+            name: "one of 2 connections closed, FIN (proxy)".into(),
+            survived: survived(&report, bound, 4.0) && reconnects >= 1,
+            frames_lost: Some(d.total()),
+            bound: Some(bound),
+            recover_s: recover_s(&report, closed.1),
+            outcome: format!(
+                "{reconnects} reconnect(s), reconnect_wait_s {}, drops {d:?}",
+                option(&report, "reconnect_wait_s")
+            ),
+        })?;
+        done.ensure_code(0)?;
+        ensure!(closed.0, "no connection open through the proxy to close");
+        ensure!(reconnects >= 1, "no reconnect counted: {:?}", report.streams[0].storage.options);
+        ensure_survived(&done, &report, bound, 4.0)
+    }
+
     /// A delay on every chunk: 10 ms (within a frame's 42 ms) costs nothing, then 150 ms for
     /// 3 s (fewer than 24 chunks a second get through) costs storage drops, never decode or
     /// unreadable ones, and playback recovers when the delay ends.
