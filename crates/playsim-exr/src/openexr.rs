@@ -135,6 +135,8 @@ mod shim {
         options: &ExrOptions,
         out: &mut DecodedFrame,
     ) -> Result<ExrInfo, Error> {
+        // Before OpenEXR reads an attribute, whose claimed size it allocates first.
+        crate::header::check_attribute_sizes(encoded)?;
         let (info, chunks) = read_header(encoded)?;
         // Before allocating: refuses huge windows, subsampling, unknown layers.
         let selected = crate::select_channels(&info, options.layer.as_deref())?;
@@ -688,6 +690,22 @@ mod tests {
         }
         let err = assert_err(&bytes, ErrorKind::Malformed, "2^28 lines");
         assert!(err.message().contains("chunks, more than a"), "{err}");
+    }
+
+    #[test]
+    fn openexr_3_1_5_allocates_what_an_attribute_claims_so_a_claim_past_the_end_is_refused_first() {
+        // OpenEXR 3.1.5 resizes a string (or unknown) attribute's value to its claimed size
+        // and zero-fills it before reading: 1.9 GB and 2 s from a 1311-byte file (kept in
+        // crates/playsim-fuzz/crashes/exr_decode/). playsim walks the header first.
+        eprintln!("found with OpenEXR 3.1.5; linked: {}", version().unwrap_or_default());
+        let good = read("scan-piz-half-rgba.exr");
+        let size_at = attribute(&good, "compression") - 4;
+        for claim in [1i32 << 30, i32::MAX, -1] {
+            let mut bytes = good.clone();
+            bytes[size_at..size_at + 4].copy_from_slice(&claim.to_le_bytes());
+            let err = assert_err(&bytes, ErrorKind::Malformed, "attribute claim");
+            assert!(err.message().contains(&format!("compression claims {claim} bytes")), "{err}");
+        }
     }
 
     #[test]
