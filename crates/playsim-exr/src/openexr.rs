@@ -149,6 +149,7 @@ mod shim {
                 encoded.len()
             )));
         }
+        crate::channels::check_fits_in_file(&selected, info.compression, encoded.len())?;
         let names = selected
             .channels
             .iter()
@@ -705,6 +706,30 @@ mod tests {
             bytes[size_at..size_at + 4].copy_from_slice(&claim.to_le_bytes());
             let err = assert_err(&bytes, ErrorKind::Malformed, "attribute claim");
             assert!(err.message().contains(&format!("compression claims {claim} bytes")), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_window_larger_than_the_file_could_decode_to_is_refused_by_both_backends_before_allocating() {
+        // A 16K x 16K window in a small PIZ file is 4 GiB of frame, within the limits, but
+        // no PIZ stream of that size expands so far (past the exr_decode fuzz target's 2 GB limit).
+        for (file, window) in [
+            ("scan-piz-half-rgba.exr", [0i32, 0, 16383, 16383]),
+            ("scan-none-half-rgba.exr", [0, 0, 4095, 255]),
+        ] {
+            let mut bytes = read(file);
+            let at = attribute(&bytes, "dataWindow");
+            for (i, v) in window.iter().enumerate() {
+                bytes[at + 4 * i..at + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
+            }
+            for &backend in Backend::available() {
+                let mut out = DecodedFrame::default();
+                let options = ExrOptions { backend, codec_threads: 1, layer: None };
+                let err = crate::ExrDecoder::new(options).decode_exr(&bytes, &mut out).unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::Malformed, "{file} {backend}: {err}");
+                assert!(err.message().contains("file can hold"), "{file} {backend}: {err}");
+                assert!(out.data.is_empty(), "{file} {backend}: allocated {} bytes", out.data.len());
+            }
         }
     }
 
