@@ -2,7 +2,7 @@
 
 use playsim_core::PixelFormat;
 
-use crate::{ChannelInfo, Error, ExrInfo, SampleType};
+use crate::{ChannelInfo, Compression, Error, ExrInfo, SampleType};
 
 /// The largest data window decoded: 2^28 pixels (16K × 16K).
 pub const MAX_PIXELS: u64 = 1 << 28;
@@ -90,6 +90,43 @@ pub fn select_channels(info: &ExrInfo, layer: Option<&str>) -> Result<SelectedCh
     Ok(SelectedChannels { channels, format, width, height })
 }
 
+/// Refuses a data window that decodes to more bytes than a file of `file_len` bytes of
+/// `compression` can hold, before the frame is allocated: a damaged window in a 10 KB file
+/// must not cost a 4 GiB frame (the `exr_decode` fuzz target's allocation limit).
+///
+/// The bound is each method's largest possible expansion, from stored bytes (2 or 4 per
+/// sample) to canonical ones (4 per sample), so no well-formed file is refused: 2 for none;
+/// 128 for RLE (a run is 2 bytes for 128); 5 for B44 (14 bytes per 32) and 22 for B44A
+/// (3 bytes for a flat block); 4200 for the zlib methods (deflate expands at most 1032
+/// times, PXR24 stores 3 bytes per float); and 2^17 for PIZ and DWA, whose run-length and
+/// DCT stages come before or after zlib.
+pub(crate) fn check_fits_in_file(
+    selected: &SelectedChannels,
+    compression: Compression,
+    file_len: usize,
+) -> Result<(), Error> {
+    let max_expansion: u64 = match compression {
+        Compression::None => 2,
+        Compression::Rle => 128,
+        Compression::B44 => 5,
+        Compression::B44a => 22,
+        Compression::Zips | Compression::Zip | Compression::Pxr24 => 4200,
+        Compression::Piz | Compression::Dwaa | Compression::Dwab => 1 << 17,
+    };
+    let decoded = u64::from(selected.width) * u64::from(selected.height) * 4 * selected.channels.len() as u64;
+    let most = (file_len as u64).saturating_mul(max_expansion);
+    if decoded > most {
+        return Err(Error::malformed(format!(
+            "a {}x{} data window of {} channels decodes to {decoded} bytes, more than a {file_len}-byte {compression} \
+             file can hold (damaged size or truncated file)",
+            selected.width,
+            selected.height,
+            selected.channels.len()
+        )));
+    }
+    Ok(())
+}
+
 fn dedup(mut v: Vec<&str>) -> Vec<&str> {
     v.sort_unstable();
     v.dedup();
@@ -99,7 +136,6 @@ fn dedup(mut v: Vec<&str>) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Compression;
 
     fn info(names: &[(&str, SampleType)]) -> ExrInfo {
         ExrInfo {

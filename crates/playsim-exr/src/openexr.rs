@@ -135,6 +135,8 @@ mod shim {
         options: &ExrOptions,
         out: &mut DecodedFrame,
     ) -> Result<ExrInfo, Error> {
+        // Before OpenEXR reads an attribute, whose claimed size it allocates first.
+        crate::header::check_attribute_sizes(encoded)?;
         let (info, chunks) = read_header(encoded)?;
         // Before allocating: refuses huge windows, subsampling, unknown layers.
         let selected = crate::select_channels(&info, options.layer.as_deref())?;
@@ -147,6 +149,7 @@ mod shim {
                 encoded.len()
             )));
         }
+        crate::channels::check_fits_in_file(&selected, info.compression, encoded.len())?;
         let names = selected
             .channels
             .iter()
@@ -688,6 +691,46 @@ mod tests {
         }
         let err = assert_err(&bytes, ErrorKind::Malformed, "2^28 lines");
         assert!(err.message().contains("chunks, more than a"), "{err}");
+    }
+
+    #[test]
+    fn openexr_3_1_5_allocates_what_an_attribute_claims_so_a_claim_past_the_end_is_refused_first() {
+        // OpenEXR 3.1.5 resizes a string (or unknown) attribute's value to its claimed size
+        // and zero-fills it before reading: 1.9 GB and 2 s from a 1311-byte file (kept in
+        // crates/playsim-fuzz/crashes/exr_decode/). playsim walks the header first.
+        eprintln!("found with OpenEXR 3.1.5; linked: {}", version().unwrap_or_default());
+        let good = read("scan-piz-half-rgba.exr");
+        let size_at = attribute(&good, "compression") - 4;
+        for claim in [1i32 << 30, i32::MAX, -1] {
+            let mut bytes = good.clone();
+            bytes[size_at..size_at + 4].copy_from_slice(&claim.to_le_bytes());
+            let err = assert_err(&bytes, ErrorKind::Malformed, "attribute claim");
+            assert!(err.message().contains(&format!("compression claims {claim} bytes")), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_window_larger_than_the_file_could_decode_to_is_refused_by_both_backends_before_allocating() {
+        // A 16K x 16K window in a small PIZ file is 4 GiB of frame, within the limits, but
+        // no PIZ stream of that size expands so far (past the exr_decode fuzz target's 2 GB limit).
+        for (file, window) in [
+            ("scan-piz-half-rgba.exr", [0i32, 0, 16383, 16383]),
+            ("scan-none-half-rgba.exr", [0, 0, 4095, 255]),
+        ] {
+            let mut bytes = read(file);
+            let at = attribute(&bytes, "dataWindow");
+            for (i, v) in window.iter().enumerate() {
+                bytes[at + 4 * i..at + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
+            }
+            for &backend in Backend::available() {
+                let mut out = DecodedFrame::default();
+                let options = ExrOptions { backend, codec_threads: 1, layer: None };
+                let err = crate::ExrDecoder::new(options).decode_exr(&bytes, &mut out).unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::Malformed, "{file} {backend}: {err}");
+                assert!(err.message().contains("file can hold"), "{file} {backend}: {err}");
+                assert!(out.data.is_empty(), "{file} {backend}: allocated {} bytes", out.data.len());
+            }
+        }
     }
 
     #[test]

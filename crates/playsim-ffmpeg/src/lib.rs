@@ -74,6 +74,20 @@ impl Default for VideoOptions {
     }
 }
 
+/// The MXF index reader that [`open`] runs when FFmpeg's demuxer keeps an MXF file's index
+/// tables to itself (partitions, index table segments, the KLV headers of edit units), over a
+/// whole file held in memory: the entry of the `mxf_index` fuzz target, not an API.
+#[cfg(feature = "ffmpeg")]
+#[doc(hidden)]
+pub fn mxf_index_from_memory(file: &[u8]) -> Result<Vec<PacketEntry>, String> {
+    // Like every storage, a read past the end returns the bytes that are there.
+    let read = |offset: u64, len: usize| {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(file.len());
+        Ok(file[start..start.saturating_add(len).min(file.len())].to_vec())
+    };
+    mxf::index(&read, file.len() as u64)
+}
+
 /// True when `path`'s extension is one of [`VIDEO_EXTENSIONS`] (any case).
 pub fn is_video_file(path: &Path) -> bool {
     path.extension()

@@ -17,7 +17,7 @@
 
 use std::path::Path;
 
-use playsim_core::DecodedFrame;
+use playsim_core::{DecodedFrame, EntryKind};
 
 /// A fuzz target: its name (the directory of its corpus and crashes, and its libFuzzer
 /// binary) and the function the input goes through.
@@ -39,6 +39,10 @@ pub const TARGETS: &[Target] = &[
     Target { name: "nfs_reply", run: nfs_reply, cheap: true },
     Target { name: "scenario_toml", run: scenario_toml, cheap: true },
     Target { name: "report_json", run: report_json, cheap: true },
+    Target { name: "exr_decode", run: exr_decode, cheap: false },
+    Target { name: "tiff_decode", run: tiff_decode, cheap: false },
+    Target { name: "mxf_index", run: mxf_index, cheap: false },
+    Target { name: "sequence_pattern", run: sequence_pattern, cheap: true },
 ];
 
 /// The target called `name`.
@@ -88,4 +92,72 @@ pub fn scenario_toml(data: &[u8]) {
 pub fn report_json(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let _ = playsim_report::json::from_str(text);
+}
+
+/// A whole EXR frame from memory through every backend compiled in (the OpenEXR C++ library
+/// through playsim's shim, and exrs): the header, the channel choice, the offset table and
+/// every chunk's decompression.
+pub fn exr_decode(data: &[u8]) {
+    let mut frame = DecodedFrame::default();
+    for &backend in playsim_exr::Backend::available() {
+        let options = playsim_exr::ExrOptions { backend, codec_threads: 1, layer: None };
+        let _ = playsim_exr::ExrDecoder::new(options).decode_exr(data, &mut frame);
+    }
+}
+
+/// A whole TIFF frame from memory through playsim's TIFF decoder: the header, the first
+/// directory, and every strip or tile.
+pub fn tiff_decode(data: &[u8]) {
+    let mut frame = DecodedFrame::default();
+    let _ = playsim_tiff::TiffDecoder.decode_tiff(data, &mut frame);
+}
+
+/// A whole MXF file from memory through playsim's own MXF index reader (the one in front of
+/// FFmpeg): the Random Index Pack or the chain of partition packs, the index table segments,
+/// and the KLV headers at the start of each edit unit.
+pub fn mxf_index(data: &[u8]) {
+    let _ = playsim_ffmpeg::mxf_index_from_memory(data);
+}
+
+/// Sequence patterns and discovery over odd names. The first byte picks what the location
+/// is (a directory, a file, or nothing: a pattern such as `shot.%07d.dpx`, `####` or `@@@`),
+/// the first line of the rest is the location and every further line a name in its
+/// directory. A sequence found must name files that are there.
+pub fn sequence_pattern(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else { return };
+    let text = String::from_utf8_lossy(rest);
+    let mut lines = text.split('\n');
+    let location = lines.next().unwrap_or_default();
+    // A listing's names never hold a separator or a NUL.
+    let names: Vec<String> =
+        lines.filter(|n| !n.is_empty() && !n.contains(['/', '\0'])).map(str::to_owned).collect();
+    let _ = playsim_media::parse_pattern_parts(location);
+    let kind = match selector % 3 {
+        0 => Some(EntryKind::Dir),
+        1 => Some(EntryKind::File),
+        _ => None,
+    };
+    let Ok(sequence) = playsim_media::Sequence::discover_in_names(Path::new(location), kind, names.clone())
+    else {
+        return;
+    };
+    let (first, last) = (sequence.first_frame(), sequence.last_frame());
+    assert!(first <= last && sequence.n_frames() <= playsim_media::MAX_FRAME_RANGE);
+    assert!(sequence.contains(first) && sequence.contains(last));
+    let _ = (sequence.pattern(), sequence.path_for(last), sequence.extension());
+    if kind != Some(EntryKind::File) {
+        for frame in [first, last] {
+            let name = format!(
+                "{}{frame:0width$}{}",
+                sequence.prefix(),
+                sequence.suffix(),
+                width = sequence.padding()
+            );
+            assert!(
+                names.contains(&name),
+                "frame {frame} of {} is {name}, which is not listed",
+                sequence.pattern()
+            );
+        }
+    }
 }

@@ -45,6 +45,8 @@ pub use registry::{
     open_source_with, probe_dimensions, DecodeOptions, Format, FormatKind, MakeDecoder, OpenContainer,
     OpenFuture,
 };
+#[doc(hidden)]
+pub use sequence::parse_pattern_parts;
 pub use sequence::{Sequence, MAX_FRAME_RANGE};
 pub use sim::{
     SimDist, SimFormat, SimFrame, SimFrames, SimUrl, DEFAULT_SIM_DISTINCT, DEFAULT_SIM_FRAMES,

@@ -90,6 +90,27 @@ impl Sequence {
         from_listing(location, kind, listing)
     }
 
+    /// [`discover_on`](Self::discover_on) with the location's kind and its directory's
+    /// names given in memory, as a transport would answer (`kind` `None`: nothing is there,
+    /// so the location is read as a pattern): the entry of the `sequence_pattern` fuzz
+    /// target, not an API.
+    #[doc(hidden)]
+    pub fn discover_in_names(
+        location: &Path,
+        kind: Option<EntryKind>,
+        mut names: Vec<String>,
+    ) -> Result<Sequence, Error> {
+        let listing = match dir_to_list(location, kind)? {
+            Some(_) => {
+                let n_entries = names.len();
+                names.sort_unstable();
+                Listing { names, n_entries }
+            }
+            None => Listing::default(),
+        };
+        from_listing(location, kind, listing)
+    }
+
     /// What the sequence was discovered from: a directory, a pattern or a file.
     pub fn location(&self) -> &Path {
         &self.location
@@ -515,6 +536,15 @@ impl PatternError {
             PatternError::Ambiguous(reason) => Error::Ambiguous { path: path.to_owned(), reason },
         }
     }
+}
+
+/// [`parse_pattern`] for the `sequence_pattern` fuzz target, not an API: the pattern's
+/// (prefix, padding, suffix), `Ok(None)` without a placeholder, or the error discovery
+/// would report for `name`.
+#[doc(hidden)]
+pub fn parse_pattern_parts(name: &str) -> Result<Option<(String, usize, String)>, Error> {
+    let parts = parse_pattern(name).map_err(|e| e.into_error(Path::new(name)))?;
+    Ok(parts.map(|p| (p.prefix, p.padding, p.suffix)))
 }
 
 /// Parses a file name pattern; `Ok(None)` when it has no placeholder.

@@ -20,6 +20,10 @@ pub const MAX_PIXELS: u64 = 1 << 28;
 /// the tiff crate's default, enough for a 16K-line file of one-line strips.
 pub const MAX_IFD_VALUE_BYTES: usize = 1 << 20;
 
+/// The largest tile accepted when it is larger than the frame: 16 MiB (a 1024 x 1024 tile
+/// of 32-bit float RGBA), far above the 256- and 512-pixel tiles writers use.
+const MAX_TILE_BYTES: u64 = 16 << 20;
+
 /// The TIFF decoder: RGB and RGBA, 8- and 16-bit unsigned or 32-bit float samples,
 /// uncompressed, LZW, Deflate or PackBits, with or without the horizontal predictor,
 /// in strips or tiles, in either byte order.
@@ -182,6 +186,22 @@ fn decode(encoded: &[u8], out: &mut DecodedFrame) -> Result<TiffInfo, Error> {
         tiled: decoder.get_chunk_type() == ChunkType::Tile,
         big_endian: decoder.byte_order() == ByteOrder::BigEndian,
     };
+    if info.tiled {
+        // The tiff crate sizes a tile's buffers from the tile size the directory claims,
+        // before reading it: a tile width of 2^32 made it ask for 19 GB (found by the
+        // `tiff_decode` fuzz target). Tiles larger than both the frame and MAX_TILE_BYTES
+        // are no real file's.
+        let (tile_w, tile_h) = decoder.chunk_dimensions();
+        let tile_bytes = u64::from(tile_w)
+            .saturating_mul(u64::from(tile_h))
+            .saturating_mul((usize::from(channels) * sample.bytes()) as u64);
+        if tile_bytes > (stored_len as u64).max(MAX_TILE_BYTES) {
+            return Err(Error::malformed(format!(
+                "{}: its tiles of {tile_w}x{tile_h} pixels ({tile_bytes} bytes) are larger than the frame",
+                what(sample_name(sample))
+            )));
+        }
+    }
     let format = match (sample, channels) {
         (Sample::F32, 3) => PixelFormat::RgbF32Le,
         (Sample::F32, _) => PixelFormat::RgbaF32Le,
@@ -464,6 +484,27 @@ mod tests {
         let ifd = if big { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) } as usize;
         let n = usize::from(u16_at(ifd));
         (0..n).map(|i| ifd + 2 + 12 * i).find(|&e| u16_at(e) == tag).expect("tag present") + 8
+    }
+
+    #[test]
+    fn refuses_a_tile_larger_than_the_frame_before_the_tiff_crate_allocates_it() {
+        // The tiff_decode fuzz target's input: the tiff crate sized a row buffer from a
+        // tile width of about 2^32 (19 GB); any tile width over 2^20 would do.
+        let frame = noisy_frame(20, 10, true, Sample::U16, 3);
+        for endian in [Endian::Little, Endian::Big] {
+            let big = endian == Endian::Big;
+            let opts = WriteOptions {
+                endian,
+                chunks: Chunks::Tiles { width: 32, height: 16 },
+                ..WriteOptions::default()
+            };
+            let file = write(&frame, &opts);
+            let mut huge = file.clone();
+            let at = entry_value(&file, 322, big);
+            let v: u32 = 1 << 30;
+            huge[at..at + 4].copy_from_slice(&if big { v.to_be_bytes() } else { v.to_le_bytes() });
+            refused(&huge, ErrorKind::Malformed, "are larger than the frame");
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ use exr::block::chunk::{
     Chunk, CompressedBlock, CompressedScanLineBlock, CompressedTileBlock, TileCoordinates,
 };
 use exr::block::UncompressedBlock;
+use exr::compression::Compression as ExrCompression;
 use exr::math::Vec2;
 use exr::meta::{BlockDescription, MetaData};
 use exr::prelude::f16;
@@ -154,9 +155,54 @@ impl Plan {
     ) -> Result<(), Error> {
         for tile_x in 0..self.blocks_x {
             let chunk = self.read_chunk(encoded, tile_x, band)?;
+            if matches!(
+                meta.headers.first().map(|h| h.compression),
+                Some(ExrCompression::DWAA(_) | ExrCompression::DWAB(_))
+            ) {
+                self.check_dwa_counters(&chunk, tile_x, band)?;
+            }
             let block = UncompressedBlock::decompress_chunk(chunk, meta, false)
                 .map_err(|e| exr_error(e, &self.block_name(tile_x, band)))?;
             self.put_block(&block, tile_x, band, rows)?;
+        }
+        Ok(())
+    }
+
+    /// Refuses a DWA chunk whose counters claim more than a block of this size could need.
+    ///
+    /// exr 1.74 sizes its buffers from the eleven counters at the start of a DWA chunk
+    /// before it inflates anything (2 GiB from a 10 KB file, found by the `exr_decode` fuzz
+    /// target). No block needs more than twice its samples padded to 8x8 DCT blocks: the
+    /// raw ("unknown") and RLE data are at most the block's bytes (RLE tokens add one byte
+    /// per 127), AC and DC coefficients at most one 16-bit value per sample.
+    fn check_dwa_counters(&self, chunk: &Chunk, tile_x: usize, band: usize) -> Result<(), Error> {
+        let data = match &chunk.compressed_block {
+            CompressedBlock::ScanLine(b) => &b.compressed_pixels_le,
+            CompressedBlock::Tile(b) => &b.compressed_pixels_le,
+            _ => return Ok(()),
+        };
+        // A chunk as large as its block is stored raw, with no counters.
+        let w = self.block_width.min(self.width.saturating_sub(tile_x * self.block_width));
+        let h = self.block_height.min(self.height.saturating_sub(band * self.block_height));
+        if data.len() == w * h * self.file_pixel_bytes {
+            return Ok(());
+        }
+        let counter = |i: usize| {
+            data.get(8 * i..8 * i + 8).and_then(|b| <[u8; 8]>::try_from(b).ok()).map(u64::from_le_bytes)
+        };
+        let padded = (w.div_ceil(8) * 8 * h.div_ceil(8) * 8 * self.file_pixel_bytes) as u64;
+        let most = padded.saturating_mul(2).saturating_add(1 << 16);
+        // unknown uncompressed, RLE uncompressed, RLE raw (bytes); AC and DC counts (u16s).
+        for (i, unit) in [(1, 1u64), (6, 1), (7, 1), (8, 2), (9, 2)] {
+            let Some(value) = counter(i) else { return Ok(()) };
+            if value.saturating_mul(unit) > most {
+                return Err(Error::malformed(format!(
+                    "{}: its DWA header claims {} bytes for a {w}x{h} block that needs at most {most} \
+                     (corrupt chunk)",
+                    self.block_name(tile_x, band),
+                    value.saturating_mul(unit)
+                )));
+            }
         }
         Ok(())
     }

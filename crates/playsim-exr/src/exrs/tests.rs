@@ -293,6 +293,26 @@ fn corrupt_offset_table_is_malformed() {
 }
 
 #[test]
+fn dwa_counters_larger_than_the_block_are_refused_before_exr_allocates_them() {
+    // exr 1.74 sizes its inflate buffers from these counters (2 GiB from a 10 KB file).
+    for name in ["rgb_half_dwaa.exr", "rgb_half_dwab.exr"] {
+        let dwa = file(name);
+        let (_, chunk) = table_and_first_chunk(dwa);
+        // Chunk: y (4 bytes), size (4), then the DWA header: eleven u64 counters.
+        for (counter, value) in
+            [(1, 1u64 << 31), (6, 1 << 31), (7, 1 << 40), (8, 1 << 30), (9, u64::MAX >> 1)]
+        {
+            let mut bytes = dwa.to_vec();
+            let at = chunk + 8 + 8 * counter;
+            bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+            let e = error_of(&bytes, 1);
+            assert_eq!(e.kind(), crate::ErrorKind::Malformed, "{name} counter {counter}: {e}");
+            assert!(e.message().contains("DWA header claims"), "{name} counter {counter}: {e}");
+        }
+    }
+}
+
+#[test]
 fn corrupt_piz_huffman_data_is_malformed() {
     let piz = file("rgba_half_piz.exr");
     let (_, chunk) = table_and_first_chunk(piz);

@@ -528,6 +528,8 @@ pub fn decode_any_reply(record: &[u8]) {
     for placed in [0, 1, body.len(), 1 << 20] {
         let _ = parse_placed_read(body, placed, 1 << 20);
     }
+    // The portmapper's GETPORT result, as `portmap_port` reads it.
+    let _ = XdrReader::new(body).u32();
 }
 
 fn unpack<T: Unpack>(reply: &Reply) -> Result<T, NfsFailure> {
