@@ -19,8 +19,9 @@ use crate::process;
 /// `cargo xtask fuzz`'s arguments.
 #[derive(clap::Args)]
 pub struct FuzzArgs {
-    /// Targets to run [default: all]: dpx_header, dpx_decode, url, rdma_reply, scenario_toml,
-    /// report_json.
+    /// Targets to run [default: all, or the cheap ones with --cheap]: dpx_header, dpx_decode,
+    /// url, rdma_reply, nfs_reply, scenario_toml, report_json, exr_decode, tiff_decode,
+    /// mxf_index, sequence_pattern (crates/playsim-fuzz's TARGETS).
     targets: Vec<String>,
     /// Seconds of fuzzing per target.
     #[arg(long, default_value_t = 60)]
