@@ -30,6 +30,8 @@ const SPOILT: std::ops::Range<usize> = 5..8;
 const SHORT_TIMEOUT: &str = "3s";
 /// The engine's default prefetch window, in frames.
 const PREFETCH: u64 = 8;
+/// Frames a busy 2-core machine may drop besides those a fault costs.
+const BUSY_MACHINE_DROPS: u64 = 2;
 /// Peak RSS a run may reach: a normal run of this sequence takes a few tens of MB, so a reply
 /// that made the client allocate what it claims (2 GiB) would show far above it.
 const MAX_PEAK_RSS_BYTES: u64 = 256 << 20;
@@ -107,6 +109,29 @@ fn reconnects(report: &Report) -> u64 {
 /// The longest a call waited for a reconnect to answer it (the `reconnect_wait_s` option).
 fn reconnect_wait_s(report: &Report) -> Option<f64> {
     report.streams[0].storage.options.get("reconnect_wait_s").and_then(|w| w.parse().ok())
+}
+
+/// The dropped frames' timelines, one line each, in ms from the stream's start, for a
+/// failure's message.
+fn dropped_timeline(report: &Report) -> String {
+    let ms = |ns: Option<u64>| ns.map_or("-".to_string(), |ns| format!("{:.1}", ns as f64 / 1e6));
+    report.streams[0]
+        .timeline
+        .iter()
+        .filter(|f| f.cause.is_some())
+        .map(|f| {
+            format!(
+                "frame {} {:?}: due {} read {}..{} decoded {} output {}\n",
+                f.frame_idx,
+                f.cause.unwrap_or(DropCauseName::Storage),
+                ms(Some(f.due_ns)),
+                ms(f.read_start_ns),
+                ms(f.read_done_ns),
+                ms(f.decode_done_ns),
+                ms(f.output_done_ns)
+            )
+        })
+        .collect()
 }
 
 fn frames_lost(report: &Report) -> u64 {
@@ -334,7 +359,10 @@ fn a_size_of_3_gib_is_refused_before_allocating() -> Result<()> {
 }
 
 /// A reply 10 s late with the default 30 s `--nfs-timeout`: the frames waiting for it are
-/// storage drops, the others play meanwhile, and the run completes.
+/// storage drops, the others play meanwhile, and the run completes. Only the late frames are
+/// lost, as a player that keeps reading would lose them, and not the window of frames behind
+/// them (14 were, when the stalled reads stopped every read ahead); two more are allowed for
+/// a busy 2-core machine.
 #[test]
 fn replies_10_s_late_are_storage_drops_and_the_run_recovers() -> Result<()> {
     let late = Duration::from_secs(10);
@@ -361,7 +389,7 @@ fn replies_10_s_late_are_storage_drops_and_the_run_recovers() -> Result<()> {
         name: format!("READ replies {} s late (--nfs-timeout 30s)", late.as_secs()),
         survived,
         frames_lost: Some(frames_lost(&report)),
-        bound: Some(n_late + PREFETCH),
+        bound: Some(n_late + BUSY_MACHINE_DROPS),
         recover_s: None,
         outcome: format!(
             "recovered: {} storage drops ({storage_drops_of_spoilt} of the late frames), {presented_after_late} frames presented after the replies came",
@@ -372,7 +400,11 @@ fn replies_10_s_late_are_storage_drops_and_the_run_recovers() -> Result<()> {
     ensure!(server.misbehaved() == n_late, "{} replies held back\n{done}", server.misbehaved());
     ensure!(storage_drops_of_spoilt == n_late, "late frames not storage drops: {d:?}\n{done}");
     ensure!(d.unreadable + d.decode == 0, "drops {d:?}\n{done}");
-    ensure!(frames_lost(&report) <= n_late + PREFETCH, "drops {d:?}\n{done}");
+    ensure!(
+        frames_lost(&report) <= n_late + BUSY_MACHINE_DROPS,
+        "drops {d:?}\n{}{done}",
+        dropped_timeline(&report)
+    );
     ensure!(presented_after_late > 24, "playback did not go on: {presented_after_late} frames\n{done}");
     Ok(())
 }

@@ -83,11 +83,16 @@ impl StreamCtx {
         };
         let io_depth = self.cfg.io_depth.max(1);
         let mut period = read / io_depth;
-        // A read ahead that has run past the typical time (a server stalled or gone) holds up
-        // every frame behind it: that is storage's time, not the later stages' queues.
+        // A read ahead that has run past the typical time (a server stalled or gone) is
+        // storage's time, not the later stages' queues: when the frame is rejected, it counts
+        // for storage. It does not delay this frame's own read, though: the replies lost may
+        // be only those of the reads ahead (a server that dropped three calls), and a frame
+        // rejected for them would leave no read to find out, so that every frame within a
+        // window of the stalled ones was dropped. Against a server that has really stopped,
+        // this read stalls too and drops on storage at its deadline, as the rejection would.
         let stalled = self.stalled_reads_ahead(&st, idx, now, read);
         let mut time_in = vec![(DropCause::Storage, read + stalled)];
-        let mut ready = now + stalled + read;
+        let mut ready = now + read;
         if self.decoder.decodes() {
             let decode = st.recent_decode.typical().unwrap_or_default();
             let threads = u32::try_from(self.decode_slots.capacity()).unwrap_or(u32::MAX).max(1);
@@ -298,10 +303,14 @@ impl StreamCtx {
             .map_or(DropCause::Decode, Phase::blame)
     }
 
-    /// This stream's frames before `idx` in a phase for which `pred` holds. Frames in flight
-    /// are all within one window of the newest.
+    /// This stream's frames before `idx`, still wanted, in a phase for which `pred` holds.
+    /// Frames in flight are all within one window of the newest. A frame dropped already is
+    /// not counted: its work stops at the next stage (a read in flight is not called back,
+    /// but it is never decoded), so it is in no later frame's way.
     fn count_ahead(&self, st: &StreamState, idx: u64, pred: impl Fn(Phase) -> bool) -> usize {
-        (idx.saturating_sub(self.window_len as u64)..idx).filter(|&i| pred(st.phase(i))).count()
+        (idx.saturating_sub(self.window_len as u64)..idx)
+            .filter(|&i| st.entry_verdict(i) == Verdict::Pending && pred(st.phase(i)))
+            .count()
     }
 
     /// Frame `idx`'s place in the decode pool's order (see [`DeadlineKey`]): its stream's

@@ -291,6 +291,12 @@ impl StreamCtx {
                     st.early_drops.add(cause);
                 }
                 self.live.dropped(cause);
+                if matches!(phase, Phase::ReadQueued | Phase::Reading | Phase::DecodedSlotQueued) {
+                    // A frame waiting for read-ahead room counted this one ahead of it.
+                    drop(st);
+                    self.left_read_side.notify_waiters();
+                    st = self.lock();
+                }
             }
         }
         // Frame k+1 is now the one next due: it may read past `--max-buffer` if it must.
