@@ -95,6 +95,8 @@ struct Machine {
     /// Long-GOP: a keyframe every this many frames, pictures out 2 packets late, decoded in
     /// order on one decoder per stream (`decode_cpu` a packet).
     gop: Option<u64>,
+    /// Source frames whose reads wait 10 s first (replies a server lost for a while).
+    stalled: Vec<u64>,
 }
 
 impl Machine {
@@ -112,6 +114,7 @@ impl Machine {
             streams: 1,
             jitter: None,
             gop: None,
+            stalled: Vec::new(),
         }
     }
 
@@ -147,8 +150,12 @@ impl Machine {
     fn stream(&self, i: u32, cpu: &Arc<SimCpu>, link: &Arc<SimCpu>) -> StreamSpec {
         let on_cores = self.link_time.is_zero();
         let (cpu, work) = if on_cores { (cpu, self.read_cpu) } else { (link, self.link_time) };
+        let mut inner = ScriptedStorage::new(ScriptedObject::new(1000, Duration::ZERO));
+        for &f in &self.stalled {
+            inner = inner.with_object(frame_path(f), ScriptedObject::new(1000, STALL));
+        }
         let storage: Arc<dyn Storage> = Arc::new(ChargedReads {
-            inner: ScriptedStorage::new(ScriptedObject::new(1000, Duration::ZERO)),
+            inner,
             cpu: Arc::clone(cpu),
             work,
             jitter: self.jitter.map(|most| (most, Arc::new(std::sync::atomic::AtomicU64::new(u64::from(i))))),
@@ -176,6 +183,9 @@ impl Machine {
         self.play(Pacing::Rate(rate), frames).await
     }
 }
+
+/// How long a stalled read waits (see [`Machine::stalled`]).
+const STALL: Duration = Duration::from_secs(10);
 
 /// The rates asked, as multiples k of S, where the machine is short.
 const OVERLOADS: [f64; 5] = [1.1, 1.25, 1.5, 2.0, 3.0];
@@ -398,4 +408,20 @@ async fn a_late_long_gop_decoder_skips_to_the_next_keyframe_it_can_reach() {
         }
     }
     assert_no_drop_below(&machine).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn reads_stalled_for_10_s_cost_their_own_frames_and_not_those_behind() {
+    // Three replies a server held for 10 s, at 24 fps, well within what the machine
+    // sustains. Reads cost 0.6 of a decode's CPU, so the three stalled reads counted as CPU
+    // against the read-ahead bound, no read ahead started, and admission, seeing no read
+    // finish, took the storage for stopped: 11 frames dropped, up to a window behind the
+    // stalled ones. A player that keeps reading loses the three.
+    let stalled = vec![20, 21, 22];
+    let machine = Machine { read_cpu: 3 * MS, stalled: stalled.clone(), ..Machine::new() };
+    let report = machine.play(Pacing::Rate(FrameRate::new(24, 1).unwrap()), 240).await;
+    let s = &report.streams[0];
+    assert_eq!(dropped_frames(&report, DropCauseName::Storage), stalled, "{:?}", s.dropped);
+    assert_eq!(s.dropped.total(), 3, "{:?}", s.dropped);
+    assert_eq!(s.presented, 237);
 }
