@@ -39,7 +39,7 @@ fn decode_4k_piz(c: &mut Criterion<ProcessCpuTime>) {
     }
     group.throughput(Throughput::Bytes(bytes.len() as u64));
     for &backend in Backend::available() {
-        let decoder = ExrDecoder::new(ExrOptions { backend, codec_threads: 1, layer: None });
+        let decoder = ExrDecoder::new(ExrOptions::new(backend));
         let mut out = DecodedFrame::default();
         group.bench_function(format!("4k-dci-half-rgba-piz/{backend}"), |b| {
             b.iter(|| decoder.decode_exr(&bytes, &mut out).unwrap_or_else(|e| panic!("decode failed: {e}")))

@@ -115,7 +115,11 @@ pub(crate) fn decode_exr(
     backend: Backend,
     codec_threads: u32,
 ) -> Result<(DecodedFrame, ExrInfo)> {
-    let decoder = ExrDecoder::new(ExrOptions { backend, codec_threads, layer: fixture.layer.clone() });
+    let decoder = ExrDecoder::new(ExrOptions {
+        codec_threads,
+        layer: fixture.layer.clone(),
+        ..ExrOptions::new(backend)
+    });
     let mut frame = DecodedFrame::default();
     let info = decoder
         .decode_exr(bytes, &mut frame)

@@ -178,7 +178,10 @@ fn fuzz_one(name: &'static str, root: &Path, fuzz_dir: &Path, work: &Path, secon
     cmd.args(["-O", name]).arg(&scratch).arg(&seeds).arg("--");
     cmd.arg(format!("-max_total_time={seconds}"));
     cmd.arg(format!("-artifact_prefix={}/", artifacts.display()));
-    cmd.args(["-print_final_stats=1", "-timeout=10", "-rss_limit_mb=2048"]);
+    // One allocation over 256 MiB is a finding in itself, reported with its stack: without
+    // the limit, a 541 MB attribute claim showed only as RSS past 2 GB some inputs later,
+    // blamed on whichever input ran then.
+    cmd.args(["-print_final_stats=1", "-timeout=10", "-rss_limit_mb=2048", "-malloc_limit_mb=256"]);
     let started = Instant::now();
     let output = process::run_capture_status(&mut cmd)?;
     let seconds = started.elapsed().as_secs_f64();

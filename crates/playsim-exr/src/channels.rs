@@ -100,6 +100,25 @@ pub fn select_channels(info: &ExrInfo, layer: Option<&str>) -> Result<SelectedCh
 /// (3 bytes for a flat block); 4200 for the zlib methods (deflate expands at most 1032
 /// times, PXR24 stores 3 bytes per float); and 2^17 for PIZ and DWA, whose run-length and
 /// DCT stages come before or after zlib.
+/// Refuses a selection that decodes to more than `limit` bytes (the caller's
+/// [`crate::ExrOptions::max_decoded_bytes`]), before the frame is allocated.
+pub(crate) fn check_within(selected: &SelectedChannels, limit: u64) -> Result<(), Error> {
+    let decoded = decoded_bytes(selected);
+    if decoded > limit {
+        return Err(Error::limit(format!(
+            "a {}x{} data window of {} channels decodes to {decoded} bytes, more than the {limit}-byte limit",
+            selected.width,
+            selected.height,
+            selected.channels.len()
+        )));
+    }
+    Ok(())
+}
+
+fn decoded_bytes(selected: &SelectedChannels) -> u64 {
+    u64::from(selected.width) * u64::from(selected.height) * 4 * selected.channels.len() as u64
+}
+
 pub(crate) fn check_fits_in_file(
     selected: &SelectedChannels,
     compression: Compression,
@@ -113,7 +132,7 @@ pub(crate) fn check_fits_in_file(
         Compression::Zips | Compression::Zip | Compression::Pxr24 => 4200,
         Compression::Piz | Compression::Dwaa | Compression::Dwab => 1 << 17,
     };
-    let decoded = u64::from(selected.width) * u64::from(selected.height) * 4 * selected.channels.len() as u64;
+    let decoded = decoded_bytes(selected);
     let most = (file_len as u64).saturating_mul(max_expansion);
     if decoded > most {
         return Err(Error::malformed(format!(

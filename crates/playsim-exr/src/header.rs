@@ -160,13 +160,19 @@ pub fn probe_data_size(head: &[u8]) -> Option<(u32, u32)> {
     }
 }
 
-/// Checks every attribute of every header at the start of an EXR file against the bytes
-/// that follow it: an attribute claiming more bytes than the file has left is refused.
+/// Walks every attribute of every header at the start of an EXR file as OpenEXR 3.1.5 reads
+/// it, and refuses an attribute that would make the library allocate more than the file has
+/// left.
 ///
-/// OpenEXR 3.1.5 allocates and zero-fills the size an attribute claims before reading it
-/// (a string or an unknown type: 192 MiB from an 856-byte file, found by the `exr_decode`
-/// fuzz target), so the OpenEXR backend runs this first. Anything else it cannot walk
-/// (no magic, a name without its NUL, a cut size) is left for the library to report.
+/// OpenEXR 3.1.5 allocates and zero-fills the size a string, float vector, ID manifest or
+/// unknown-type attribute claims before reading it (192 MiB from an 856-byte file, found by
+/// the `exr_decode` fuzz target), so the OpenEXR backend runs this first. The walk must step
+/// as the library does: a value of a fixed-size type (`int`, `box2i`, ...) is read for its
+/// type's size whatever size the file claims for it, and a channel list up to its empty name.
+/// Stepping by the claimed sizes instead, an `int` claiming 2 bytes put the walk two bytes
+/// off the library's, and an unknown attribute the walk never saw claimed 541 MB (the fuzz
+/// target again). Anything it cannot walk (no magic, a name without its NUL, a cut value) is
+/// left for the library, which throws there before it allocates.
 pub(crate) fn check_attribute_sizes(encoded: &[u8]) -> Result<(), crate::Error> {
     if !encoded.starts_with(&MAGIC) {
         return Ok(());
@@ -186,22 +192,81 @@ pub(crate) fn check_attribute_sizes(encoded: &[u8]) -> Result<(), crate::Error> 
             }
             continue;
         }
-        let Some(_kind) = c_string(encoded, &mut at) else { return Ok(()) };
+        let Some(kind) = c_string(encoded, &mut at) else { return Ok(()) };
         let Some(size) = encoded.get(at..at + 4).map(|v| i32::from_le_bytes([v[0], v[1], v[2], v[3]])) else {
             return Ok(());
         };
         at += 4;
         let left = encoded.len() - at;
-        match usize::try_from(size) {
-            Ok(size) if size <= left => at += size,
-            _ => {
-                return Err(crate::Error::malformed(format!(
-                    "header attribute {} claims {size} bytes, but the file has {left} left (damaged size or truncated file)",
-                    String::from_utf8_lossy(name)
-                )))
+        let claims_too_much = || {
+            Err(crate::Error::malformed(format!(
+                "header attribute {} claims {size} bytes, but the file has {left} left (damaged size or truncated file)",
+                String::from_utf8_lossy(name)
+            )))
+        };
+        let Ok(size) = usize::try_from(size) else { return claims_too_much() };
+        let step = match attribute_read(kind) {
+            AttributeRead::Fixed(n) => n,
+            AttributeRead::ChannelList => {
+                loop {
+                    let Some(channel) = c_string(encoded, &mut at) else { return Ok(()) };
+                    if channel.is_empty() {
+                        break;
+                    }
+                    // Pixel type, pLinear and 3 reserved bytes, x and y sampling.
+                    at += 16;
+                }
+                0
             }
+            AttributeRead::Claimed { .. } | AttributeRead::FloatVector if size > left => {
+                return claims_too_much()
+            }
+            AttributeRead::Claimed { extra } => size + extra,
+            AttributeRead::FloatVector => size / 4 * 4,
+        };
+        at = at.saturating_add(step);
+        if at > encoded.len() {
+            return Ok(());
         }
     }
+}
+
+/// How OpenEXR 3.1.5 reads an attribute's value (each type's `readValueFrom`).
+enum AttributeRead {
+    /// The type's own size, whatever the size field says.
+    Fixed(usize),
+    /// Channels up to an empty name, whatever the size field says.
+    ChannelList,
+    /// The size field's bytes, allocated first (plus `extra` read beyond them: an ID
+    /// manifest reads an 8-byte length, then size - 4 bytes).
+    Claimed { extra: usize },
+    /// As many floats as the size field holds, allocated first.
+    FloatVector,
+}
+
+fn attribute_read(kind: &[u8]) -> AttributeRead {
+    let fixed = match kind {
+        b"compression" | b"envmap" | b"lineOrder" | b"deepImageState" => 1,
+        b"int" | b"float" => 4,
+        b"double" | b"rational" | b"timecode" | b"v2i" | b"v2f" => 8,
+        b"tiledesc" => 9,
+        b"v3i" | b"v3f" => 12,
+        b"box2i" | b"box2f" | b"v2d" => 16,
+        b"v3d" => 24,
+        b"keycode" => 28,
+        b"chromaticities" => 32,
+        b"m33f" => 36,
+        b"m44f" => 64,
+        b"m33d" => 72,
+        b"m44d" => 128,
+        b"chlist" => return AttributeRead::ChannelList,
+        b"floatvector" => return AttributeRead::FloatVector,
+        b"idmanifest" => return AttributeRead::Claimed { extra: 4 },
+        // string, stringvector, preview (whose size must match its dimensions), and every
+        // type the library does not know (read as opaque bytes).
+        _ => return AttributeRead::Claimed { extra: 0 },
+    };
+    AttributeRead::Fixed(fixed)
 }
 
 /// The NUL-terminated string at `*at`, without its NUL; moves `*at` past it.
@@ -234,6 +299,56 @@ mod tests {
 
     fn box2i(x0: i32, y0: i32, x1: i32, y1: i32) -> Vec<u8> {
         [x0, y0, x1, y1].iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// An `int` attribute claiming 2 bytes (OpenEXR reads 4), then, where OpenEXR's reading
+    /// goes on, an attribute of an unknown type claiming `claim` bytes.
+    fn short_int_then_claim(claim: i32) -> Vec<u8> {
+        let mut file = MAGIC.to_vec();
+        file.extend([2, 0, 0, 0]);
+        file.extend(b"chunkCount\0int\0");
+        file.extend(2i32.to_le_bytes());
+        // OpenEXR's int: these 2 bytes and the next 2, which a walk by the size field
+        // would take for the end of the header and a next name.
+        file.extend([7, 0, 0, 0]);
+        file.extend(b"x\0opaque\0");
+        file.extend(claim.to_le_bytes());
+        file.extend([0; 16]);
+        file.push(0);
+        file
+    }
+
+    #[test]
+    fn attributes_are_walked_as_openexr_reads_them_so_no_claim_hides_behind_a_short_size() {
+        let err = check_attribute_sizes(&short_int_then_claim(541_261_824)).unwrap_err();
+        assert!(err.message().contains("header attribute x claims 541261824 bytes"), "{err}");
+        check_attribute_sizes(&short_int_then_claim(16)).unwrap();
+        // Every type's value read for its own size, a channel list up to its empty name.
+        let mut chlist = Vec::new();
+        for c in ["B", "G", "R"] {
+            chlist.extend(c.as_bytes());
+            chlist.extend([0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]);
+        }
+        chlist.push(0);
+        let file = header(&[
+            ("channels", "chlist", chlist),
+            ("compression", "compression", vec![4]),
+            ("dataWindow", "box2i", box2i(0, 0, 15, 15)),
+            ("owner", "string", b"someone".to_vec()),
+            ("xy", "v2f", vec![0; 8]),
+            ("weights", "floatvector", vec![0; 12]),
+            ("camera", "m44f", vec![0; 64]),
+            ("tiles", "tiledesc", vec![0; 9]),
+        ]);
+        check_attribute_sizes(&file).unwrap();
+        // A claim past the end, on each kind of attribute the library allocates for.
+        for kind in ["string", "stringvector", "floatvector", "preview", "idmanifest", "unknownType"] {
+            let mut file = header(&[("a", kind, vec![1, 2, 3, 4])]);
+            let size_at = 8 + 2 + kind.len() + 1;
+            file[size_at..size_at + 4].copy_from_slice(&100_000i32.to_le_bytes());
+            let err = check_attribute_sizes(&file).unwrap_err();
+            assert!(err.message().contains("claims 100000 bytes"), "{kind}: {err}");
+        }
     }
 
     #[test]

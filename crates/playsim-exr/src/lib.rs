@@ -122,11 +122,22 @@ pub struct ExrOptions {
     pub codec_threads: u32,
     /// The layer to decode (`NAME` picks channels `NAME.R`, `NAME.G`, ...); `None` for the default layer.
     pub layer: Option<String>,
+    /// The most bytes a decoded frame may take (at most [`MAX_DECODED_BYTES`]); a larger
+    /// data window is refused before anything is allocated. A well-formed PIZ or DWA file of
+    /// 10 KB may decode to a gigabyte, so a caller short of memory (a fuzzer) sets less.
+    pub max_decoded_bytes: u64,
+}
+
+impl ExrOptions {
+    /// `backend` with one codec thread, the default layer and the largest frames.
+    pub fn new(backend: Backend) -> ExrOptions {
+        ExrOptions { backend, codec_threads: 1, layer: None, max_decoded_bytes: MAX_DECODED_BYTES }
+    }
 }
 
 impl Default for ExrOptions {
     fn default() -> Self {
-        ExrOptions { backend: Backend::default_available(), codec_threads: 1, layer: None }
+        ExrOptions::new(Backend::default_available())
     }
 }
 

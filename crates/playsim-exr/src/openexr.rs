@@ -150,6 +150,7 @@ mod shim {
             )));
         }
         crate::channels::check_fits_in_file(&selected, info.compression, encoded.len())?;
+        crate::channels::check_within(&selected, options.max_decoded_bytes)?;
         let names = selected
             .channels
             .iter()
@@ -385,7 +386,7 @@ mod tests {
     }
 
     fn options(codec_threads: u32, layer: Option<&str>) -> ExrOptions {
-        ExrOptions { backend: Backend::OpenExr, codec_threads, layer: layer.map(str::to_owned) }
+        ExrOptions { codec_threads, layer: layer.map(str::to_owned), ..ExrOptions::new(Backend::OpenExr) }
     }
 
     fn decode_with(
@@ -700,13 +701,28 @@ mod tests {
         // crates/playsim-fuzz/crashes/exr_decode/). playsim walks the header first.
         eprintln!("found with OpenEXR 3.1.5; linked: {}", version().unwrap_or_default());
         let good = read("scan-piz-half-rgba.exr");
-        let size_at = attribute(&good, "compression") - 4;
+        // A string attribute "note" of one byte, first in the header (the offset table is
+        // left as it was: the claim must be refused before any chunk is read).
+        let with_note = |claim: i32| {
+            let mut bytes = good[..8].to_vec();
+            bytes.extend(b"note\0string\0");
+            bytes.extend(claim.to_le_bytes());
+            bytes.push(b'x');
+            bytes.extend(&good[8..]);
+            bytes
+        };
+        let (_, reference) = decode_with(&good, 1, None).unwrap();
         for claim in [1i32 << 30, i32::MAX, -1] {
-            let mut bytes = good.clone();
-            bytes[size_at..size_at + 4].copy_from_slice(&claim.to_le_bytes());
-            let err = assert_err(&bytes, ErrorKind::Malformed, "attribute claim");
-            assert!(err.message().contains(&format!("compression claims {claim} bytes")), "{err}");
+            let err = assert_err(&with_note(claim), ErrorKind::Malformed, "attribute claim");
+            assert!(err.message().contains(&format!("note claims {claim} bytes")), "{err}");
         }
+        // A fixed-size value is read for its type's size, whatever the size field says: the
+        // library reads such a file, and so does playsim.
+        let size_at = attribute(&good, "compression") - 4;
+        let mut lying = good.clone();
+        lying[size_at..size_at + 4].copy_from_slice(&(1i32 << 30).to_le_bytes());
+        let (_, decoded) = decode_with(&lying, 1, None).unwrap();
+        assert!(decoded.data == reference.data);
     }
 
     #[test]
@@ -724,11 +740,40 @@ mod tests {
             }
             for &backend in Backend::available() {
                 let mut out = DecodedFrame::default();
-                let options = ExrOptions { backend, codec_threads: 1, layer: None };
+                let options = ExrOptions::new(backend);
                 let err = crate::ExrDecoder::new(options).decode_exr(&bytes, &mut out).unwrap_err();
                 assert_eq!(err.kind(), ErrorKind::Malformed, "{file} {backend}: {err}");
                 assert!(err.message().contains("file can hold"), "{file} {backend}: {err}");
                 assert!(out.data.is_empty(), "{file} {backend}: allocated {} bytes", out.data.len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_frame_larger_than_max_decoded_bytes_is_refused_by_both_backends_before_allocating() {
+        let bytes = read("scan-piz-half-rgba.exr");
+        for &backend in Backend::available() {
+            let (width, height) = {
+                let mut out = DecodedFrame::default();
+                crate::ExrDecoder::new(ExrOptions::new(backend)).decode_exr(&bytes, &mut out).unwrap();
+                (u64::from(out.width), u64::from(out.height))
+            };
+            let frame_bytes = width * height * 4 * 4;
+            for (limit, fits) in [(frame_bytes, true), (frame_bytes - 1, false)] {
+                let options = ExrOptions { max_decoded_bytes: limit, ..ExrOptions::new(backend) };
+                let mut out = DecodedFrame::default();
+                match crate::ExrDecoder::new(options).decode_exr(&bytes, &mut out) {
+                    Ok(_) => assert!(fits, "{backend}: {limit} bytes allowed a {frame_bytes}-byte frame"),
+                    Err(err) => {
+                        assert!(!fits, "{backend}: {err}");
+                        assert_eq!(err.kind(), ErrorKind::Limit, "{backend}: {err}");
+                        assert!(
+                            err.message().contains(&format!("more than the {limit}-byte limit")),
+                            "{err}"
+                        );
+                        assert!(out.data.is_empty(), "{backend}: allocated {} bytes", out.data.len());
+                    }
+                }
             }
         }
     }

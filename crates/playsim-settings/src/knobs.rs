@@ -482,7 +482,11 @@ impl Settings {
     pub fn decode_options(&self, exr_layer: Option<String>) -> DecodeOptions {
         let codec_threads = self.codec_threads();
         let mut options = DecodeOptions {
-            exr: playsim_exr::ExrOptions { backend: self.exr_backend(), codec_threads, layer: exr_layer },
+            exr: playsim_exr::ExrOptions {
+                codec_threads,
+                layer: exr_layer,
+                ..playsim_exr::ExrOptions::new(self.exr_backend())
+            },
             ..DecodeOptions::default()
         };
         options.video.codec_threads = codec_threads;

@@ -68,6 +68,7 @@ impl Plan {
         table_start: usize,
         file_len: usize,
         selected: &SelectedChannels,
+        max_decoded_bytes: u64,
     ) -> Result<Plan, Error> {
         let header = meta.headers.first().ok_or_else(|| Error::malformed("the file has no header"))?;
         let (width, height) = (selected.width as usize, selected.height as usize);
@@ -102,10 +103,11 @@ impl Plan {
         // `exr` decompresses every channel of a block, selected or not: bound that
         // too, before a header with thousands of channels makes it allocate.
         let all_bytes = (width * height) as u64 * file_pixel_bytes as u64;
-        if all_bytes > MAX_DECODED_BYTES {
+        let limit = max_decoded_bytes.min(MAX_DECODED_BYTES);
+        if all_bytes > limit {
             return Err(Error::limit(format!(
                 "the {} channels of the {width}x{height} data window decode to {all_bytes} bytes, more than the \
-                 {MAX_DECODED_BYTES}-byte limit",
+                 {limit}-byte limit",
                 header.channels.list.len()
             )));
         }

@@ -48,7 +48,8 @@ fn decode_unguarded(encoded: &[u8], options: &ExrOptions, out: &mut DecodedFrame
     let info = exr_info(header)?;
     // Before anything is allocated: this refuses huge data windows.
     let selected = crate::select_channels(&info, options.layer.as_deref())?;
-    let plan = blocks::Plan::new(&meta, table_start, encoded.len(), &selected)?;
+    crate::channels::check_within(&selected, options.max_decoded_bytes)?;
+    let plan = blocks::Plan::new(&meta, table_start, encoded.len(), &selected, options.max_decoded_bytes)?;
     crate::channels::check_fits_in_file(&selected, info.compression, encoded.len())?;
     out.reset(selected.width, selected.height, selected.format);
     let threads = usize::try_from(options.codec_threads).unwrap_or(usize::MAX);

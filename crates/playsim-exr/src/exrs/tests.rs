@@ -62,7 +62,7 @@ fn file(name: &str) -> &'static [u8] {
 }
 
 fn options(threads: u32, layer: Option<&str>) -> ExrOptions {
-    ExrOptions { backend: Backend::Exrs, codec_threads: threads, layer: layer.map(str::to_owned) }
+    ExrOptions { codec_threads: threads, layer: layer.map(str::to_owned), ..ExrOptions::new(Backend::Exrs) }
 }
 
 fn decode_with(encoded: &[u8], threads: u32, layer: Option<&str>) -> Result<(ExrInfo, DecodedFrame), Error> {
@@ -231,11 +231,7 @@ fn dwa_decodes_like_the_openexr_backend() {
     for name in ["rgb_half_dwaa.exr", "rgb_half_dwab.exr"] {
         let (_, ours) = decode_with(file(name), 1, None).unwrap();
         if crate::Backend::available().contains(&crate::Backend::OpenExr) {
-            let reference = crate::ExrDecoder::new(crate::ExrOptions {
-                backend: crate::Backend::OpenExr,
-                codec_threads: 1,
-                layer: None,
-            });
+            let reference = crate::ExrDecoder::new(crate::ExrOptions::new(crate::Backend::OpenExr));
             let mut theirs = DecodedFrame::default();
             reference.decode_exr(file(name), &mut theirs).unwrap();
             assert!(ours.data == theirs.data, "{name}: exrs and openexr differ");
