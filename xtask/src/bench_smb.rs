@@ -21,12 +21,11 @@
 //! an encrypting client pays, measured with the anchor, since playsim's client cannot encrypt
 //! against this Samba (see README).
 //!
-//! A third side is a diagnosis, kept as extra figures: playsim again with glibc's malloc
-//! thresholds set as `playsim-exr` sets them for its decoders (mmap threshold 32 MiB, trim
-//! threshold 64 MiB, here through `GLIBC_TUNABLES`). Each READ's data comes back from the crate in
-//! a buffer of its own of the read size (1 MiB), over glibc's starting mmap threshold, so with the
-//! default settings the pages of those buffers go back to the kernel and are faulted in again for
-//! the next frame; the minor faults per GB of each side are kept to show it.
+//! The minor faults per GB of each side are kept as extra figures: each READ's data comes back
+//! from the `smb2` crate in buffers of its own of the read size (1 MiB), over glibc's starting
+//! mmap threshold, and with glibc's default settings their pages went back to the kernel and were
+//! faulted in again for every READ (662k faults per GB against smbclient's 98k, 0.53× its
+//! throughput). The client now sets the thresholds `playsim_core::malloc` sets (74k a GB).
 //!
 //! On loopback smbd shares the machine with the client. Its CPU (its connection children, reaped
 //! by the parent when the client leaves) and the machine's busy time are kept as extra figures.
@@ -50,8 +49,6 @@ const SMB_RUNS: usize = 5;
 const SMB_RUNS_SHORT: usize = 3;
 /// The directory of the sequence in the share.
 const SEQ: &str = "seq";
-/// glibc's malloc settings of the diagnostic side: those of `playsim-exr`'s `malloc.rs`.
-const MALLOC_TUNED: &str = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864";
 /// The frames' names, as `playsim generate` writes them and `frametest --name` takes them.
 const NAME_PATTERN: &str = "frame.%07d.dpx";
 
@@ -89,12 +86,11 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
         total_bytes as f64 / 1e6
     );
     let mut playsim_runs = Vec::new();
-    let mut tuned_runs = Vec::new();
     let mut sign_runs = Vec::new();
     let mut encrypt_runs = Vec::new();
     for run_idx in 0..=n_runs {
         let keep = run_idx > 0;
-        let run = measure(server_pid, total_bytes, || sides.playsim_read(&bench.out_dir, None))?;
+        let run = measure(server_pid, total_bytes, || sides.playsim_read(&bench.out_dir))?;
         run.print("playsim frametest -r -t 1");
         if keep {
             playsim_runs.push(run);
@@ -109,19 +105,12 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
         if keep {
             encrypt_runs.push(run);
         }
-        let run =
-            measure(server_pid, total_bytes, || sides.playsim_read(&bench.out_dir, Some(MALLOC_TUNED)))?;
-        run.print("playsim frametest -r -t 1, GLIBC_TUNABLES as playsim-exr's mallopt");
-        if keep {
-            tuned_runs.push(run);
-        }
     }
     drop(server);
 
     let playsim_figures = ReadFigures::median(&playsim_runs);
     let sign = ReadFigures::median(&sign_runs);
     let encrypt = ReadFigures::median(&encrypt_runs);
-    let tuned = ReadFigures::median(&tuned_runs);
     let n_cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) as f64;
     for (side, figures) in
         [("playsim", &playsim_figures), ("smbclient (sign)", &sign), ("smbclient (encrypt)", &encrypt)]
@@ -168,10 +157,7 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
     .extra("playsim_mb_per_s_max", spread(&playsim_runs, f64::max, ReadRun::mb_per_s))
     .extra("smbclient_mb_per_s_min", spread(&sign_runs, f64::min, ReadRun::mb_per_s))
     .extra("smbclient_mb_per_s_max", spread(&sign_runs, f64::max, ReadRun::mb_per_s))
-    .extra("smbclient_encrypt_mb_per_s", encrypt.mb_per_s)
-    .extra("playsim_malloc_tuned_mb_per_s", tuned.mb_per_s)
-    .extra("playsim_malloc_tuned_mb_per_s_min", spread(&tuned_runs, f64::min, ReadRun::mb_per_s))
-    .extra("playsim_malloc_tuned_mb_per_s_max", spread(&tuned_runs, f64::max, ReadRun::mb_per_s));
+    .extra("smbclient_encrypt_mb_per_s", encrypt.mb_per_s);
     // Lower is better: the ratio is smbclient's (signing) over playsim's. Encryption's cost is
     // the anchor's own, encrypt over sign, kept beside it.
     let cpu = BenchRow::time(
@@ -191,9 +177,7 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
     .extra("smbclient_encrypt_over_sign_cpu", encrypt.cpu_s_per_gb / sign.cpu_s_per_gb)
     .extra("playsim_user_s_per_gb", playsim_figures.user_s_per_gb)
     .extra("smbclient_sign_user_s_per_gb", sign.user_s_per_gb)
-    .extra("playsim_malloc_tuned_cpu_s_per_gb", tuned.cpu_s_per_gb)
     .extra("playsim_minor_faults_per_gb", playsim_figures.faults_per_gb)
-    .extra("playsim_malloc_tuned_minor_faults_per_gb", tuned.faults_per_gb)
     .extra("smbclient_sign_minor_faults_per_gb", sign.faults_per_gb);
     Ok(vec![context(throughput), context(cpu)])
 }
@@ -225,8 +209,7 @@ struct Sides<'a> {
 
 impl Sides<'_> {
     /// `playsim frametest -r -t 1 smb://…/share/seq`, checked: every file transferred, every byte.
-    /// `malloc_tunables`, when given, is set as `GLIBC_TUNABLES` (the diagnostic side).
-    fn playsim_read(&self, out_dir: &Path, malloc_tunables: Option<&str>) -> Result<(Command, ChildCheck)> {
+    fn playsim_read(&self, out_dir: &Path) -> Result<(Command, ChildCheck)> {
         let json = out_dir.join("smb-frametest.json");
         let _ = fs::remove_file(&json);
         let mut cmd = Command::new(self.playsim);
@@ -235,9 +218,6 @@ impl Sides<'_> {
             .arg("--json")
             .arg(&json)
             .arg(self.server.url(SEQ));
-        if let Some(tunables) = malloc_tunables {
-            cmd.env("GLIBC_TUNABLES", tunables);
-        }
         Ok((
             cmd,
             ChildCheck::FrametestJson { json, n_files: self.files.len() as u64, bytes: self.total_bytes },

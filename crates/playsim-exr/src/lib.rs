@@ -18,10 +18,7 @@ mod channels;
 mod error;
 mod exrs;
 mod header;
-// The process's malloc thresholds: two `mallopt` calls into the C library, each with a `// SAFETY:` line.
-#[allow(unsafe_code)]
-mod malloc;
-// The FFI to the OpenEXR C++ shim, the other module allowed `unsafe`, each block with a `// SAFETY:` line.
+// The FFI to the OpenEXR C++ shim, the one module allowed `unsafe`, each block with a `// SAFETY:` line.
 #[allow(unsafe_code)]
 mod openexr;
 pub mod write;
@@ -163,7 +160,7 @@ impl ExrDecoder {
     /// The first decode in the process sets malloc's thresholds so that the decoders'
     /// per-file scratch stays in the heap between frames (see `malloc.rs`).
     pub fn decode_exr(&self, encoded: &[u8], out: &mut DecodedFrame) -> Result<ExrInfo, Error> {
-        malloc::keep_scratch_in_heap();
+        playsim_core::malloc::keep_scratch_in_heap();
         match self.options.backend {
             Backend::OpenExr => openexr::decode(encoded, &self.options, out),
             Backend::Exrs => exrs::decode(encoded, &self.options, out),

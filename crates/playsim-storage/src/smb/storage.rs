@@ -94,6 +94,9 @@ impl SmbStorage {
         options: &SmbOptions,
         credentials: SmbCredentials,
     ) -> Result<SmbStorage, crate::Error> {
+        // `smb2` returns each READ's data in buffers of its own, freed when the frame is
+        // copied out; kept in malloc's heap, they are not faulted in again for every READ.
+        playsim_core::malloc::keep_scratch_in_heap();
         let fail = |part: SmbUrlPart, reason: String| crate::Error::Smb {
             url: url.as_str().to_owned(),
             part,

@@ -1,44 +1,47 @@
-//! The process's malloc settings for EXR decoding: the decoders' per-file and per-chunk
-//! scratch stays in malloc's heap from one frame to the next, instead of going back to the
-//! kernel after every frame and being faulted in again for the next one.
+//! The process's malloc settings for code that allocates and frees the same large scratch
+//! blocks for every frame, where playsim cannot pool them: the EXR decoders, and the SMB
+//! client, whose crate returns each READ's data in a fresh buffer. The scratch stays in
+//! malloc's heap from one frame to the next, instead of going back to the kernel after every
+//! frame and being faulted in again for the next one.
 //!
-//! Both backends allocate scratch for each file they decode, which playsim cannot pool:
 //! OpenEXR 3.1 makes an `InputFile` per file, with its line buffers and its compressor's
 //! buffers (about 1 MB each for 4K PIZ), and its Huffman decoder allocates tables for
 //! each chunk; the `exr` crate allocates each block's decompressed data and working
-//! buffers. glibc serves blocks over its mmap threshold (128 KiB at start) with an mmap of
+//! buffers; `smb2` allocates a 1 MiB message, a response and a result for each READ.
+//! glibc serves blocks over its mmap threshold (128 KiB at start) with an mmap of
 //! their own, returned at `free`; its dynamic rule then raises the threshold to the largest
 //! such block freed and trims a heap whose free top passes twice that, with
 //! `MADV_DONTNEED`. A frame's scratch is several such blocks alive at once, more than twice
 //! the largest, so every frame's was trimmed and faulted in anew: 4K PIZ on one decode
 //! thread took 560 minor faults a frame in steady state through OpenEXR, and 13,800
 //! through `exr` (3.4 s of system time in 36 frames, against 0.8 s with these settings,
-//! which bring both to under 10 a frame).
+//! which bring both to under 10 a frame); `smb://` took 662k minor faults a GB against
+//! `smbclient`'s 98k.
 //!
-//! [`keep_scratch_in_heap`] sets both thresholds once, before the first decode, at the
+//! [`keep_scratch_in_heap`] sets both thresholds once, before the first such frame, at the
 //! values the dynamic rule can reach at most (mmap threshold 32 MiB, glibc's
 //! `DEFAULT_MMAP_THRESHOLD_MAX`; trim threshold twice that): blocks below 32 MiB come from
 //! the heaps and stay there for the next frame. Frame buffers (40 MB encoded and 141 MB
 //! decoded at 4K) are above it and keep their own mappings, in playsim's pools. The cost
 //! is that each of malloc's arenas keeps up to 64 MiB of free memory instead of giving it
-//! back. The settings are process-wide, so they are made here, where the scratch is
-//! allocated, and only once an EXR frame is decoded: DPX decodes into pooled buffers only
-//! and FFmpeg pools its own. This is the crate's second `unsafe` module: two `mallopt`
-//! calls into the C library, each with a `// SAFETY:` line. On other C libraries it does
-//! nothing.
+//! back. The settings are process-wide, so they are made only where such scratch is
+//! allocated: once an EXR frame is decoded or an SMB share connected (DPX decodes into
+//! pooled buffers only, and FFmpeg pools its own). This is playsim-core's one `unsafe`
+//! module: two `mallopt` calls into the C library, each with a `// SAFETY:` line. On other
+//! C libraries it does nothing.
 
 /// Blocks from this size up get an mmap of their own; smaller ones come from malloc's heaps.
 /// glibc's own ceiling for its dynamic threshold (`DEFAULT_MMAP_THRESHOLD_MAX` on 64-bit),
 /// and the largest value `mallopt` accepts there.
-pub(crate) const MMAP_THRESHOLD_BYTES: i32 = 32 << 20;
+pub const MMAP_THRESHOLD_BYTES: i32 = 32 << 20;
 
 /// Free memory at the top of a heap is given back to the kernel only past this: twice the
 /// mmap threshold, as glibc's dynamic rule sets it.
-pub(crate) const TRIM_THRESHOLD_BYTES: i32 = 2 * MMAP_THRESHOLD_BYTES;
+pub const TRIM_THRESHOLD_BYTES: i32 = 2 * MMAP_THRESHOLD_BYTES;
 
-/// Sets the process's malloc thresholds for EXR decoding (see the module's comment), once;
+/// Sets the process's malloc thresholds (see the module's comment), once;
 /// later calls only return the first call's answer. Returns whether glibc took both.
-pub(crate) fn keep_scratch_in_heap() -> bool {
+pub fn keep_scratch_in_heap() -> bool {
     static TAKEN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *TAKEN.get_or_init(set_thresholds)
 }
