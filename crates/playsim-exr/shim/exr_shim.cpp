@@ -241,6 +241,53 @@ void check_chunks_fit(const ChunkBound &b, size_t len) {
     }
 }
 
+// Bytes a pixel takes over every channel of the part, as stored (2 for half, 4
+// for float and uint), which OpenEXR's line and tile buffers hold.
+uint64_t bytes_per_pixel(const Imf::Header &h) {
+    uint64_t n = 0;
+    for (Imf::ChannelList::ConstIterator c = h.channels().begin(); c != h.channels().end(); ++c) {
+        n += c.channel().type == Imf::HALF ? 2 : 4;
+    }
+    return n;
+}
+
+// The most bytes a tile may take over the bytes of the whole data window.
+const uint64_t MAX_TILE_BYTES_BEYOND_WINDOW = 16u << 20;
+
+// Refuses a tile size whose buffers would dwarf the image. OpenEXR sizes its
+// tile buffers and each tile compressor's buffers by the tile description, not
+// by the data window, so a 361-byte file with a 16-pixel window and 2^16 x 2^16
+// tiles cost a 518 MB allocation (the exr_decode fuzz target). A tile larger
+// than the whole window is legitimate (a small image in 64 x 64 tiles); one
+// larger than both the window and 16 MiB is refused.
+void check_tile_buffers(const Imf::Header &h, bool tiled) {
+    if (!tiled || !h.hasTileDescription()) return;
+    const Imf::TileDescription &t = h.tileDescription();
+    const Imath::Box2i &dw = h.dataWindow();
+    const uint64_t width = uint64_t(int64_t(dw.max.x) - int64_t(dw.min.x) + 1);
+    const uint64_t height = uint64_t(int64_t(dw.max.y) - int64_t(dw.min.y) + 1);
+    const uint64_t pixel = bytes_per_pixel(h);
+    // Each factor is below 2^32 and pixel below 2^20 (4096 channels of 4
+    // bytes at most is far more than any file; sanityCheck bounds channels by
+    // the header's size), so saturate rather than overflow.
+    auto product = [](uint64_t a, uint64_t b, uint64_t c) -> uint64_t {
+        if (a != 0 && b > UINT64_MAX / a) return UINT64_MAX;
+        const uint64_t ab = a * b;
+        if (ab != 0 && c > UINT64_MAX / ab) return UINT64_MAX;
+        return ab * c;
+    };
+    const uint64_t tile_bytes = product(t.xSize, t.ySize, pixel);
+    const uint64_t window_bytes = product(width, height, pixel);
+    const uint64_t most = window_bytes > MAX_TILE_BYTES_BEYOND_WINDOW ? window_bytes : MAX_TILE_BYTES_BEYOND_WINDOW;
+    if (tile_bytes > most) {
+        throw ShimError(EXR_SHIM_MALFORMED, std::to_string(t.xSize) + "x" + std::to_string(t.ySize) +
+                                                " tiles of " + std::to_string(pixel) + " bytes a pixel take " +
+                                                std::to_string(tile_bytes) + " bytes each, more than the " +
+                                                std::to_string(width) + "x" + std::to_string(height) +
+                                                " data window (damaged tile size)");
+    }
+}
+
 // Reads the first part's header (not its offset table) and refuses what the
 // shim does not decode, before OpenEXR allocates anything for the part.
 Imf::Header checked_first_header(const uint8_t *data, size_t len, int version, bool &tiled) {
@@ -328,6 +375,7 @@ extern "C" int exr_shim_read_pixels(const uint8_t *data, size_t len, const char 
         bool tiled = false;
         const Imf::Header first = checked_first_header(data, len, version, tiled);
         check_chunks_fit(chunk_bound(first, tiled), len);
+        check_tile_buffers(first, tiled);
         const bool mapped = first.compression() != Imf::NO_COMPRESSION;
         MemoryStream is(data, len, mapped);
         // Reads the first part of a multi-part file, scanline or tiled.

@@ -672,6 +672,30 @@ mod tests {
     }
 
     #[test]
+    fn a_tile_far_larger_than_the_window_is_refused_before_openexr_sizes_its_buffers_by_it() {
+        // OpenEXR 3.1.5 sizes its tile buffers and compressors by the tile description:
+        // 2^16 x 2^16 tiles over a small window cost 518 MB in a 361-byte file (kept in
+        // crates/playsim-fuzz/crashes/exr_decode/).
+        eprintln!("found with OpenEXR 3.1.5; linked: {}", version().unwrap_or_default());
+        let good = read("tiled-zip-half-rgb.exr");
+        let tiles = attribute(&good, "tiles");
+        let with_tiles = |x: u32, y: u32| {
+            let mut bytes = good.clone();
+            bytes[tiles..tiles + 4].copy_from_slice(&x.to_le_bytes());
+            bytes[tiles + 4..tiles + 8].copy_from_slice(&y.to_le_bytes());
+            bytes
+        };
+        let err = assert_err(&with_tiles(1 << 16, 1 << 16), ErrorKind::Malformed, "huge tiles");
+        assert!(err.message().contains("65536x65536 tiles of 6 bytes a pixel"), "{err}");
+        // A tile larger than the window but within 16 MiB is a small image in big tiles:
+        // OpenEXR reads it (or reports its chunks as damaged), without the refusal.
+        match decode_with(&with_tiles(512, 512), 1, None) {
+            Ok(_) => {}
+            Err(e) => assert!(!e.message().contains("damaged tile size"), "{e}"),
+        }
+    }
+
+    #[test]
     fn an_offset_table_larger_than_the_file_is_refused_before_openexr_allocates_it() {
         // OpenEXR allocates and zero-fills the offset table first: 2^28 one-pixel
         // tiles in an 8 KB file cost 3 GB and seconds before the shim checked.
