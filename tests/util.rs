@@ -261,8 +261,10 @@ pub fn interrupt_after(cmd: &mut Command, dir: &Path, delay: Duration) -> Result
 pub enum ReliabilityTable {
     /// A fault done to a real server, the path to it, or a local file mid-run (issue 20, point 3).
     Fault,
-    /// A reply of the misbehaving NFS server (issue 20, point 2).
-    #[cfg_attr(not(feature = "nfs"), allow(dead_code))] // its tests need the nfs feature
+    /// A reply of the misbehaving NFS server (issue 20, point 2), or of Samba spoiled by the
+    /// SMB proxy (issue 21, point 5).
+    #[cfg_attr(not(any(feature = "nfs", feature = "smb")), allow(dead_code))]
+    // their tests need a feature
     HostileReply,
 }
 

@@ -37,6 +37,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "url", run: url, cheap: true },
     Target { name: "rdma_reply", run: rdma_reply, cheap: true },
     Target { name: "nfs_reply", run: nfs_reply, cheap: true },
+    Target { name: "smb_reply", run: smb_reply, cheap: true },
     Target { name: "scenario_toml", run: scenario_toml, cheap: true },
     Target { name: "report_json", run: report_json, cheap: true },
     Target { name: "exr_decode", run: exr_decode, cheap: false },
@@ -62,11 +63,12 @@ pub fn dpx_decode(data: &[u8]) {
     let _ = playsim_dpx::DpxDecoder.decode_dpx(data, &mut frame);
 }
 
-/// Every URL form a user can type: `nfs://`, `nfs+rdma://` and `sim://`, as text.
+/// Every URL form a user can type: `nfs://`, `nfs+rdma://`, `smb://` and `sim://`, as text.
 pub fn url(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let _ = playsim_storage::transport::scheme_of(text);
     let _ = playsim_storage::nfs::NfsUrl::parse(text);
+    let _ = playsim_storage::smb::SmbUrl::parse(text);
     let _ = playsim_media::SimUrl::parse(text);
 }
 
@@ -80,6 +82,30 @@ pub fn rdma_reply(data: &[u8]) {
 /// and EXPORT results, and a READ's data copied and placed (XDR by nfs3_types and by hand).
 pub fn nfs_reply(data: &[u8]) {
     playsim_storage::nfs::decode_any_reply(data);
+}
+
+/// A server's SMB2/3 message as the `smb2` crate, playsim's SMB client, parses it (through the
+/// entry points it exposes for fuzzing). The first byte picks the parser, the rest is the
+/// message: the whole receive path (compound split, then each sub-message's header), one
+/// message's header and body by its command, the encryption and compression transform
+/// headers, and the reply bodies with offsets and lengths of their own (NEGOTIATE, CREATE
+/// with its contexts, QUERY_INFO, a directory listing, an error's context chain, a DFS
+/// referral).
+pub fn smb_reply(data: &[u8]) {
+    let Some((&selector, message)) = data.split_first() else { return };
+    let parsers: [fn(&[u8]); 10] = [
+        smb2::fuzzing::fuzz_frame_parse,
+        smb2::fuzzing::fuzz_sub_frame_parse,
+        smb2::fuzzing::fuzz_transform_header_parse,
+        smb2::fuzzing::fuzz_compression_transform_header_parse,
+        smb2::fuzzing::fuzz_negotiate_response_parse,
+        smb2::fuzzing::fuzz_create_response_parse,
+        smb2::fuzzing::fuzz_query_info_response_parse,
+        smb2::fuzzing::fuzz_directory_entries_parse,
+        smb2::fuzzing::fuzz_error_context_walk,
+        smb2::fuzzing::fuzz_dfs_referral_response_parse,
+    ];
+    parsers[usize::from(selector) % parsers.len()](message);
 }
 
 /// A scenario file (`playsim run FILE.toml`), checked as `Scenario::parse` checks it.

@@ -129,6 +129,7 @@ pub mod portmap;
 mod rpc;
 mod server;
 mod smb;
+mod smb_proxy;
 
 pub use config::{AccessType, ExportSpec, Squash};
 pub use error::Error;
@@ -136,3 +137,4 @@ pub use fault_proxy::FaultProxy;
 pub use hostile::{HostileServer, Misbehaviour, When, HOSTILE_DIR, HOSTILE_EXPORT};
 pub use server::{NfsServer, NfsServerBuilder, DEFAULT_STARTUP_TIMEOUT};
 pub use smb::SmbServer;
+pub use smb_proxy::{SmbMisbehaviour, SmbProxy};

@@ -19,6 +19,9 @@ use super::runtime::ClientRuntime;
 use super::url::SmbDialect;
 use super::{SmbCredentials, SmbOptions, SmbUrl, SmbUrlPart};
 
+/// Tries of a read whose connection is lost, each on a new one, before its frame is unreadable.
+const READ_ATTEMPTS: usize = 3;
+
 /// How long the TCP connect may take, within the request timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -32,10 +35,16 @@ struct Inner {
     url: SmbUrl,
     options: SmbOptions,
     credentials: SmbCredentials,
-    /// The client, kept for its session: opens, lookups and listings go through the share and
-    /// a clone of the connection, so that they run side by side (several CREATEs in flight).
-    _client: std::sync::Mutex<SmbClient>,
-    tree: Arc<Tree>,
+    /// The client, kept for its session and to reconnect: opens, lookups and listings go
+    /// through the share and a clone of the connection, so that they run side by side (several
+    /// CREATEs in flight).
+    client: Arc<tokio::sync::Mutex<SmbClient>>,
+    /// The share as connected now, and how many reconnects ago.
+    session: std::sync::Mutex<Session>,
+    /// Held while a reconnect is under way, so that the reads that found the connection gone
+    /// together reconnect once.
+    reconnecting: tokio::sync::Mutex<()>,
+    reconnects: AtomicU64,
     connection: Connection,
     negotiated: Negotiated,
     read_size: usize,
@@ -43,6 +52,14 @@ struct Inner {
     bytes: AtomicU64,
     /// Last, so that the client and its handles are dropped before their runtime stops.
     runtime: ClientRuntime,
+}
+
+/// The share's tree, valid for the session of one generation: a reconnect makes a new session,
+/// in which the old tree's and files' ids mean nothing.
+#[derive(Clone)]
+struct Session {
+    tree: Arc<Tree>,
+    generation: u64,
 }
 
 /// What the server and the client settled on, for the report.
@@ -223,8 +240,10 @@ impl SmbStorage {
                 url: url.clone(),
                 options: options.clone(),
                 credentials,
-                _client: std::sync::Mutex::new(client),
-                tree: Arc::new(tree),
+                client: Arc::new(tokio::sync::Mutex::new(client)),
+                session: std::sync::Mutex::new(Session { tree: Arc::new(tree), generation: 0 }),
+                reconnecting: tokio::sync::Mutex::new(()),
+                reconnects: AtomicU64::new(0),
                 connection,
                 negotiated,
                 read_size,
@@ -258,6 +277,58 @@ impl SmbStorage {
 }
 
 impl Inner {
+    fn session(&self) -> Session {
+        self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Reconnects after the connection of generation `seen` was lost: a new socket, session and
+    /// tree, the credentials as before. A no-op when another caller has reconnected since
+    /// `seen`. Bounded by the crate's reconnect policy and the request timeout.
+    async fn reconnect(&self, seen: u64) -> Result<(), StorageError> {
+        let _one_at_a_time = self.reconnecting.lock().await;
+        if self.session().generation != seen {
+            return Ok(());
+        }
+        let client = Arc::clone(&self.client);
+        let share = self.url.share().to_owned();
+        let reconnecting = self.runtime.run(async move {
+            let mut client = client.lock().await;
+            client.reconnect().await?;
+            client.connect_share(&share).await
+        });
+        let lost = |reason: String| {
+            StorageError::new(
+                StorageErrorKind::Unavailable,
+                format!("lost the connection to {} and could not reconnect: {reason}", self.url.addr()),
+            )
+        };
+        let tree = match tokio::time::timeout(self.options.timeout + CONNECT_TIMEOUT, reconnecting).await {
+            Err(_) => return Err(lost(format!("no answer within {:?}", self.options.timeout))),
+            Ok(Err(panicked)) => return Err(lost(panicked)),
+            Ok(Ok(Err(e))) => return Err(lost(e.to_string())),
+            Ok(Ok(Ok(tree))) => tree,
+        };
+        let mut session = self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *session = Session { tree: Arc::new(tree), generation: seen + 1 };
+        self.reconnects.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Opens `relative` for reading in the current session.
+    async fn open_reader(&self, relative: &str) -> Result<(FileReader, u64), (StorageError, bool)> {
+        let Session { tree, generation } = self.session();
+        let opening = {
+            let connection = self.connection.clone();
+            let relative = relative.to_owned();
+            async move { smb2::client::stream::open_file_reader(tree, connection, &relative).await }
+        };
+        match self.runtime.run(opening).await {
+            Err(reason) => Err((self.panicked("open", relative, reason), false)),
+            Ok(Err(e)) => Err((self.error("open", relative, &e), connection_lost(&e))),
+            Ok(Ok(reader)) => Ok((reader, generation)),
+        }
+    }
+
     fn fail(&self, part: SmbUrlPart, reason: String) -> crate::Error {
         crate::Error::Smb { url: self.url.as_str().to_owned(), part, reason }
     }
@@ -280,6 +351,12 @@ impl Inner {
             format!("cannot {what} {}: {reason}", self.url.display_path(path)),
         )
     }
+}
+
+/// Whether `e` says the connection (or its session) is gone, so that a reconnect may help.
+fn connection_lost(e: &smb2::Error) -> bool {
+    matches!(e.kind(), ErrorKind::ConnectionLost | ErrorKind::SessionExpired)
+        || matches!(e, smb2::Error::HandleInvalidated { .. })
 }
 
 /// The part at fault and why, for a failed connect and login.
@@ -339,6 +416,7 @@ impl Storage for SmbStorage {
             // The smb2 crate opens one connection and has no multichannel.
             ("channels", "1".to_owned()),
             ("credits", inner.connection.credits().to_string()),
+            ("reconnects", inner.reconnects.load(Ordering::Relaxed).to_string()),
             ("read_size", inner.read_size.to_string()),
             ("server_max_read", negotiated.max_read_size.to_string()),
             ("timeout_s", inner.options.timeout.as_secs_f64().to_string()),
@@ -356,24 +434,22 @@ impl Storage for SmbStorage {
     async fn open(&self, path: &Path) -> Result<Box<dyn StorageFile>, StorageError> {
         let relative = share_path(path)?;
         let inner = Arc::clone(&self.inner);
-        let opening = {
-            let (tree, connection) = (Arc::clone(&inner.tree), inner.connection.clone());
-            let relative = relative.clone();
-            async move { smb2::client::stream::open_file_reader(tree, connection, &relative).await }
+        let (reader, generation) = match inner.open_reader(&relative).await {
+            Ok(opened) => opened,
+            Err((_, true)) => {
+                inner.reconnect(inner.session().generation).await?;
+                inner.open_reader(&relative).await.map_err(|(e, _)| e)?
+            }
+            Err((e, false)) => return Err(e),
         };
-        let reader = inner
-            .runtime
-            .run(opening)
-            .await
-            .map_err(|reason| inner.panicked("open", &relative, reason))?
-            .map_err(|e| inner.error("open", &relative, &e))?;
         if reader.info().is_directory {
             return Err(StorageError::new(
                 StorageErrorKind::NotAFile,
                 format!("cannot open {}: it is a directory", inner.url.display_path(&relative)),
             ));
         }
-        Ok(Box::new(SmbFile { inner, path: relative, reader: Arc::new(reader) }))
+        let reader = std::sync::Mutex::new((Arc::new(reader), generation));
+        Ok(Box::new(SmbFile { inner, path: relative, reader }))
     }
 
     fn stats(&self) -> StorageStats {
@@ -391,7 +467,7 @@ impl Storage for SmbStorage {
         }
         let inner = Arc::clone(&self.inner);
         let stat = {
-            let (tree, mut connection) = (Arc::clone(&inner.tree), inner.connection.clone());
+            let (tree, mut connection) = (inner.session().tree, inner.connection.clone());
             let relative = relative.clone();
             async move { tree.stat(&mut connection, &relative).await }
         };
@@ -406,7 +482,7 @@ impl Storage for SmbStorage {
         let relative = share_path(dir)?;
         let inner = Arc::clone(&self.inner);
         let listing = {
-            let (tree, mut connection) = (Arc::clone(&inner.tree), inner.connection.clone());
+            let (tree, mut connection) = (inner.session().tree, inner.connection.clone());
             let relative = relative.clone();
             async move { tree.list_directory(&mut connection, &relative).await }
         };
@@ -428,28 +504,42 @@ impl Storage for SmbStorage {
     }
 }
 
-/// An open file on the share: its reader (a handle the server keeps open) and its size.
+/// An open file on the share: its reader (a handle the server keeps open) and the generation of
+/// the session it was opened in; after a reconnect, the file is opened again in the new one.
 struct SmbFile {
     inner: Arc<Inner>,
     path: String,
-    reader: Arc<FileReader>,
+    reader: std::sync::Mutex<(Arc<FileReader>, u64)>,
 }
 
-#[async_trait::async_trait]
-impl StorageFile for SmbFile {
-    fn size(&self) -> u64 {
-        self.reader.size()
+impl SmbFile {
+    /// Opens the file again, in the current session.
+    async fn reopen(&self) -> Result<(), StorageError> {
+        let (reader, generation) = self.inner.open_reader(&self.path).await.map_err(|(e, _)| e)?;
+        *self.reader.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            (Arc::new(reader), generation);
+        Ok(())
     }
 
-    /// `len` bytes at `offset` as READs of the read size, all sent at once: the crate holds each
-    /// until the server's credits allow it, so as many are in flight as the server grants.
-    async fn read_at(&self, offset: u64, len: usize, buf: &mut IoBuf) -> Result<usize, StorageError> {
-        buf.prepare(len);
+    fn reader(&self) -> (Arc<FileReader>, u64) {
+        let reader = self.reader.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (Arc::clone(&reader.0), reader.1)
+    }
+
+    /// `len` bytes at `offset` through `reader`; on failure, the error and whether the
+    /// connection was lost.
+    async fn read_with(
+        &self,
+        reader: &Arc<FileReader>,
+        offset: u64,
+        len: usize,
+        buf: &mut IoBuf,
+    ) -> Result<usize, (StorageError, bool)> {
         let read_size = self.inner.read_size;
         let chunks: Vec<_> = (0..len)
             .step_by(read_size)
             .map(|start| {
-                let reader = Arc::clone(&self.reader);
+                let reader = Arc::clone(reader);
                 let chunk_len = read_size.min(len - start) as u64;
                 let chunk_offset = offset + start as u64;
                 self.inner.runtime.run(async move { reader.read_at(chunk_offset, chunk_len).await })
@@ -458,9 +548,11 @@ impl StorageFile for SmbFile {
         let what = format!("read {len} bytes at offset {offset} of");
         let mut total = 0;
         for (i, result) in futures_util::future::join_all(chunks).await.into_iter().enumerate() {
-            let data = result
-                .map_err(|reason| self.inner.panicked(&what, &self.path, reason))?
-                .map_err(|e| self.inner.error(&what, &self.path, &e))?;
+            let data = match result {
+                Err(reason) => return Err((self.inner.panicked(&what, &self.path, reason), false)),
+                Ok(Err(e)) => return Err((self.inner.error(&what, &self.path, &e), connection_lost(&e))),
+                Ok(Ok(data)) => data,
+            };
             self.inner.n_reads.fetch_add(1, Ordering::Relaxed);
             self.inner.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
             let start = i * read_size;
@@ -475,10 +567,55 @@ impl StorageFile for SmbFile {
         buf.truncate(total);
         Ok(total)
     }
+}
+
+#[async_trait::async_trait]
+impl StorageFile for SmbFile {
+    fn size(&self) -> u64 {
+        self.reader().0.size()
+    }
+
+    /// `len` bytes at `offset` as READs of the read size, all sent at once: the crate holds each
+    /// until the server's credits allow it, so as many are in flight as the server grants. When
+    /// the connection is lost (a reset, a server that closed it, a reply cut), the client
+    /// reconnects, opens the file again in the new session and reads once more: the frame is
+    /// late, not lost, and the run goes on. A reconnect that fails is the error (the server is
+    /// gone: the run ends, with its report); a read whose connection is lost on every one of
+    /// [`READ_ATTEMPTS`] tries, each on a new connection, fails alone (its frame unreadable).
+    async fn read_at(&self, offset: u64, len: usize, buf: &mut IoBuf) -> Result<usize, StorageError> {
+        let mut last_error = None;
+        for _ in 0..READ_ATTEMPTS {
+            let (reader, generation) = self.reader();
+            if generation != self.inner.session().generation {
+                // Opened in a session a reconnect has ended since.
+                self.reopen().await?;
+                continue;
+            }
+            buf.prepare(len);
+            match self.read_with(&reader, offset, len, buf).await {
+                Ok(n) => return Ok(n),
+                Err((e, false)) if self.inner.session().generation == generation => return Err(e),
+                Err((e, _)) => last_error = Some(e),
+            }
+            drop(reader);
+            self.inner.reconnect(generation).await?;
+            self.reopen().await?;
+        }
+        let e = last_error.map_or_else(String::new, |e| e.message);
+        Err(StorageError::new(
+            StorageErrorKind::Io,
+            format!("{e}, on each of {READ_ATTEMPTS} connections in turn (the connection lost at every try)"),
+        ))
+    }
 
     async fn close(self: Box<Self>) -> Result<(), StorageError> {
         let SmbFile { inner, path, reader } = *self;
-        // A reader still shared by a read in flight closes its handle when dropped.
+        let (reader, generation) = reader.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A reader still shared by a read in flight closes its handle when dropped; one of a
+        // session a reconnect has ended has no handle left to close.
+        if generation != inner.session().generation {
+            return Ok(());
+        }
         let Ok(reader) = Arc::try_unwrap(reader) else { return Ok(()) };
         match inner.runtime.run(reader.close()).await {
             Ok(Ok(())) => Ok(()),
