@@ -163,6 +163,14 @@ impl Mount {
                 options.push(((*key).to_owned(), value.to_owned()));
             }
         }
+        if self.is_smb() {
+            // `multichannel` asks for channels; the session says how many it has (a server with
+            // one interface may grant one).
+            let debug_data = std::fs::read_to_string(CIFS_DEBUG_DATA).unwrap_or_default();
+            if let Some(channels) = smb_session_channels(&debug_data, &self.source) {
+                options.push(("channels".to_owned(), channels.to_string()));
+            }
+        }
         options
     }
 
@@ -259,6 +267,34 @@ const NFS_KEYS: &[&str] = &[
     "addr",
     "clientaddr",
 ];
+
+/// The cifs client's state: its servers, their sessions with their channels, and the shares
+/// each session has connected.
+const CIFS_DEBUG_DATA: &str = "/proc/fs/cifs/DebugData";
+
+/// The channels of the cifs session that holds the share `source` (`//server/share`), from the
+/// text of /proc/fs/cifs/DebugData: 1, plus its `Extra Channels: N` when it has any. `None`
+/// when no session lists the share. A session starts at a line `N) Address: ...` (or
+/// `N) Name: ...`) with `Uses:`, and lists its shares as `N) \\server\share Mounts: ...`.
+pub fn smb_session_channels(debug_data: &str, source: &str) -> Option<u32> {
+    let share = source.trim_start_matches('/').replace('/', "\\");
+    let share = format!("\\\\{}", share.to_ascii_lowercase());
+    let mut channels = 1;
+    for line in debug_data.lines().map(str::trim) {
+        let numbered =
+            line.split_once(") ").filter(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if let Some((_, rest)) = numbered {
+            if (rest.starts_with("Address: ") || rest.starts_with("Name: ")) && rest.contains(" Uses: ") {
+                channels = 1;
+            } else if rest.to_ascii_lowercase().split_whitespace().next() == Some(share.as_str()) {
+                return Some(channels);
+            }
+        } else if let Some(n) = line.strip_prefix("Extra Channels: ") {
+            channels = 1 + n.trim().parse::<u32>().ok()?;
+        }
+    }
+    None
+}
 
 /// SMB (cifs) options worth reporting, in report order.
 const SMB_KEYS: &[&str] =
@@ -364,6 +400,52 @@ fn unescape(field: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// /proc/fs/cifs/DebugData of kernel 6.1 with two sessions on one server: the first with
+    /// one channel and the share `media`, the second with 2 extra channels and `grade`.
+    const DEBUG_DATA: &str = "Display Internal CIFS Data Structures for Debugging
+---------------------------------------------------
+CIFS Version 2.40
+Servers:
+1) ConnectionId: 0x1 Hostname: 10.0.2.15
+Number of credits: 8190,1,1 Dialect 0x311
+TCP status: 1 Instance: 1
+
+\tSessions:
+\t1) Address: 10.0.2.15 Uses: 1 Capability: 0x300067\tSession Status: 1
+\tSecurity type: RawNTLMSSP  SessionId: 0x1d encrypted
+\tUser: 0 Cred User: 0
+
+\tShares:
+\t0) IPC: \\\\10.0.2.15\\IPC$ Mounts: 1 DevInfo: 0x0 Attributes: 0x0
+\t1) \\\\10.0.2.15\\media Mounts: 1 DevInfo: 0x20 Attributes: 0x1006f
+
+\t2) Address: 10.0.2.15 Uses: 1 Capability: 0x300067\tSession Status: 1
+\tSecurity type: RawNTLMSSP  SessionId: 0x2d
+
+\tExtra Channels: 2
+\t\tChannel: 2 ConnectionId: 0x2
+\t\tChannel: 3 ConnectionId: 0x3
+
+\tShares:
+\t0) IPC: \\\\10.0.2.15\\IPC$ Mounts: 1 DevInfo: 0x0 Attributes: 0x0
+\t1) \\\\10.0.2.15\\Grade Mounts: 1 DevInfo: 0x20 Attributes: 0x1006f
+";
+
+    #[test]
+    fn an_smb_mounts_channels_come_from_its_session_in_debug_data() {
+        assert_eq!(smb_session_channels(DEBUG_DATA, "//10.0.2.15/media"), Some(1));
+        assert_eq!(smb_session_channels(DEBUG_DATA, "//10.0.2.15/grade"), Some(3), "share names ignore case");
+        assert_eq!(smb_session_channels(DEBUG_DATA, "//10.0.2.15/other"), None);
+        assert_eq!(smb_session_channels(DEBUG_DATA, "//10.0.2.1/media"), None);
+        assert_eq!(smb_session_channels("", "//10.0.2.15/media"), None);
+        // Cut anywhere: an answer or none, never a panic.
+        for cut in 0..DEBUG_DATA.len() {
+            if DEBUG_DATA.is_char_boundary(cut) {
+                let _ = smb_session_channels(&DEBUG_DATA[..cut], "//10.0.2.15/grade");
+            }
+        }
+    }
 
     const ROOT: &str = "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard";
     const ISILON: &str = "45 27 0:42 / /mnt/isilon rw,relatime shared:1 - nfs 10.0.0.5:/ifs/media \
