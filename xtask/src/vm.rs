@@ -65,9 +65,9 @@ const GUEST_PACKAGES: &[&str] = &[
     "rdmacm-utils",
     "perftest",
     "fio",
-    // The SMB server (ksmbd is in the kernel; its tools add the user and start it) and the
-    // kernel client's mount helper.
-    "ksmbd-tools",
+    // The SMB server (Samba: the kernel's ksmbd oopses on this kernel) and the kernel client's
+    // mount helper.
+    "samba",
     "cifs-utils",
 ];
 

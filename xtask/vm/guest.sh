@@ -6,7 +6,7 @@
 # frame over each path and checks them against the md5s the host computed, plays it from the
 # kernel mounts with caches dropped before each run, makes one paced run per path, survives a
 # server restart in the middle of an nfs+rdma run and netem's loss and delay on the path, plays
-# from ksmbd's share over three kernel SMB mounts and playsim's smb://, and
+# from Samba's share over three kernel SMB mounts and playsim's smb://, and
 # measures the bench rows (fio on the kernel RDMA mount, playsim's clients, ib_write_bw). Then
 # it tells the host it may read the
 # export with playsim's own NFS client (hostfwd), waits for /out/poweroff, and powers off.
@@ -178,16 +178,28 @@ fi
 rm -rf /export/many
 say "listing done"
 
-# The SMB server for the bench rows and the SMB mounts below: ksmbd shares the export as
-# `media`, for one user; playsim's smb:// client takes the user from the environment.
+# The SMB server for the bench rows and the SMB mounts below: Samba's smbd shares the export
+# as `media`, for one user; playsim's smb:// client takes the user from the environment. (The
+# kernel's own server, ksmbd, oopses in smb2_open on this Debian 6.1 kernel at the first open.)
 SMB_USER=playsim
 SMB_PASSWORD=playsim-guest
 smb_setup() {
-  modprobe ksmbd && modprobe cifs || return 1
-  mkdir -p /etc/ksmbd
-  printf '[global]\n\tserver multi channel support = yes\n[media]\n\tpath = /export\n\tread only = yes\n' \
-    > /etc/ksmbd/ksmbd.conf
-  ksmbd.adduser -a "$SMB_USER" -p "$SMB_PASSWORD" && ksmbd.mountd
+  modprobe cifs || return 1
+  mkdir -p /etc/samba /var/lib/samba/private /var/cache/samba /var/log/samba /run/samba
+  printf '%s\n' '[global]' '  server role = standalone server' '  disable netbios = yes' \
+    '  smb ports = 445' '  map to guest = never' '  load printers = no' '  printing = bsd' \
+    '  printcap name = /dev/null' '  disable spoolss = yes' '  server multi channel support = yes' \
+    '  log level = 1' '[media]' '  path = /export' '  read only = yes' "  valid users = $SMB_USER" \
+    '  force user = root' > /etc/samba/smb.conf
+  id "$SMB_USER" > /dev/null 2>&1 || useradd -M -s /usr/sbin/nologin "$SMB_USER" || return 1
+  printf '%s\n%s\n' "$SMB_PASSWORD" "$SMB_PASSWORD" | smbpasswd -s -a "$SMB_USER" || return 1
+  smbd -D || return 1
+  for i in $(seq 100); do
+    (echo > /dev/tcp/10.0.2.15/445) 2> /dev/null && return 0
+    sleep 0.2
+  done
+  echo "smbd does not listen on 10.0.2.15:445"
+  return 1
 }
 SMB_UP=0
 if smb_setup > /out/smb-setup.txt 2>&1; then
@@ -246,7 +258,7 @@ if timeout 300 "$PLAYSIM" frametest -w 2k -n 8 /export/ft > /out/bench/frametest
   # RDMA mount's do.
   if [ "$SMB_UP" = 1 ]; then
     mkdir -p /mnt/smb-bench
-    mount -t cifs //10.0.2.15/media /mnt/smb-bench \
+    timeout 120 mount -t cifs //10.0.2.15/media /mnt/smb-bench \
       -o "vers=3.1.1,cache=none,username=$SMB_USER,password=$SMB_PASSWORD" 2> /out/bench/smb-bench-mount.err \
       || echo "bench: the SMB mount failed: $(tail -1 /out/bench/smb-bench-mount.err)"
   fi
@@ -329,7 +341,7 @@ for t in tcp userspace-tcp-guest; do
 done
 sync
 
-# SMB (issue 21, point 3): ksmbd shares the export as `media`; the kernel's cifs client mounts
+# SMB (issue 21, point 3): smbd shares the export as `media`; the kernel's cifs client mounts
 # it with SMB 3.1.1 three ways (plain, multichannel, seal) and playsim plays the DPX sequence
 # from each mount, from cold caches, with /proc/fs/cifs/DebugData kept while the mount is up
 # (its channel count); then playsim's own smb:// client reads the same share. The host checks
@@ -342,7 +354,7 @@ if [ "$SMB_UP" = 1 ]; then
       seal) extra=",seal" ;;
     esac
     mkdir -p "/mnt/smb-$v"
-    if mount -t cifs //10.0.2.15/media "/mnt/smb-$v" \
+    if timeout 120 mount -t cifs //10.0.2.15/media "/mnt/smb-$v" \
         -o "vers=3.1.1,username=$SMB_USER,password=$SMB_PASSWORD$extra" 2> "/out/smb-$v.err"; then
       cold
       timeout 300 "$PLAYSIM" play "/mnt/smb-$v/dpx" --fps 24 --frames 48 --loop --quiet \

@@ -1,7 +1,7 @@
 //! The guest's bench rows (issue 18, point 5): playsim's `nfs+rdma://` client against the kernel's
 //! RDMA mount (fio) and against `ib_write_bw` on the same soft-RoCE device, with playsim's
 //! `nfs://` over TCP for reference; and (issue 21, point 4) playsim's `smb://` client against the
-//! kernel's cifs mount of the same ksmbd share (fio, same block size and reads in flight).
+//! kernel's cifs mount of the same Samba share (fio, same block size and reads in flight).
 //!
 //! The guest (`xtask/vm/guest.sh`) runs the rows in alternation, three rounds, caches dropped
 //! before each run, and writes one line per run to `bench-runs.tsv`: the row, the round, the
@@ -22,8 +22,8 @@ pub const ROWS: [(&str, &str); 6] = [
     (PLAYSIM_RDMA, "playsim nfs+rdma://: frametest -r -t 1 --rsize 1M"),
     ("playsim-nfs-tcp", "playsim nfs:// over TCP: the same, for reference"),
     (IB_WRITE_BW, "ib_write_bw -R, 100 x 1 MiB: the verbs limit"),
-    (KERNEL_SMB, "kernel SMB 3.1.1 (cifs, cache=none) from ksmbd: fio O_DIRECT, 1M reads, 16 in flight"),
-    (PLAYSIM_SMB, "playsim smb:// from ksmbd: frametest -r -t 1 (1 MiB READs, signed)"),
+    (KERNEL_SMB, "kernel SMB 3.1.1 (cifs, cache=none) from smbd: fio O_DIRECT, 1M reads, 16 in flight"),
+    (PLAYSIM_SMB, "playsim smb:// from smbd: frametest -r -t 1 (1 MiB READs, signed)"),
 ];
 
 const KERNEL_RDMA: &str = "kernel-rdma-fio";

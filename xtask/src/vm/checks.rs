@@ -160,7 +160,7 @@ fn netem_verdict(run: &NetemRun<'_>) -> Result<NetemDrops, String> {
     Ok(NetemDrops { storage: count("storage")?, output: count("output")?, presented })
 }
 
-/// The ways the guest mounts ksmbd's share with the kernel's cifs client, as its results lines
+/// The ways the guest mounts Samba's share with the kernel's cifs client, as its results lines
 /// and report names spell them, and `userspace`: playsim's own `smb://` client.
 pub const SMB_PATHS: [&str; 4] = ["plain", "multichannel", "seal", "userspace"];
 
