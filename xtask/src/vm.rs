@@ -65,6 +65,10 @@ const GUEST_PACKAGES: &[&str] = &[
     "rdmacm-utils",
     "perftest",
     "fio",
+    // The SMB server (Samba: the kernel's ksmbd oopses on this kernel) and the kernel client's
+    // mount helper.
+    "samba",
+    "cifs-utils",
 ];
 
 /// Frames per sequence: soft-RoCE under emulation moves 35-50 MB/s, so keep the media small.
@@ -182,6 +186,12 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
     let bench = bench::evaluate(&out);
     let mut verdicts = vec![fault_line(&out)];
     verdicts.extend(checks::NETEM_PATHS.iter().map(|path| netem_line(&out, path)));
+    verdicts.extend(checks::SMB_PATHS.iter().map(|path| {
+        match load_report(&out.join(format!("smb-{path}.json"))) {
+            Ok(report) => checks::smb_label_line(path, &report),
+            Err(why) => format!("SMB-LABEL {path} FAILED ({why})"),
+        }
+    }));
     record_reliability_rows(&verdicts)?;
     verdicts.extend(bench.lines);
     let mut file = fs::OpenOptions::new().append(true).open(out.join("results.txt"))?;
@@ -213,6 +223,10 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
         expected.push((format!("NETEM {path} "), format!("NETEM {path} OK")));
     }
     expected.push(("LISTING userspace-rdma ".into(), "LISTING userspace-rdma OK".into()));
+    expected.push(("SMB setup ".into(), "SMB setup OK".into()));
+    for path in checks::SMB_PATHS {
+        expected.push((format!("SMB {path} "), format!("SMB {path} OK")));
+    }
     for (prefix, line) in &expected {
         // A line that failed is already among the failures; a line missing altogether is one.
         if !results.iter().any(|l| l.starts_with(prefix.as_str())) {

@@ -5,7 +5,8 @@
 # 20049; MOUNT over TCP to rpc.mountd). For each sequence in /payload/media it decodes every
 # frame over each path and checks them against the md5s the host computed, plays it from the
 # kernel mounts with caches dropped before each run, makes one paced run per path, survives a
-# server restart in the middle of an nfs+rdma run and netem's loss and delay on the path, and
+# server restart in the middle of an nfs+rdma run and netem's loss and delay on the path, plays
+# from Samba's share over three kernel SMB mounts and playsim's smb://, and
 # measures the bench rows (fio on the kernel RDMA mount, playsim's clients, ib_write_bw). Then
 # it tells the host it may read the
 # export with playsim's own NFS client (hostfwd), waits for /out/poweroff, and powers off.
@@ -177,6 +178,38 @@ fi
 rm -rf /export/many
 say "listing done"
 
+# The SMB server for the bench rows and the SMB mounts below: Samba's smbd shares the export
+# as `media`, for one user; playsim's smb:// client takes the user from the environment. (The
+# kernel's own server, ksmbd, oopses in smb2_open on this Debian 6.1 kernel at the first open.)
+SMB_USER=playsim
+SMB_PASSWORD=playsim-guest
+smb_setup() {
+  modprobe cifs || return 1
+  mkdir -p /etc/samba /var/lib/samba/private /var/cache/samba /var/log/samba /run/samba
+  printf '%s\n' '[global]' '  server role = standalone server' '  disable netbios = yes' \
+    '  smb ports = 445' '  map to guest = never' '  load printers = no' '  printing = bsd' \
+    '  printcap name = /dev/null' '  disable spoolss = yes' '  server multi channel support = yes' \
+    '  log level = 1' '[media]' '  path = /export' '  read only = yes' "  valid users = $SMB_USER" \
+    '  force user = root' > /etc/samba/smb.conf
+  id "$SMB_USER" > /dev/null 2>&1 || useradd -M -s /usr/sbin/nologin "$SMB_USER" || return 1
+  printf '%s\n%s\n' "$SMB_PASSWORD" "$SMB_PASSWORD" | smbpasswd -s -a "$SMB_USER" || return 1
+  smbd -D || return 1
+  for i in $(seq 100); do
+    (echo > /dev/tcp/10.0.2.15/445) 2> /dev/null && return 0
+    sleep 0.2
+  done
+  echo "smbd does not listen on 10.0.2.15:445"
+  return 1
+}
+SMB_UP=0
+if smb_setup > /out/smb-setup.txt 2>&1; then
+  SMB_UP=1
+  echo "SMB setup OK" >> /out/results.txt
+  export PLAYSIM_SMB_USER=$SMB_USER PLAYSIM_SMB_PASSWORD=$SMB_PASSWORD
+else
+  echo "SMB setup FAILED ($(grep -v '^[[:space:]]*$' /out/smb-setup.txt | tail -1))" >> /out/results.txt
+fi
+
 # Bench rows (issue 18, point 5): one file set of 8 frametest 2k frames (100 MB: the rows take
 # 15-60 MB/s under TCG, and the tier's time is short), then rounds in which each
 # row runs once, in alternation, from cold caches. The whole guest's CPU comes from /proc/stat
@@ -221,6 +254,14 @@ ib_write_pair() {
   kill $server 2>/dev/null; wait $server 2>/dev/null
 }
 if timeout 300 "$PLAYSIM" frametest -w 2k -n 8 /export/ft > /out/bench/frametest-write.txt 2>&1; then
+  # The kernel SMB row's mount: cache=none, so that fio's O_DIRECT reads go to the server as the
+  # RDMA mount's do.
+  if [ "$SMB_UP" = 1 ]; then
+    mkdir -p /mnt/smb-bench
+    timeout 120 mount -t cifs //10.0.2.15/media /mnt/smb-bench \
+      -o "vers=3.1.1,cache=none,username=$SMB_USER,password=$SMB_PASSWORD" 2> /out/bench/smb-bench-mount.err \
+      || echo "bench: the SMB mount failed: $(tail -1 /out/bench/smb-bench-mount.err)"
+  fi
   for round in $(seq $BENCH_ROUNDS); do
     bench_run kernel-rdma-fio "$round" "kernel-rdma-fio-$round.json" "kernel-rdma-fio-$round.json" \
       fio --name=r --opendir=/mnt/rdma/ft --rw=read --bs=1M --iodepth=16 --ioengine=libaio --direct=1 \
@@ -231,6 +272,13 @@ if timeout 300 "$PLAYSIM" frametest -w 2k -n 8 /export/ft > /out/bench/frametest
     bench_run playsim-nfs-tcp "$round" "playsim-nfs-tcp-$round.txt" "playsim-nfs-tcp-$round.json" \
       "$PLAYSIM" frametest -r -t 1 --rsize 1M "$(source_of userspace-tcp-guest ft)" \
       --json "/out/bench/playsim-nfs-tcp-$round.json"
+    if [ "$SMB_UP" = 1 ]; then
+      bench_run kernel-smb-fio "$round" "kernel-smb-fio-$round.json" "kernel-smb-fio-$round.json" \
+        fio --name=r --opendir=/mnt/smb-bench/ft --rw=read --bs=1M --iodepth=16 --ioengine=libaio --direct=1 \
+        --output-format=json
+      bench_run playsim-smb "$round" "playsim-smb-$round.txt" "playsim-smb-$round.json" \
+        "$PLAYSIM" frametest -r -t 1 "smb://10.0.2.15/media/ft" --json "/out/bench/playsim-smb-$round.json"
+    fi
     ib_write_pair "$round"
     say "bench round $round done"
   done
@@ -238,6 +286,7 @@ else
   echo "bench: writing the frametest frames failed:"; tail -5 /out/bench/frametest-write.txt
   cp /out/bench/frametest-write.txt /out/bench/frametest-write.failed
 fi
+mountpoint -q /mnt/smb-bench && umount /mnt/smb-bench
 rm -rf /export/ft
 
 # A server fault in the middle of an nfs+rdma run, at 4 fps (a rate this guest sustains over
@@ -290,6 +339,49 @@ for t in tcp userspace-tcp-guest; do
   fi
   say "netem run over $t done (exit $(cat "/out/netem-$t.exit"))"
 done
+sync
+
+# SMB (issue 21, point 3): smbd shares the export as `media`; the kernel's cifs client mounts
+# it with SMB 3.1.1 three ways (plain, multichannel, seal) and playsim plays the DPX sequence
+# from each mount, from cold caches, with /proc/fs/cifs/DebugData kept while the mount is up
+# (its channel count); then playsim's own smb:// client reads the same share. The host checks
+# each report's label: the dialect, multichannel, seal and the session's channels.
+if [ "$SMB_UP" = 1 ]; then
+  for v in plain multichannel seal; do
+    case $v in
+      plain) extra="" ;;
+      multichannel) extra=",multichannel,max_channels=4" ;;
+      seal) extra=",seal" ;;
+    esac
+    mkdir -p "/mnt/smb-$v"
+    if timeout 120 mount -t cifs //10.0.2.15/media "/mnt/smb-$v" \
+        -o "vers=3.1.1,username=$SMB_USER,password=$SMB_PASSWORD$extra" 2> "/out/smb-$v.err"; then
+      cold
+      timeout 300 "$PLAYSIM" play "/mnt/smb-$v/dpx" --fps 24 --frames 48 --loop --quiet \
+        --json "/out/smb-$v.json" > "/out/smb-$v.txt" 2>> "/out/smb-$v.err"
+      rc=$?
+      cat /proc/fs/cifs/DebugData > "/out/smb-$v.debugdata" 2>/dev/null
+      if [ $rc = 0 ]; then
+        echo "SMB $v OK" >> /out/results.txt
+      else
+        echo "SMB $v FAILED ($(why $rc "/out/smb-$v.err"))" >> /out/results.txt
+      fi
+      umount "/mnt/smb-$v"
+    else
+      echo "SMB $v FAILED (mount: $(tail -1 "/out/smb-$v.err"))" >> /out/results.txt
+    fi
+    say "smb $v done"
+  done
+  timeout 300 "$PLAYSIM" play "smb://10.0.2.15/media/dpx" --fps 24 --frames 48 --loop --quiet --json /out/smb-userspace.json \
+    > /out/smb-userspace.txt 2> /out/smb-userspace.err
+  rc=$?
+  if [ $rc = 0 ]; then
+    echo "SMB userspace OK" >> /out/results.txt
+  else
+    echo "SMB userspace FAILED ($(why $rc /out/smb-userspace.err))" >> /out/results.txt
+  fi
+  say "smb over playsim's client done"
+fi
 sync
 
 echo "PLAYSIM-GUEST-READY-FOR-HOST"

@@ -125,6 +125,13 @@ fn decode(encoded: &[u8], out: &mut DecodedFrame) -> Result<TiffInfo, Error> {
     if let Probe::Size { width, height } = probe(&FileBytes::new(encoded.len() as u64, &[(0, encoded)])) {
         check_size(width, height)?;
     }
+    if let Some((tag, count, bytes)) = crate::probe::oversized_entry(encoded, MAX_IFD_VALUE_BYTES as u64) {
+        return Err(Error::malformed(format!(
+            "directory entry {tag} claims {count} values ({bytes} bytes), more than the {}-byte file or the \
+             {MAX_IFD_VALUE_BYTES}-byte limit for one entry (damaged count)",
+            encoded.len()
+        )));
+    }
     let mut limits = Limits::default();
     limits.ifd_value_size = MAX_IFD_VALUE_BYTES;
     let mut decoder = tiff::decoder::Decoder::new(Cursor::new(encoded))

@@ -1,6 +1,7 @@
 //! The guest's bench rows (issue 18, point 5): playsim's `nfs+rdma://` client against the kernel's
 //! RDMA mount (fio) and against `ib_write_bw` on the same soft-RoCE device, with playsim's
-//! `nfs://` over TCP for reference.
+//! `nfs://` over TCP for reference; and (issue 21, point 4) playsim's `smb://` client against the
+//! kernel's cifs mount of the same Samba share (fio, same block size and reads in flight).
 //!
 //! The guest (`xtask/vm/guest.sh`) runs the rows in alternation, three rounds, caches dropped
 //! before each run, and writes one line per run to `bench-runs.tsv`: the row, the round, the
@@ -16,16 +17,20 @@ use std::path::Path;
 use serde_json::Value;
 
 /// The rows, in the table's order: the name the guest gives each, and what it measures.
-pub const ROWS: [(&str, &str); 4] = [
+pub const ROWS: [(&str, &str); 6] = [
     (KERNEL_RDMA, "kernel NFS over RDMA: fio O_DIRECT, 1M reads, 16 in flight"),
     (PLAYSIM_RDMA, "playsim nfs+rdma://: frametest -r -t 1 --rsize 1M"),
     ("playsim-nfs-tcp", "playsim nfs:// over TCP: the same, for reference"),
     (IB_WRITE_BW, "ib_write_bw -R, 100 x 1 MiB: the verbs limit"),
+    (KERNEL_SMB, "kernel SMB 3.1.1 (cifs, cache=none) from smbd: fio O_DIRECT, 1M reads, 16 in flight"),
+    (PLAYSIM_SMB, "playsim smb:// from smbd: frametest -r -t 1 (1 MiB READs, signed)"),
 ];
 
 const KERNEL_RDMA: &str = "kernel-rdma-fio";
 const PLAYSIM_RDMA: &str = "playsim-nfs-rdma";
 const IB_WRITE_BW: &str = "ib_write_bw";
+const KERNEL_SMB: &str = "kernel-smb-fio";
+const PLAYSIM_SMB: &str = "playsim-smb";
 
 /// The message size the guest gives `ib_write_bw -s`.
 const IB_MESSAGE_BYTES: u64 = 1 << 20;
@@ -134,7 +139,7 @@ pub fn parse_runs(tsv: &str, read: impl Fn(&str) -> (Result<String, String>, Str
 /// A run's bytes and MB/s from its tool's own output.
 pub fn measure(row: &str, text: &str) -> Result<Measured, String> {
     match row {
-        KERNEL_RDMA => measure_fio(text),
+        KERNEL_RDMA | KERNEL_SMB => measure_fio(text),
         IB_WRITE_BW => measure_ib_write_bw(text),
         _ => measure_frametest(text),
     }
@@ -283,7 +288,7 @@ fn render(runs: &[Run], why_none: &str, rdma_rsize: &str) -> (String, Vec<String
     let get = |name: &str| figures.iter().find(|(row, _)| *row == name).and_then(|(_, f)| *f);
     let ratio = |a: Option<RowFigures>, b: Option<RowFigures>, pick: fn(&RowFigures) -> f64| match (a, b) {
         (Some(a), Some(b)) if pick(&b) > 0.0 => format!("{:.2}x", pick(&a) / pick(&b)),
-        (None, _) => "n/a (no nfs+rdma figures)".to_owned(),
+        (None, _) => "n/a (no figures of playsim's client)".to_owned(),
         _ => "n/a (no figures to divide by)".to_owned(),
     };
     let (rdma, kernel, ib) = (get(PLAYSIM_RDMA), get(KERNEL_RDMA), get(IB_WRITE_BW));
@@ -297,6 +302,13 @@ fn render(runs: &[Run], why_none: &str, rdma_rsize: &str) -> (String, Vec<String
         table,
         "  nfs+rdma / ib_write_bw: throughput {} (target >= 0.8x)",
         ratio(rdma, ib, |f| f.mb_per_s.0)
+    );
+    let (smb, kernel_smb) = (get(PLAYSIM_SMB), get(KERNEL_SMB));
+    let _ = writeln!(
+        table,
+        "  smb:// / kernel SMB mount: throughput {} (target >= 1.0x), CPU per GB {} (target <= 1.0x)",
+        ratio(smb, kernel_smb, |f| f.mb_per_s.0),
+        ratio(smb, kernel_smb, |f| f.cpu_s_per_gb.0)
     );
     let _ = writeln!(table, "{SOFT_ROCE_NOTE}");
     (table, lines)
@@ -387,7 +399,7 @@ Conflicting CPU frequency values detected: 1496.133000 != 1529.788000. CPU Frequ
         );
         assert!(lines.contains(&"BENCH ib_write_bw FAILED (not run)".to_owned()), "{lines:?}");
         assert!(table.contains("45.0 (40.0-50.0)"), "{table}");
-        assert!(table.contains("throughput n/a (no nfs+rdma figures)"), "{table}");
+        assert!(table.contains("throughput n/a (no figures of playsim's client)"), "{table}");
         assert!(table.ends_with(&format!("{SOFT_ROCE_NOTE}\n")));
     }
 }

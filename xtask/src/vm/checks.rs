@@ -1,6 +1,7 @@
 //! What the host checks in the guest's reports: each path's storage label, that the paced runs
-//! completed, that the nfs+rdma run survived the server's restart (issue 18, point 4), and that
-//! netem's loss and delay on the path cost only storage drops (issue 20, point 3).
+//! completed, that the nfs+rdma run survived the server's restart (issue 18, point 4), that
+//! netem's loss and delay on the path cost only storage drops (issue 20, point 3), and that each
+//! SMB run's label says what was asked (issue 21, point 3).
 
 use serde_json::Value;
 
@@ -159,6 +160,62 @@ fn netem_verdict(run: &NetemRun<'_>) -> Result<NetemDrops, String> {
     Ok(NetemDrops { storage: count("storage")?, output: count("output")?, presented })
 }
 
+/// The ways the guest mounts Samba's share with the kernel's cifs client, as its results lines
+/// and report names spell them, and `userspace`: playsim's own `smb://` client.
+pub const SMB_PATHS: [&str; 4] = ["plain", "multichannel", "seal", "userspace"];
+
+/// The results line of the SMB run over `path` (one of [`SMB_PATHS`]):
+/// `SMB-LABEL PATH OK dialect=3.1.1 channels=N ...` when its report is complete and labels the
+/// path as asked (a kernel mount: SMB 3.1.1, with `multichannel` or `seal` exactly where
+/// asked, and its session's channels; playsim's client: transport smb, dialect 3.1.1); else
+/// `SMB-LABEL PATH FAILED (why)`.
+pub fn smb_label_line(path: &str, report: &Value) -> String {
+    match smb_label(path, report) {
+        Ok(label) => format!("SMB-LABEL {path} OK {label}"),
+        Err(why) => format!("SMB-LABEL {path} FAILED ({why})"),
+    }
+}
+
+fn smb_label(path: &str, report: &Value) -> Result<String, String> {
+    check_complete(report)?;
+    let storage = &report["streams"][0]["storage"];
+    if path == "userspace" {
+        let options = &storage["options"];
+        if storage["transport"] != "smb" || options["dialect"] != "3.1.1" {
+            return Err(format!("transport {}, dialect {}", storage["transport"], options["dialect"]));
+        }
+        return Ok(format!(
+            "dialect=3.1.1 signing={} encryption={} channels={}",
+            text(&options["signing"]),
+            text(&options["encryption"]),
+            text(&options["channels"])
+        ));
+    }
+    let mount = &storage["mount"];
+    let options = &mount["options"];
+    if mount["transport"] != "smb" {
+        return Err(format!("the mount's transport is {}, not \"smb\"", mount["transport"]));
+    }
+    if options["vers"] != "3.1.1" {
+        return Err(format!("the mount's vers is {}, not 3.1.1", options["vers"]));
+    }
+    for (option, wanted) in [("multichannel", path == "multichannel"), ("seal", path == "seal")] {
+        if options.get(option).is_some() != wanted {
+            return Err(format!(
+                "the mount's options {options} {} {option}",
+                if wanted { "lack" } else { "have" }
+            ));
+        }
+    }
+    let channels = options["channels"].as_str().ok_or("the label gives no channels (from DebugData)")?;
+    Ok(format!("vers=3.1.1 channels={channels}{}", if path == "seal" { " seal" } else { "" }))
+}
+
+/// A JSON string's text, or `-`.
+fn text(value: &Value) -> &str {
+    value.as_str().unwrap_or("-")
+}
+
 /// Whether a results line records a failure. `BENCH` lines never do: bench rows print what
 /// they got and never fail the tier.
 pub fn is_failure(line: &str) -> bool {
@@ -241,6 +298,30 @@ mod tests {
         );
         report["totals"]["dropped"]["unreadable"] = json!(2);
         assert!(line(&report, "0").starts_with("NETEM tcp FAILED (decode=0 unreadable=2"));
+    }
+
+    #[test]
+    fn smb_labels_must_say_what_each_mount_asked_for() {
+        let mount = |options: Value| {
+            json!({"status": "complete", "streams": [{"storage": {"transport": "local",
+                "mount": {"transport": "smb", "options": options}}}]})
+        };
+        let plain = mount(json!({"vers": "3.1.1", "channels": "1"}));
+        assert_eq!(smb_label_line("plain", &plain), "SMB-LABEL plain OK vers=3.1.1 channels=1");
+        assert!(smb_label_line("multichannel", &plain).contains("FAILED (the mount's options"));
+        let multi = mount(json!({"vers": "3.1.1", "multichannel": "", "max_channels": "4", "channels": "1"}));
+        assert_eq!(smb_label_line("multichannel", &multi), "SMB-LABEL multichannel OK vers=3.1.1 channels=1");
+        let sealed = mount(json!({"vers": "3.1.1", "seal": "", "channels": "1"}));
+        assert_eq!(smb_label_line("seal", &sealed), "SMB-LABEL seal OK vers=3.1.1 channels=1 seal");
+        let no_channels = mount(json!({"vers": "3.1.1"}));
+        assert!(smb_label_line("plain", &no_channels).contains("no channels"));
+        let own = json!({"status": "complete", "streams": [{"storage": {"transport": "smb",
+            "options": {"dialect": "3.1.1", "signing": "AesGmac", "encryption": "off", "channels": "1"}}}]});
+        assert_eq!(
+            smb_label_line("userspace", &own),
+            "SMB-LABEL userspace OK dialect=3.1.1 signing=AesGmac encryption=off channels=1"
+        );
+        assert!(smb_label_line("userspace", &json!({"status": "failed"})).contains("FAILED (status failed"));
     }
 
     #[test]
