@@ -27,8 +27,9 @@ use crate::util::{
 const N_FRAMES: u64 = 24;
 /// READ replies spoiled in each case.
 const N_SPOILED: u64 = 3;
-/// When the replies start to be spoiled: after the preroll, in steady playback.
-const SPOIL_AFTER: Duration = Duration::from_secs(2);
+/// The longest the run may take to start presenting, before the replies are spoiled: a reply
+/// spoiled in the preroll would delay the start rather than drop a frame.
+const START_LIMIT: Duration = Duration::from_secs(30);
 
 /// A Samba server with the sequence, and the proxy in front of it.
 struct Setup {
@@ -51,16 +52,19 @@ impl Setup {
     }
 
     /// `playsim play URL --fps 24 --loop --verify --duration SECONDS`; the proxy spoils
-    /// `N_SPOILED` READ replies with `misbehaviour` from `SPOIL_AFTER` on. Fails if the run
-    /// takes past `limit`.
+    /// `N_SPOILED` READ replies with `misbehaviour` once the run has presented frames for a
+    /// second (its live CSV says so). Fails if the run takes past `limit`.
     fn play(&self, seconds: u32, misbehaviour: SmbMisbehaviour, limit: Duration) -> Result<(Run, Report)> {
         let tmp = tempfile::tempdir()?;
         let json = tmp.path().join("r.json");
+        let live = tmp.path().join("live.csv");
         let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
         let child = playsim()
             .args(["play", &self.url(), "--fps", "24", "--loop", "--verify", "--quiet"])
             .args(["--duration", &format!("{seconds}s"), "--json"])
             .arg(&json)
+            .arg("--live-csv")
+            .arg(&live)
             .arg("--smb-credentials")
             .arg(self.server.credentials_file())
             .stdin(Stdio::null())
@@ -69,7 +73,9 @@ impl Setup {
             .spawn()?;
         let started = Instant::now();
         let mut child = KillOnDrop(child);
-        std::thread::sleep(SPOIL_AFTER.saturating_sub(started.elapsed()));
+        while !presenting(&live) && started.elapsed() < START_LIMIT {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         self.proxy.spoil_reads(misbehaviour, N_SPOILED);
         let status = child.wait_for(limit)?;
         let done = Run {
@@ -81,6 +87,14 @@ impl Setup {
         let report = read_report(&json).with_context(|| format!("no report:\n{done}"))?;
         Ok((done, report))
     }
+}
+
+/// Whether the live CSV at `path` has a row with frames presented.
+fn presenting(path: &Path) -> bool {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .any(|row| row.split(',').nth(3).and_then(|p| p.parse::<u64>().ok()).is_some_and(|p| p > 0))
 }
 
 fn frames_lost(report: &Report) -> u64 {
