@@ -12,6 +12,19 @@ use tiff::ColorType;
 use crate::probe::{probe, set_size, Header};
 use crate::Error;
 
+/// The most a compression (the Compression tag) can expand the bytes it stores: 1 for none;
+/// 64 for PackBits (a run of 128 bytes in 2); 1032 for Deflate (zlib's limit); 4096 for LZW
+/// (a 12-bit code stands for at most 4096 bytes) and for any other, which the decoder then
+/// refuses.
+fn max_expansion(compression: u16) -> u64 {
+    match compression {
+        1 => 1,
+        32773 => 64,
+        8 | 32946 => 1032,
+        _ => 4096,
+    }
+}
+
 /// The most pixels a frame may have, as for DPX and EXR: 2^28, a 16K x 16K frame.
 pub const MAX_PIXELS: u64 = 1 << 28;
 
@@ -193,6 +206,19 @@ fn decode(encoded: &[u8], out: &mut DecodedFrame) -> Result<TiffInfo, Error> {
         tiled: decoder.get_chunk_type() == ChunkType::Tile,
         big_endian: decoder.byte_order() == ByteOrder::BigEndian,
     };
+    // A damaged size in a small file must not cost a frame of gigabytes: the samples must fit
+    // in the file at the compression's largest expansion (1.8 GB from a 954-byte file, found
+    // by the `tiff_decode` fuzz target).
+    let most = (encoded.len() as u64).saturating_mul(max_expansion(info.compression));
+    if stored_len as u64 > most {
+        return Err(Error::malformed(format!(
+            "{}: {stored_len} bytes of samples, more than a {}-byte file with compression {} can hold \
+             (damaged size or truncated file)",
+            what(sample_name(sample)),
+            encoded.len(),
+            info.compression
+        )));
+    }
     if info.tiled {
         // The tiff crate sizes a tile's buffers from the tile size the directory claims,
         // before reading it: a tile width of 2^32 made it ask for 19 GB (found by the
@@ -512,6 +538,17 @@ mod tests {
             huge[at..at + 4].copy_from_slice(&if big { v.to_be_bytes() } else { v.to_le_bytes() });
             refused(&huge, ErrorKind::Malformed, "are larger than the frame");
         }
+    }
+
+    #[test]
+    fn refuses_a_frame_larger_than_the_file_can_hold_before_allocating_it() {
+        // The tiff_decode fuzz target's input: 954 bytes whose directory the tiff crate takes,
+        // asking for a 1.8 GB frame.
+        let file =
+            include_bytes!("../../playsim-fuzz/crashes/tiff_decode/tiff-frame-size-1.8gb-from-954-bytes.tif");
+        refused(file, ErrorKind::Malformed, "can hold (damaged size or truncated file)");
+        assert_eq!(max_expansion(1), 1);
+        assert!(max_expansion(8) >= 1032 && max_expansion(5) >= 4096 && max_expansion(32773) >= 64);
     }
 
     #[test]
