@@ -70,27 +70,38 @@ fn type_bytes(kind: u64) -> Option<u64> {
 /// Refuses an entry of the first directory of the whole file `file` whose values take more
 /// than `max_value_bytes`, or more than the file holds, before the tiff crate reads the
 /// directory: it makes room for an entry's values from its count before reading them (up
-/// to 256 MiB from a 549-byte file, found by the `tiff_decode` fuzz target). A directory it
-/// cannot walk is left for the tiff crate to refuse. Returns the tag, its count and the bytes.
+/// to 256 MiB from a 549-byte file, found by the `tiff_decode` fuzz target). The walk steps
+/// as the tiff crate 0.11 reads: an entry of a type TIFF does not define is skipped as 12
+/// bytes even in BigTIFF, whose entries are 20 (stepping by 20 put the walk off the crate's,
+/// and a 128-byte file's 256 MiB claim behind it). A directory it cannot walk is left for the
+/// tiff crate to refuse. Returns the tag, its count and the bytes.
 pub(crate) fn oversized_entry(file: &[u8], max_value_bytes: u64) -> Option<(u16, u64, u64)> {
     let header = Header::parse(file)?;
-    let (count_len, entry_len, count_at) = if header.big { (8usize, 20usize, 4usize) } else { (2, 12, 4) };
+    let (count_len, entry_len, value_count_len) =
+        if header.big { (8usize, 20usize, 8usize) } else { (2, 12, 4) };
     let ifd = usize::try_from(header.ifd_offset).ok()?;
-    let count = header.uint(file.get(ifd..ifd.checked_add(count_len)?)?).min(MAX_ENTRIES) as usize;
-    let value_count_len = if header.big { 8 } else { 4 };
-    for i in 0..count {
-        let at = ifd + count_len + i * entry_len;
-        let entry = file.get(at..at + entry_len)?;
-        let tag = header.uint(&entry[..2]) as u16;
-        let Some(size) = type_bytes(header.uint(&entry[2..4])) else { continue };
-        let values = header.uint(&entry[count_at..count_at + value_count_len]);
+    let count = header.uint(file.get(ifd..ifd.checked_add(count_len)?)?).min(MAX_ENTRIES);
+    let mut at = ifd + count_len;
+    for _ in 0..count {
+        let tag_and_type = file.get(at..at + 4)?;
+        let tag = header.uint(&tag_and_type[..2]) as u16;
+        let Some(size) = type_bytes(header.uint(&tag_and_type[2..4])) else {
+            at += UNKNOWN_TYPE_ENTRY_BYTES;
+            continue;
+        };
+        let values = header.uint(file.get(at + 4..at + 4 + value_count_len)?);
         let bytes = values.saturating_mul(size);
         if bytes > max_value_bytes || bytes > file.len() as u64 {
             return Some((tag, values, bytes));
         }
+        at += entry_len;
     }
     None
 }
+
+/// The bytes the tiff crate (0.11) skips for an entry of an unknown type: its tag and type,
+/// and two 4-byte words, in classic TIFF and BigTIFF alike.
+const UNKNOWN_TYPE_ENTRY_BYTES: usize = 12;
 
 /// Rewrites the width and height in the first directory of the TIFF file `file`, in place;
 /// false when the file has no such entries or a new value does not fit their type.
@@ -203,6 +214,13 @@ mod tests {
             assert_eq!(values, 1 << 28);
             assert!(bytes >= 1 << 28, "{bytes}");
         }
+        // The tiff_decode fuzz target's BigTIFF input: an entry of an unknown type, which the
+        // tiff crate skips as 12 bytes (not BigTIFF's 20), then entries whose count it reads.
+        let bigtiff = include_bytes!(
+            "../../playsim-fuzz/crashes/tiff_decode/tiff-0.11-bigtiff-unknown-type-entry-hides-256mib-count.tif"
+        );
+        let (_, _, bytes) = oversized_entry(bigtiff, 1 << 20).expect("the walk finds the claim");
+        assert!(bytes > 1 << 20, "{bytes}");
         // Cut anywhere: an answer or none, never a panic.
         let mut file = Vec::new();
         write_tiff(&frame, &WriteOptions::default(), &mut file).unwrap();
