@@ -332,12 +332,12 @@ mod local {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
 
-    use anyhow::{ensure, Context, Result};
+    use anyhow::{ensure, Result};
     use playsim::report::RunStatus;
 
     use crate::util::{
-        frame_path, generate, playsim, read_report, record_reliability, KillOnDrop, ReliabilityRow,
-        ReliabilityTable, Run, SMALL_PRESET,
+        frame_path, generate, playsim, record_reliability, KillOnDrop, ReliabilityRow, ReliabilityTable,
+        SMALL_PRESET,
     };
 
     /// A looping 24 fps run of a 24-frame DPX sequence on local disk; 2 s in, frame 5 is cut to
@@ -370,14 +370,7 @@ mod local {
         let junk = seq.join("junk.tmp");
         std::fs::write(&junk, vec![0x5a; usize::try_from(len)?])?;
         std::fs::rename(&junk, &replaced)?;
-        let status = child.wait_for(Duration::from_secs(60))?;
-        let done = Run {
-            code: status.code(),
-            stdout: std::fs::read_to_string(&stdout)?,
-            stderr: std::fs::read_to_string(&stderr)?,
-        };
-        done.ensure_no_panic()?;
-        let report = read_report(&json).with_context(|| format!("no report:\n{done}"))?;
+        let (done, report) = child.finish(Duration::from_secs(60), &stdout, &stderr, &json)?;
         let stream = &report.streams[0];
         let d = &report.totals.dropped;
         let damaged = [(5, &truncated), (10, &removed), (15, &replaced)];

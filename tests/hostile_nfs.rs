@@ -18,8 +18,7 @@ use playsim::report::{DropCauseName, Report, RunStatus};
 use playsim_testserver::{HostileServer, Misbehaviour, When};
 
 use crate::util::{
-    generate, playsim, read_report, record_reliability, KillOnDrop, ReliabilityRow, ReliabilityTable, Run,
-    SMALL_PRESET,
+    generate, playsim, record_reliability, KillOnDrop, ReliabilityRow, ReliabilityTable, Run, SMALL_PRESET,
 };
 
 /// Frames in the served sequence: one second at 24 fps.
@@ -86,14 +85,7 @@ fn play(server: &HostileServer, seconds: u32, extra: &[&str], limit: Duration) -
         .stderr(File::create(&stderr)?)
         .spawn()?;
     let mut child = KillOnDrop(child);
-    let status = child.wait_for(limit)?;
-    let done = Run {
-        code: status.code(),
-        stdout: std::fs::read_to_string(&stdout)?,
-        stderr: std::fs::read_to_string(&stderr)?,
-    };
-    done.ensure_no_panic()?;
-    let report = read_report(&json).with_context(|| format!("no report:\n{done}"))?;
+    let (done, report) = child.finish(limit, &stdout, &stderr, &json)?;
     Ok((done, report))
 }
 

@@ -19,8 +19,7 @@ use playsim::report::{DropCauseName, Report, RunStatus};
 use playsim_testserver::{SmbMisbehaviour, SmbProxy, SmbServer};
 
 use crate::util::{
-    generate, playsim, read_report, record_reliability, KillOnDrop, ReliabilityRow, ReliabilityTable, Run,
-    SMALL_PRESET,
+    generate, playsim, record_reliability, KillOnDrop, ReliabilityRow, ReliabilityTable, Run, SMALL_PRESET,
 };
 
 /// Frames in the served sequence: one second at 24 fps.
@@ -77,14 +76,7 @@ impl Setup {
             std::thread::sleep(Duration::from_millis(50));
         }
         self.proxy.spoil_reads(misbehaviour, N_SPOILED);
-        let status = child.wait_for(limit)?;
-        let done = Run {
-            code: status.code(),
-            stdout: std::fs::read_to_string(&stdout)?,
-            stderr: std::fs::read_to_string(&stderr)?,
-        };
-        done.ensure_no_panic()?;
-        let report = read_report(&json).with_context(|| format!("no report:\n{done}"))?;
+        let (done, report) = child.finish(limit, &stdout, &stderr, &json)?;
         Ok((done, report))
     }
 }

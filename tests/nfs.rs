@@ -226,14 +226,8 @@ pub(crate) fn paced_run(
     let started = Instant::now();
     let mut child = KillOnDrop(child);
     fault(started)?;
-    let status = child.wait_for(Duration::from_secs(u64::from(seconds) + 60))?;
-    let done = Run {
-        code: status.code(),
-        stdout: std::fs::read_to_string(&stdout)?,
-        stderr: std::fs::read_to_string(&stderr)?,
-    };
-    done.ensure_no_panic()?;
-    let report = read_report(&json).with_context(|| format!("no report:\n{done}"))?;
+    let (done, report) =
+        child.finish(Duration::from_secs(u64::from(seconds) + 60), &stdout, &stderr, &json)?;
     Ok((done, report))
 }
 

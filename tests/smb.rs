@@ -267,14 +267,7 @@ fn the_connections_smbd_child_stopped_for_3_s_costs_storage_drops_then_playback_
     let n_stopped = server.pause_connections();
     std::thread::sleep(Duration::from_secs(3));
     server.resume_connections();
-    let status = child.wait_for(COMMAND_LIMIT)?;
-    let done = Run {
-        code: status.code(),
-        stdout: std::fs::read_to_string(&stdout)?,
-        stderr: std::fs::read_to_string(&stderr)?,
-    };
-    done.ensure_no_panic()?;
-    let report = read_report(&json).with_context(|| format!("no report:\n{done}"))?;
+    let (done, report) = child.finish(COMMAND_LIMIT, &stdout, &stderr, &json)?;
     let d = &report.totals.dropped;
     let resumed = report.streams[0]
         .timeline

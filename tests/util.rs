@@ -223,6 +223,26 @@ impl KillOnDrop {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+
+    /// Waits for the child (at most `limit`), then reads what it wrote to the files `stdout`
+    /// and `stderr`, checks that it did not panic, and reads its report `json`.
+    pub fn finish(
+        &mut self,
+        limit: Duration,
+        stdout: &Path,
+        stderr: &Path,
+        json: &Path,
+    ) -> Result<(Run, Report)> {
+        let status = self.wait_for(limit)?;
+        let done = Run {
+            code: status.code(),
+            stdout: std::fs::read_to_string(stdout)?,
+            stderr: std::fs::read_to_string(stderr)?,
+        };
+        done.ensure_no_panic()?;
+        let report = read_report(json).with_context(|| format!("no report:\n{done}"))?;
+        Ok((done, report))
+    }
 }
 
 impl Drop for KillOnDrop {
