@@ -157,6 +157,8 @@ fn test() -> Result<ExitCode> {
         let step_start = Instant::now();
         let result = step();
         times.push(format!("{name} {:.1}s", step_start.elapsed().as_secs_f64()));
+        // CI's disk has run out mid-build: each step says what it left.
+        println!("xtask test: step `{name}` done; {}", free_disk());
         if let Err(err) = result {
             eprintln!("error: {err:#}");
             eprintln!("xtask test: FAILED at step `{name}` ({})", times.join(", "));
@@ -165,6 +167,20 @@ fn test() -> Result<ExitCode> {
     }
     println!("xtask test: ok ({}; total {:.1}s)", times.join(", "), start.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The disk space left where the build writes, as `df` prints it, for the step log.
+fn free_disk() -> String {
+    let target = target_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let dir = if target.exists() { target } else { PathBuf::from(".") };
+    match Command::new("df").args(["-h", "--output=avail"]).arg(&dir).output() {
+        Ok(out) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let avail = text.lines().nth(1).unwrap_or("?").trim().to_owned();
+            format!("{avail} free on the disk of {}", dir.display())
+        }
+        _ => "free disk space unknown (no df)".to_owned(),
+    }
 }
 
 /// OpenMPI's switches for this machine, for every mpirun under `cmd` (the tests give them as
