@@ -161,6 +161,38 @@ fn dpx_exr_and_prores_over_smb_decode_bit_exact_and_play_every_frame() -> Result
     Ok(())
 }
 
+/// Signing off, encryption asked for by the client, and a share the server serves only
+/// encrypted: each decodes to the local file's md5s and is labelled as what was agreed.
+#[test]
+fn signing_off_and_encryption_on_decode_bit_exact_and_are_labelled() -> Result<()> {
+    let shared = shared()?;
+    let server = &shared.server;
+    let tmp = tempfile::tempdir()?;
+    let creds = credentials(server);
+    let creds = as_args(&creds);
+    let local = md5s(&server.export_dir().join("dpx").to_string_lossy(), &[])?;
+    let cases = [
+        ("sign=off", server.url("dpx?sign=off"), "off", "off"),
+        ("seal=on", server.url("dpx?seal=on"), "by encryption", "Aes128Gcm"),
+        ("share requires encryption", server.sealed_url("dpx"), "by encryption", "Aes128Gcm"),
+        ("default", server.url("dpx"), "AesGmac", "off"),
+    ];
+    for (case, url, signing, encryption) in cases {
+        let remote = md5s(&url, &creds)?;
+        ensure!(local == remote, "{case}: md5s differ over smb\nlocal:\n{local}\nsmb:\n{remote}");
+        let json = tmp.path().join(format!("{}.json", case.replace([' ', '='], "-")));
+        let done =
+            run_limited(playsim().args(["play", &url, "--fps", "max", "--json"]).arg(&json).args(&creds))?;
+        done.ensure_code(0)?;
+        let report = read_report(&json).with_context(|| format!("{case}: no report:\n{done}"))?;
+        ensure!(report.totals.dropped.total() == 0, "{case}: dropped {:?}\n{done}", report.totals.dropped);
+        let options = &report.streams[0].storage.options;
+        ensure!(option(&report, "signing") == signing, "{case}: options {options:?}");
+        ensure!(option(&report, "encryption") == encryption, "{case}: options {options:?}");
+    }
+    Ok(())
+}
+
 /// A pattern URL (`%07d`) and a one-file URL find the same sequence as the directory, and the
 /// credentials may come from the environment.
 #[test]

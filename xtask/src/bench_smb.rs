@@ -15,11 +15,12 @@
 //! wall time from start to exit, connect and login included on both, and user + system CPU.
 //! Bytes are the sum of the local files' sizes, checked against what each side says it read.
 //!
-//! Signing: playsim's client always signs (the `smb2` crate cannot turn it off), and smbclient
-//! is run with `--client-protection=sign` for the throughput row, so both pay for signing. The
-//! CPU row puts playsim's (signed) CPU per GB beside smbclient's with `=sign` and `=encrypt`: what
-//! an encrypting client pays, measured with the anchor, since playsim's client cannot encrypt
-//! against this Samba (see README).
+//! Protection: each side runs signed (`sign=on`, smbclient `--client-protection=sign`), unsigned
+//! (`sign=off`, `=off`) and encrypted (`seal=on`, `=encrypt`), alternating. The throughput row is
+//! the signed one; a CPU row for each setting puts playsim's CPU per GB beside smbclient's with the
+//! same setting, and each keeps its cost over unsigned on both sides: what signing and encryption
+//! cost a client, the figure users need. AES-GMAC signing and AES-GCM encryption are RustCrypto's
+//! in playsim (the `smb2` crate) and gnutls's in smbclient.
 //!
 //! The minor faults per GB of each side are kept as extra figures: each READ's data comes back
 //! from the `smb2` crate in buffers of its own of the read size (1 MiB), over glibc's starting
@@ -82,118 +83,151 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
     let sides = Sides { playsim, server: &server, files: &files, total_bytes };
     println!(
         "\nSMB read: {n_frames} frames ({:.0} MB) from smbd on loopback; a warm-up and {n_runs} runs of each \
-         side, alternating",
+         side (playsim and smbclient, each signed, unsigned and encrypted), alternating",
         total_bytes as f64 / 1e6
     );
-    let mut playsim_runs = Vec::new();
-    let mut sign_runs = Vec::new();
-    let mut encrypt_runs = Vec::new();
+    let mut playsim_runs: [Vec<ReadRun>; 3] = Default::default();
+    let mut smbclient_runs: [Vec<ReadRun>; 3] = Default::default();
     for run_idx in 0..=n_runs {
-        let keep = run_idx > 0;
-        let run = measure(server_pid, total_bytes, || sides.playsim_read(&bench.out_dir))?;
-        run.print("playsim frametest -r -t 1");
-        if keep {
-            playsim_runs.push(run);
-        }
-        let run = measure(server_pid, total_bytes, || sides.smbclient_read(Protection::Sign))?;
-        run.print("smbclient sign");
-        if keep {
-            sign_runs.push(run);
-        }
-        let run = measure(server_pid, total_bytes, || sides.smbclient_read(Protection::Encrypt))?;
-        run.print("smbclient encrypt");
-        if keep {
-            encrypt_runs.push(run);
+        for protection in Protection::ALL {
+            let run = measure(server_pid, total_bytes, || sides.playsim_read(&bench.out_dir, protection))?;
+            run.print(&format!("playsim frametest -r -t 1, {}", protection.playsim_option()));
+            if run_idx > 0 {
+                playsim_runs[protection as usize].push(run);
+            }
+            let run = measure(server_pid, total_bytes, || sides.smbclient_read(protection))?;
+            run.print(&format!("smbclient {}", protection.smbclient_flag()));
+            if run_idx > 0 {
+                smbclient_runs[protection as usize].push(run);
+            }
         }
     }
     drop(server);
 
-    let playsim_figures = ReadFigures::median(&playsim_runs);
-    let sign = ReadFigures::median(&sign_runs);
-    let encrypt = ReadFigures::median(&encrypt_runs);
+    let playsim_figures = playsim_runs.each_ref().map(|runs| ReadFigures::median(runs));
+    let smbclient_figures = smbclient_runs.each_ref().map(|runs| ReadFigures::median(runs));
     let n_cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) as f64;
-    for (side, figures) in
-        [("playsim", &playsim_figures), ("smbclient (sign)", &sign), ("smbclient (encrypt)", &encrypt)]
-    {
-        if figures.busy_cpus / n_cpus >= 0.9 {
-            println!(
-                "with {side}, {:.2} of {n_cpus} CPUs were busy ({:.2} of them smbd's): the machine, which smbd \
-                 and any other work share, bounds the throughput, so the client's CPU per GB decides it",
-                figures.busy_cpus,
-                figures.server_cpu_s_per_gb * figures.mb_per_s / 1e3,
-            );
+    for protection in Protection::ALL {
+        for (side, figures) in [
+            ("playsim", &playsim_figures[protection as usize]),
+            ("smbclient", &smbclient_figures[protection as usize]),
+        ] {
+            if figures.busy_cpus / n_cpus >= 0.9 {
+                println!(
+                    "with {side} ({}), {:.2} of {n_cpus} CPUs were busy ({:.2} of them smbd's): the machine, \
+                     which smbd and any other work share, bounds the throughput, so the client's CPU per GB \
+                     decides it",
+                    protection.name(),
+                    figures.busy_cpus,
+                    figures.server_cpu_s_per_gb * figures.mb_per_s / 1e3,
+                );
+            }
         }
     }
-    println!(
-        "encryption's cost, measured with smbclient: {:.3} CPU s/GB encrypting against {:.3} signing ({:.2}×); \
-         an encrypted message is not also signed, so this is the cipher's cost over the signature's",
-        encrypt.cpu_s_per_gb,
-        sign.cpu_s_per_gb,
-        encrypt.cpu_s_per_gb / sign.cpu_s_per_gb
-    );
-    let what = format!("4K DPX, {n_frames} files, over smb:// (Samba smbd, loopback, SMB 3.1.1, signed)");
-    let smbclient_name =
-        "smbclient -m SMB3 --client-protection=sign, `get FILE /dev/null` of every file, one \
-                          process";
+    let over_off = |figures: &[ReadFigures; 3], protection: Protection| {
+        figures[protection as usize].cpu_s_per_gb / figures[Protection::Off as usize].cpu_s_per_gb
+    };
+    for protection in [Protection::Sign, Protection::Encrypt] {
+        println!(
+            "{}'s client CPU over unsigned: playsim {:.2}×, smbclient {:.2}×",
+            protection.name(),
+            over_off(&playsim_figures, protection),
+            over_off(&smbclient_figures, protection),
+        );
+    }
+    let what = format!("4K DPX, {n_frames} files, over smb:// (Samba smbd, loopback, SMB 3.1.1)");
+    let smbclient_name = "smbclient -m SMB3, `get FILE /dev/null` of every file, one process";
+    let signed = Protection::Sign as usize;
     let context = |row: BenchRow| {
-        row.extra("playsim_server_cpu_s_per_gb", playsim_figures.server_cpu_s_per_gb)
-            .extra("smbclient_sign_server_cpu_s_per_gb", sign.server_cpu_s_per_gb)
-            .extra("smbclient_encrypt_server_cpu_s_per_gb", encrypt.server_cpu_s_per_gb)
-            .extra("playsim_machine_busy_fraction", playsim_figures.busy_cpus / n_cpus)
-            .extra("smbclient_sign_machine_busy_fraction", sign.busy_cpus / n_cpus)
+        row.extra("playsim_server_cpu_s_per_gb", playsim_figures[signed].server_cpu_s_per_gb)
+            .extra("smbclient_sign_server_cpu_s_per_gb", smbclient_figures[signed].server_cpu_s_per_gb)
+            .extra("playsim_machine_busy_fraction", playsim_figures[signed].busy_cpus / n_cpus)
+            .extra("smbclient_sign_machine_busy_fraction", smbclient_figures[signed].busy_cpus / n_cpus)
             .extra("page_cache_resident_fraction", resident)
     };
     let spread = |runs: &[ReadRun], pick: fn(f64, f64) -> f64, figure: fn(&ReadRun) -> f64| {
         runs.iter().map(figure).fold(f64::NAN, pick)
     };
-    let throughput = BenchRow::rate(
-        &format!("SMB read throughput, {what}, playsim frametest -r -t 1"),
+    let mut throughput = BenchRow::rate(
+        &format!("SMB read throughput, {what}, signed, playsim frametest -r -t 1"),
         "MB/s",
-        playsim_figures.mb_per_s,
-        &format!("{smbclient_name}, wall time (median of {n_runs})"),
-        sign.mb_per_s,
+        playsim_figures[signed].mb_per_s,
+        &format!("{smbclient_name}, {}, wall time (median of {n_runs})", Protection::Sign.smbclient_flag()),
+        smbclient_figures[signed].mb_per_s,
     )
-    .extra("playsim_mb_per_s_min", spread(&playsim_runs, f64::min, ReadRun::mb_per_s))
-    .extra("playsim_mb_per_s_max", spread(&playsim_runs, f64::max, ReadRun::mb_per_s))
-    .extra("smbclient_mb_per_s_min", spread(&sign_runs, f64::min, ReadRun::mb_per_s))
-    .extra("smbclient_mb_per_s_max", spread(&sign_runs, f64::max, ReadRun::mb_per_s))
-    .extra("smbclient_encrypt_mb_per_s", encrypt.mb_per_s);
-    // Lower is better: the ratio is smbclient's (signing) over playsim's. Encryption's cost is
-    // the anchor's own, encrypt over sign, kept beside it.
-    let cpu = BenchRow::time(
-        &format!("SMB read client CPU, {what}; encryption's cost measured with smbclient"),
-        "CPU s/GB",
-        playsim_figures.cpu_s_per_gb,
-        &format!("{smbclient_name}, client user + system CPU (median of {n_runs})"),
-        sign.cpu_s_per_gb,
-    )
-    .extra("playsim_cpu_s_per_gb_min", spread(&playsim_runs, f64::min, ReadRun::cpu_s_per_gb))
-    .extra("playsim_cpu_s_per_gb_max", spread(&playsim_runs, f64::max, ReadRun::cpu_s_per_gb))
-    .extra("smbclient_sign_cpu_s_per_gb_min", spread(&sign_runs, f64::min, ReadRun::cpu_s_per_gb))
-    .extra("smbclient_sign_cpu_s_per_gb_max", spread(&sign_runs, f64::max, ReadRun::cpu_s_per_gb))
-    .extra("smbclient_encrypt_cpu_s_per_gb", encrypt.cpu_s_per_gb)
-    .extra("smbclient_encrypt_cpu_s_per_gb_min", spread(&encrypt_runs, f64::min, ReadRun::cpu_s_per_gb))
-    .extra("smbclient_encrypt_cpu_s_per_gb_max", spread(&encrypt_runs, f64::max, ReadRun::cpu_s_per_gb))
-    .extra("smbclient_encrypt_over_sign_cpu", encrypt.cpu_s_per_gb / sign.cpu_s_per_gb)
-    .extra("playsim_user_s_per_gb", playsim_figures.user_s_per_gb)
-    .extra("smbclient_sign_user_s_per_gb", sign.user_s_per_gb)
-    .extra("playsim_minor_faults_per_gb", playsim_figures.faults_per_gb)
-    .extra("smbclient_sign_minor_faults_per_gb", sign.faults_per_gb);
-    Ok(vec![context(throughput), context(cpu)])
+    .extra("playsim_mb_per_s_min", spread(&playsim_runs[signed], f64::min, ReadRun::mb_per_s))
+    .extra("playsim_mb_per_s_max", spread(&playsim_runs[signed], f64::max, ReadRun::mb_per_s))
+    .extra("smbclient_mb_per_s_min", spread(&smbclient_runs[signed], f64::min, ReadRun::mb_per_s))
+    .extra("smbclient_mb_per_s_max", spread(&smbclient_runs[signed], f64::max, ReadRun::mb_per_s));
+    for protection in [Protection::Off, Protection::Encrypt] {
+        let name = protection.name();
+        throughput = throughput
+            .extra(&format!("playsim_{name}_mb_per_s"), playsim_figures[protection as usize].mb_per_s)
+            .extra(&format!("smbclient_{name}_mb_per_s"), smbclient_figures[protection as usize].mb_per_s);
+    }
+    let mut rows = vec![context(throughput)];
+    // Lower is better: each ratio is smbclient's CPU per GB over playsim's, with the same protection.
+    for protection in Protection::ALL {
+        let (i, name) = (protection as usize, protection.name());
+        let row = BenchRow::time(
+            &format!("SMB read client CPU, {what}, {name}, playsim {}", protection.playsim_option()),
+            "CPU s/GB",
+            playsim_figures[i].cpu_s_per_gb,
+            &format!(
+                "{smbclient_name}, {}, client user + system CPU (median of {n_runs})",
+                protection.smbclient_flag()
+            ),
+            smbclient_figures[i].cpu_s_per_gb,
+        )
+        .extra("playsim_cpu_s_per_gb_min", spread(&playsim_runs[i], f64::min, ReadRun::cpu_s_per_gb))
+        .extra("playsim_cpu_s_per_gb_max", spread(&playsim_runs[i], f64::max, ReadRun::cpu_s_per_gb))
+        .extra("smbclient_cpu_s_per_gb_min", spread(&smbclient_runs[i], f64::min, ReadRun::cpu_s_per_gb))
+        .extra("smbclient_cpu_s_per_gb_max", spread(&smbclient_runs[i], f64::max, ReadRun::cpu_s_per_gb))
+        .extra("playsim_over_unsigned_cpu", over_off(&playsim_figures, protection))
+        .extra("smbclient_over_unsigned_cpu", over_off(&smbclient_figures, protection))
+        .extra("playsim_user_s_per_gb", playsim_figures[i].user_s_per_gb)
+        .extra("smbclient_user_s_per_gb", smbclient_figures[i].user_s_per_gb)
+        .extra("playsim_minor_faults_per_gb", playsim_figures[i].faults_per_gb)
+        .extra("smbclient_minor_faults_per_gb", smbclient_figures[i].faults_per_gb);
+        rows.push(context(row));
+    }
+    Ok(rows)
 }
 
-/// smbclient's `--client-protection`.
-#[derive(Clone, Copy)]
+/// What protects the messages: the same three settings on both sides.
+#[derive(Clone, Copy, Debug)]
 enum Protection {
-    Sign,
-    Encrypt,
+    Sign = 0,
+    Off = 1,
+    Encrypt = 2,
 }
 
 impl Protection {
-    fn flag(self) -> &'static str {
+    const ALL: [Protection; 3] = [Protection::Sign, Protection::Off, Protection::Encrypt];
+
+    fn name(self) -> &'static str {
+        match self {
+            Protection::Sign => "signed",
+            Protection::Off => "unsigned",
+            Protection::Encrypt => "encrypted",
+        }
+    }
+
+    /// smbclient's `--client-protection`.
+    fn smbclient_flag(self) -> &'static str {
         match self {
             Protection::Sign => "--client-protection=sign",
+            Protection::Off => "--client-protection=off",
             Protection::Encrypt => "--client-protection=encrypt",
+        }
+    }
+
+    /// playsim's `smb://` URL option.
+    fn playsim_option(self) -> &'static str {
+        match self {
+            Protection::Sign => "sign=on",
+            Protection::Off => "sign=off",
+            Protection::Encrypt => "seal=on",
         }
     }
 }
@@ -209,7 +243,7 @@ struct Sides<'a> {
 
 impl Sides<'_> {
     /// `playsim frametest -r -t 1 smb://…/share/seq`, checked: every file transferred, every byte.
-    fn playsim_read(&self, out_dir: &Path) -> Result<(Command, ChildCheck)> {
+    fn playsim_read(&self, out_dir: &Path, protection: Protection) -> Result<(Command, ChildCheck)> {
         let json = out_dir.join("smb-frametest.json");
         let _ = fs::remove_file(&json);
         let mut cmd = Command::new(self.playsim);
@@ -217,7 +251,7 @@ impl Sides<'_> {
             .arg(self.server.credentials_file())
             .arg("--json")
             .arg(&json)
-            .arg(self.server.url(SEQ));
+            .arg(format!("{}?{}", self.server.url(SEQ), protection.playsim_option()));
         Ok((
             cmd,
             ChildCheck::FrametestJson { json, n_files: self.files.len() as u64, bytes: self.total_bytes },
@@ -237,7 +271,7 @@ impl Sides<'_> {
             .collect::<Result<_>>()?;
         let mut cmd = Command::new("smbclient");
         cmd.arg(format!("//127.0.0.1/{}", self.server.share()))
-            .args(["-p", &self.server.port().to_string(), "-m", "SMB3", protection.flag(), "-A"])
+            .args(["-p", &self.server.port().to_string(), "-m", "SMB3", protection.smbclient_flag(), "-A"])
             .arg(self.server.credentials_file())
             .args(["-c", &gets.join("; ")]);
         Ok((cmd, ChildCheck::SmbclientGets { n_files: self.files.len() }))

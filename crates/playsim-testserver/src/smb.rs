@@ -20,6 +20,9 @@ use crate::Error;
 const HOST: &str = "127.0.0.1";
 /// The share's name in URLs.
 const SHARE: &str = "share";
+/// A second share over the same directory that Samba serves only encrypted
+/// (`smb encrypt = required`).
+const SEALED_SHARE: &str = "sealed";
 /// The account clients log in as: a Unix user (created if missing, without a home or a shell)
 /// with an SMB password in the server's own passdb.
 const USER: &str = "playsim-smb";
@@ -156,6 +159,12 @@ impl SmbServer {
         format!("smb://{HOST}:{}/{SHARE}/{rel}", self.port)
     }
 
+    /// The same as [`SmbServer::url`] in the share that the server serves only encrypted.
+    pub fn sealed_url(&self, rel: &str) -> String {
+        let rel = rel.trim_start_matches('/');
+        format!("smb://{HOST}:{}/{SEALED_SHARE}/{rel}", self.port)
+    }
+
     /// A file in `mount.cifs`'s credentials format (`username=` and `password=` lines, mode 0600)
     /// for this server's user.
     pub fn credentials_file(&self) -> &Path {
@@ -233,6 +242,12 @@ impl SmbServer {
   read only = yes
   valid users = {USER}
   force user = root
+[{SEALED_SHARE}]
+  path = {export}
+  read only = yes
+  valid users = {USER}
+  force user = root
+  smb encrypt = required
 ",
             port = self.port,
             export = self.export_dir.display(),

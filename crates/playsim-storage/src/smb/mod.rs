@@ -12,12 +12,14 @@
 //! (`--smb-credentials FILE`: `username=` and `password=` lines) or the environment
 //! ([`USER_ENV`], [`PASSWORD_ENV`]), and are never echoed nor reported.
 //!
-//! What the `smb2` crate (0.39) lets a client choose, and so what `smb://` offers:
+//! What the `smb2` crate (0.39, with playsim's patch in `crates/smb2`) lets a client choose,
+//! and so what `smb://` offers:
 //! - the dialect: it offers every dialect from 2.0.2 to 3.1.1 and the server picks; `?vers=`
 //!   checks that the server picked the one asked for (3.1.1 by default) and refuses otherwise;
-//! - signing: always on for a logged-in session (`?sign=off` is refused);
-//! - encryption: on when the server asks for it, or with `?seal=on` when the server negotiated
-//!   a cipher; refused with `?seal=on` otherwise;
+//! - signing: on by default for a logged-in session; `?sign=off` leaves it off unless the server
+//!   requires it (an SMB 3.1.1 session still signs its TREE_CONNECTs, as the protocol requires);
+//! - encryption: on when the server or the share asks for it, or with `?seal=on`; refused with
+//!   `?seal=on` when the server agreed no cipher (SMB 2.x, or encryption off on the server);
 //! - one channel: it has no multichannel.
 //!
 //! The client ([`SmbStorage`]) is the `smb` cargo feature (on by default). Its options, URLs and

@@ -128,6 +128,11 @@ impl SmbStorage {
             auto_reconnect: false,
             // Frames do not compress, and LZ4 on every reply would cost CPU for nothing.
             compression: false,
+            // `sign=off` leaves a session the server does not require signed unsigned, as the
+            // kernel's cifs does by default; `seal=on` encrypts it, as `mount.cifs -o seal` does.
+            // Both are kept across a reconnect, since the crate sets them up in every session.
+            signing: url.sign(),
+            encryption: url.seal(),
             dfs_enabled: false,
             response_timeout: Some(options.timeout),
             ..ClientConfig::default()
@@ -169,23 +174,15 @@ impl SmbStorage {
             ));
         }
         if url.seal() && !client.connection().should_encrypt() {
-            let keys = (&client.session().encryption_key, &client.session().decryption_key);
-            match (params.cipher, keys) {
-                (Some(cipher), (Some(encrypt), Some(decrypt))) => {
-                    let (encrypt, decrypt) = (encrypt.clone(), decrypt.clone());
-                    client.connection_mut().activate_encryption(encrypt, decrypt, cipher);
-                }
-                _ => {
-                    return Err(fail(
-                        SmbUrlPart::Option,
-                        format!(
-                            "seal=on: {addr} negotiated no cipher with the smb2 crate ({}), so this session \
-                             cannot be encrypted; leave seal out",
-                            params.dialect
-                        ),
-                    ))
-                }
-            }
+            return Err(fail(
+                SmbUrlPart::Option,
+                format!(
+                    "seal=on: {addr} agreed no cipher ({}, server capabilities {:?}), so this session \
+                     cannot be encrypted; leave seal out, or use SMB 3.x with encryption enabled on \
+                     the server (Samba: `server smb encrypt = if_required` or stronger)",
+                    params.dialect, params.capabilities
+                ),
+            ));
         }
         let share = url.share().to_owned();
         let tree = {
@@ -222,11 +219,12 @@ impl SmbStorage {
         let diagnostics = client.diagnostics().primary;
         let negotiated = Negotiated {
             dialect: dialect_of(params.dialect).as_str().to_owned(),
-            signing: diagnostics
-                .signing
-                .algorithm
-                .filter(|_| diagnostics.signing.active)
-                .map(|a| format!("{a:?}")),
+            // An encrypted message carries no signature: the cipher's tag covers it.
+            signing: if client.connection().should_encrypt() {
+                Some("by encryption".to_owned())
+            } else {
+                diagnostics.signing.algorithm.filter(|_| diagnostics.signing.active).map(|a| format!("{a:?}"))
+            },
             cipher: client
                 .connection()
                 .should_encrypt()

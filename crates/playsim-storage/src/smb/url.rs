@@ -7,7 +7,7 @@ use std::fmt;
 pub const SMB_URL_EXAMPLE: &str = "smb://filer/media/shot/shot.%07d.dpx";
 
 /// The URL options, for messages.
-const OPTIONS: &str = "vers=3.1.1|3.0.2|3.0|2.1|2.0.2, sign=on, seal=on|off";
+const OPTIONS: &str = "vers=3.1.1|3.0.2|3.0|2.1|2.0.2, sign=on|off, seal=on|off";
 
 /// An SMB dialect, as `mount.cifs`'s `vers=` spells it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -99,6 +99,7 @@ pub struct SmbUrl {
     share: String,
     path: String,
     dialect: SmbDialect,
+    sign: bool,
     seal: bool,
 }
 
@@ -159,6 +160,7 @@ impl SmbUrl {
             share: share.to_owned(),
             path: format!("/{}", path.trim_matches('/')),
             dialect: SmbDialect::default(),
+            sign: true,
             seal: false,
         };
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
@@ -178,16 +180,7 @@ impl SmbUrl {
                     })?;
                 }
                 "seal" => url.seal = on_off(value)?,
-                "sign" => {
-                    if !on_off(value)? {
-                        return Err(bad(
-                            SmbUrlPart::Option,
-                            "sign=off: the smb2 crate signs every session it logs in, and cannot be asked \
-                             not to; leave sign out (or sign=on)"
-                                .into(),
-                        ));
-                    }
-                }
+                "sign" => url.sign = on_off(value)?,
                 _ => {
                     return Err(bad(SmbUrlPart::Option, format!("unknown option `{key}`; known: {OPTIONS}")))
                 }
@@ -243,6 +236,12 @@ impl SmbUrl {
     /// The dialect asked for (`?vers=`, 3.1.1 by default).
     pub fn dialect(&self) -> SmbDialect {
         self.dialect
+    }
+
+    /// Whether signing was asked for when the server does not require it (`?sign=`, on by
+    /// default). A server that requires signing is signed for either way.
+    pub fn sign(&self) -> bool {
+        self.sign
     }
 
     /// Whether encryption was asked for (`?seal=on`).
@@ -315,7 +314,9 @@ mod tests {
             (plain.host(), plain.port(), plain.path(), plain.addr()),
             ("::1", 445, "/", "[::1]:445".into())
         );
-        assert_eq!(plain.dialect(), SmbDialect::Smb3_1_1);
+        assert_eq!((plain.dialect(), plain.sign(), plain.seal()), (SmbDialect::Smb3_1_1, true, false));
+        let unsigned = SmbUrl::parse("smb://filer/media?sign=off").unwrap();
+        assert!(!unsigned.sign());
     }
 
     #[test]
@@ -342,7 +343,7 @@ mod tests {
         let (p, reason) = part("smb://filer/media?vers=4");
         assert_eq!(p, SmbUrlPart::Option);
         assert!(reason.contains("3.1.1"), "{reason}");
-        assert!(part("smb://filer/media?sign=off").1.contains("cannot be asked"));
+        assert!(part("smb://filer/media?sign=maybe").1.contains("give on or off"));
         assert!(part("smb://filer/media?nconnect=4").1.contains("known: vers="));
     }
 }

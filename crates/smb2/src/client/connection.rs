@@ -1687,6 +1687,10 @@ struct CryptoState {
     signing_key: Option<Vec<u8>>,
     signing_algorithm: Option<SigningAlgorithm>,
     should_sign: bool,
+    /// playsim patch: sign TREE_CONNECT alone, for an SMB 3.1.1 account session
+    /// left unsigned (MS-SMB2 § 3.2.4.1.1 has it signed whatever the session's
+    /// signing; Samba refuses it unsigned).
+    sign_tree_connect: bool,
     encryption_key: Option<Vec<u8>>,
     decryption_key: Option<Vec<u8>>,
     encryption_cipher: Option<Cipher>,
@@ -1701,6 +1705,7 @@ impl CryptoState {
             signing_key: None,
             signing_algorithm: None,
             should_sign: false,
+            sign_tree_connect: false,
             encryption_key: None,
             decryption_key: None,
             encryption_cipher: None,
@@ -1966,6 +1971,12 @@ struct Inner {
     compression_enabled: AtomicBool,
     /// Whether the client wants compression (from config).
     compression_requested: AtomicBool,
+    /// playsim patch: whether an authenticated session is signed when the
+    /// server does not require it (from config; on by default, as before).
+    signing_requested: AtomicBool,
+    /// playsim patch: whether the client encrypts a session the server does
+    /// not require encrypted (from config; off by default).
+    encryption_requested: AtomicBool,
     /// Preauth integrity hash (for SMB 3.1.1 key derivation). Mutated during
     /// negotiate and session setup; both happen on one task before any clone
     /// is expected to observe it.
@@ -2084,6 +2095,8 @@ impl Inner {
             write_lateness_hint: StdMutex::new(None),
             compression_enabled: AtomicBool::new(false),
             compression_requested: AtomicBool::new(true),
+            signing_requested: AtomicBool::new(true),
+            encryption_requested: AtomicBool::new(false),
             preauth_hasher: StdMutex::new(PreauthHasher::new()),
             dfs_trees: StdMutex::new(HashSet::new()),
             ipc_tree: StdMutex::new(None),
@@ -3010,8 +3023,14 @@ impl Connection {
 
         let request = NegotiateRequest {
             security_mode: SecurityMode::new(SecurityMode::SIGNING_ENABLED),
+            // playsim patch: ENCRYPTION is offered, as MS-SMB2 § 3.2.4.2.2.2 has an
+            // SMB 3.x client that supports encryption do. Without it Samba
+            // agrees no cipher and refuses every encrypted session.
             capabilities: Capabilities::new(
-                Capabilities::DFS | Capabilities::LEASING | Capabilities::LARGE_MTU,
+                Capabilities::DFS
+                    | Capabilities::LEASING
+                    | Capabilities::LARGE_MTU
+                    | Capabilities::ENCRYPTION,
             ),
             client_guid,
             dialects: Dialect::ALL.to_vec(),
@@ -3439,6 +3458,15 @@ impl Connection {
         c.should_sign = true;
     }
 
+    /// playsim patch: keep the session's signing key to sign TREE_CONNECT
+    /// requests only, for an SMB 3.1.1 session that is otherwise unsigned.
+    pub fn activate_tree_connect_signing(&mut self, key: Vec<u8>, algorithm: SigningAlgorithm) {
+        let mut c = self.inner.crypto.lock().unwrap();
+        c.signing_key = Some(key);
+        c.signing_algorithm = Some(algorithm);
+        c.sign_tree_connect = true;
+    }
+
     /// Activate encryption with the given keys and cipher.
     pub fn activate_encryption(&mut self, enc_key: Vec<u8>, dec_key: Vec<u8>, cipher: Cipher) {
         debug!(
@@ -3613,6 +3641,34 @@ impl Connection {
             .store(requested, Ordering::Release);
     }
 
+    /// playsim patch: set whether an authenticated session is signed when the
+    /// server does not require signing. A server that requires it is always
+    /// signed for.
+    pub fn set_signing_requested(&mut self, requested: bool) {
+        self.inner
+            .signing_requested
+            .store(requested, Ordering::Release);
+    }
+
+    /// playsim patch: whether the client asked to sign sessions the server does
+    /// not require signed.
+    pub fn signing_requested(&self) -> bool {
+        self.inner.signing_requested.load(Ordering::Acquire)
+    }
+
+    /// playsim patch: set whether the client encrypts a session that the
+    /// server does not require encrypted (SMB 3.x with a negotiated cipher).
+    pub fn set_encryption_requested(&mut self, requested: bool) {
+        self.inner
+            .encryption_requested
+            .store(requested, Ordering::Release);
+    }
+
+    /// playsim patch: whether the client asked to encrypt its sessions.
+    pub fn encryption_requested(&self) -> bool {
+        self.inner.encryption_requested.load(Ordering::Acquire)
+    }
+
     /// Whether compression is active on this connection.
     pub fn compression_enabled(&self) -> bool {
         self.inner.compression_enabled.load(Ordering::Acquire)
@@ -3708,7 +3764,10 @@ impl Connection {
 
         let (should_sign, should_encrypt) = {
             let c = self.inner.crypto.lock().unwrap();
-            (c.should_sign, c.should_encrypt)
+            // playsim patch: TREE_CONNECT is signed on an unsigned 3.1.1 session.
+            let signs =
+                c.should_sign || c.sign_tree_connect && command == Command::TreeConnect;
+            (signs, c.should_encrypt)
         };
 
         if should_sign && !should_encrypt {
@@ -3820,7 +3879,10 @@ impl Connection {
 
         let (should_sign, should_encrypt) = {
             let c = self.inner.crypto.lock().unwrap();
-            (c.should_sign, c.should_encrypt)
+            // playsim patch: TREE_CONNECT is signed on an unsigned 3.1.1 session.
+            let signs =
+                c.should_sign || c.sign_tree_connect && command == Command::TreeConnect;
+            (signs, c.should_encrypt)
         };
 
         if should_sign && !should_encrypt {
@@ -4060,7 +4122,10 @@ impl Connection {
 
         let (should_sign, should_encrypt) = {
             let c = self.inner.crypto.lock().unwrap();
-            (c.should_sign, c.should_encrypt)
+            // playsim patch: TREE_CONNECT is signed on an unsigned 3.1.1 session.
+            let signs =
+                c.should_sign || c.sign_tree_connect && command == Command::TreeConnect;
+            (signs, c.should_encrypt)
         };
 
         if should_sign && !should_encrypt {

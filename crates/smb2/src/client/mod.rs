@@ -143,6 +143,14 @@ pub struct ClientConfig {
     /// Incompressible data (photos, videos) is sent uncompressed automatically.
     /// Default: true.
     pub compression: bool,
+    /// playsim patch: sign an authenticated session even when the server does
+    /// not require signing. A server that requires it is signed for either way.
+    /// Default: true (as before the patch).
+    pub signing: bool,
+    /// playsim patch: encrypt an authenticated SMB 3.x session even when the
+    /// server does not require it (what `mount.cifs -o seal` does). Default:
+    /// false; a server or share that requires encryption gets it either way.
+    pub encryption: bool,
     /// Enable DFS (Distributed File System) path resolution.
     ///
     /// When `true`, operations that receive a DFS referral response
@@ -238,6 +246,8 @@ impl std::fmt::Debug for ClientConfig {
             domain,
             auto_reconnect,
             compression,
+            signing,
+            encryption,
             dfs_enabled,
             dfs_target_overrides,
             dfs_target_policy,
@@ -253,6 +263,8 @@ impl std::fmt::Debug for ClientConfig {
             .field("domain", domain)
             .field("auto_reconnect", auto_reconnect)
             .field("compression", compression)
+            .field("signing", signing)
+            .field("encryption", encryption)
             .field("dfs_enabled", dfs_enabled)
             .field("dfs_target_overrides", dfs_target_overrides)
             .field("dfs_target_policy", dfs_target_policy)
@@ -299,6 +311,8 @@ impl Default for ClientConfig {
             domain: String::new(),
             auto_reconnect: false,
             compression: true,
+            signing: true,
+            encryption: false,
             dfs_enabled: true,
             dfs_target_overrides: std::collections::HashMap::new(),
             dfs_target_policy: DfsTargetPolicy::default(),
@@ -323,6 +337,8 @@ struct ClientReviver {
     addr: String,
     connect_options: crate::transport::ConnectOptions,
     compression: bool,
+    signing: bool,
+    encryption: bool,
     username: String,
     password: String,
     domain: String,
@@ -366,6 +382,8 @@ impl ClientReviver {
             addr,
             connect_options: config.connect_options(),
             compression: config.compression,
+            signing: config.signing,
+            encryption: config.encryption,
             username: config.username.clone(),
             password: config.password.clone(),
             domain: config.domain.clone(),
@@ -398,6 +416,8 @@ impl connection::SessionReviver for ClientReviver {
 
     async fn reauthenticate(&self, conn: &mut Connection) -> Result<()> {
         conn.set_compression_requested(self.compression);
+        conn.set_signing_requested(self.signing);
+        conn.set_encryption_requested(self.encryption);
         conn.negotiate().await?;
         // `Session::setup` publishes the new session onto the connection, so
         // an `SmbClient` that has one cached picks the new keys up.
@@ -617,6 +637,8 @@ impl SmbClient {
 
         let mut conn = Connection::connect_with(&config.addr, config.connect_options()).await?;
         conn.set_compression_requested(config.compression);
+        conn.set_signing_requested(config.signing);
+        conn.set_encryption_requested(config.encryption);
         // Before NEGOTIATE, so the handshake itself is bounded by it.
         conn.set_response_timeout(config.response_timeout);
         conn.negotiate().await?;
@@ -1611,6 +1633,8 @@ impl SmbClient {
         // Create new connection to target.
         let mut conn = Connection::connect_with(target_addr, self.config.connect_options()).await?;
         conn.set_compression_requested(self.config.compression);
+        conn.set_signing_requested(self.config.signing);
+        conn.set_encryption_requested(self.config.encryption);
         // The primary's deadline as it stands now, not the config's: the
         // consumer may have tuned it since `connect`. Before NEGOTIATE, so a
         // target that accepts and never answers can't hang the call.
@@ -3011,6 +3035,8 @@ pub async fn connect(addr: &str, username: &str, password: &str) -> Result<SmbCl
         domain: String::new(),
         auto_reconnect: false,
         compression: true,
+        signing: true,
+        encryption: false,
         dfs_enabled: true,
         dfs_target_overrides: std::collections::HashMap::new(),
         connect_options: None,
@@ -3173,6 +3199,8 @@ mod tests {
             domain: String::new(),
             auto_reconnect: false,
             compression: true,
+            signing: true,
+            encryption: false,
             dfs_enabled: true,
             dfs_target_overrides: std::collections::HashMap::new(),
             // These tests are about following; `dfs_consent` is about whether to.
@@ -5178,6 +5206,8 @@ mod tests {
             domain: String::new(),
             auto_reconnect: true,
             compression: true,
+            signing: true,
+            encryption: false,
             dfs_enabled: true,
             dfs_target_overrides: std::collections::HashMap::new(),
             connect_options: None,

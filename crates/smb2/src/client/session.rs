@@ -305,14 +305,26 @@ impl Session {
         )?;
 
         // Determine if we should sign.
-        let should_sign = params.signing_required
-            || !setup_resp2.session_flags.is_guest() && !setup_resp2.session_flags.is_null();
+        // playsim patch: an account's session is signed when the server
+        // requires it or the client asked to sign (as before, by default);
+        // it is encrypted when the server requires it or the client asked to
+        // encrypt and the dialect is SMB 3.x.
+        let account_session =
+            !setup_resp2.session_flags.is_guest() && !setup_resp2.session_flags.is_null();
+        let should_sign =
+            params.signing_required || account_session && conn.signing_requested();
 
-        let should_encrypt = setup_resp2.session_flags.encrypt_data();
+        let should_encrypt = setup_resp2.session_flags.encrypt_data()
+            || account_session
+                && conn.encryption_requested()
+                && u16::from(params.dialect) >= 0x0300;
 
         // Activate signing on the connection.
         if should_sign {
             conn.activate_signing(signing_key.clone(), signing_algorithm);
+        } else if account_session && params.dialect == Dialect::Smb3_1_1 {
+            // playsim patch: an unsigned 3.1.1 session still signs its TREE_CONNECTs.
+            conn.activate_tree_connect_signing(signing_key.clone(), signing_algorithm);
         }
 
         // Activate encryption on the connection if the session requires it.
@@ -575,13 +587,25 @@ impl Session {
             Some(account),
         )?;
 
-        let should_sign = params.signing_required
-            || !setup_resp.session_flags.is_guest() && !setup_resp.session_flags.is_null();
+        // playsim patch: an account's session is signed when the server
+        // requires it or the client asked to sign (as before, by default);
+        // it is encrypted when the server requires it or the client asked to
+        // encrypt and the dialect is SMB 3.x.
+        let account_session =
+            !setup_resp.session_flags.is_guest() && !setup_resp.session_flags.is_null();
+        let should_sign =
+            params.signing_required || account_session && conn.signing_requested();
 
-        let should_encrypt = setup_resp.session_flags.encrypt_data();
+        let should_encrypt = setup_resp.session_flags.encrypt_data()
+            || account_session
+                && conn.encryption_requested()
+                && u16::from(params.dialect) >= 0x0300;
 
         if should_sign {
             conn.activate_signing(signing_key.clone(), signing_algorithm);
+        } else if account_session && params.dialect == Dialect::Smb3_1_1 {
+            // playsim patch: an unsigned 3.1.1 session still signs its TREE_CONNECTs.
+            conn.activate_tree_connect_signing(signing_key.clone(), signing_algorithm);
         }
 
         if should_encrypt {
