@@ -6064,7 +6064,7 @@ async fn receiver_loop(
         };
 
         // Split by NextCommand.
-        let sub_frames = match split_compound(&decoded) {
+        let sub_frames = match split_compound_owned(decoded) {
             Ok(subs) => subs,
             Err(e) => {
                 inner
@@ -6094,7 +6094,7 @@ async fn receiver_loop(
         // rather than hanging forever.
         let mut routable: Vec<(MessageId, Result<Frame>)> = Vec::new();
         for sub in sub_frames {
-            match prepare_sub_frame(&sub, was_encrypted, &inner) {
+            match prepare_sub_frame(sub, was_encrypted, &inner) {
                 Ok(SubFrameAction::Route(msg_id, result)) => routable.push((msg_id, result)),
                 Ok(SubFrameAction::Skip) => { /* notification / STATUS_PENDING */ }
                 Ok(SubFrameAction::AckOplockBreak(brk, tree_id)) => {
@@ -6252,7 +6252,13 @@ pub(crate) enum SubFrameAction {
 /// unrecoverable errors where the connection is now out of sync
 /// (header parse failure on a sub-frame the compound-splitter claimed was
 /// valid — the receiver loop fans the error to all waiters and exits).
-fn prepare_sub_frame(sub: &[u8], was_encrypted: bool, inner: &Inner) -> Result<SubFrameAction> {
+/// playsim patch: `sub` may be owned, and is then kept as the frame's `raw` instead of copied.
+fn prepare_sub_frame<S>(sub: S, was_encrypted: bool, inner: &Inner) -> Result<SubFrameAction>
+where
+    S: AsRef<[u8]> + Into<Vec<u8>>,
+{
+    let owned = sub;
+    let sub: &[u8] = owned.as_ref();
     // Parse the header. A failure here means split_compound produced a
     // chunk that doesn't start with a valid SMB2 header — the framing is
     // corrupt and we can't know where the next sub-frame begins. Fatal
@@ -6404,7 +6410,7 @@ fn prepare_sub_frame(sub: &[u8], was_encrypted: bool, inner: &Inner) -> Result<S
     } else {
         Vec::new()
     };
-    let raw = sub.to_vec();
+    let raw: Vec<u8> = owned.into();
     let msg_id = header.message_id;
     Ok(SubFrameAction::Route(
         msg_id,
@@ -6485,6 +6491,16 @@ fn decrypt_frame(data: &[u8], inner: &Inner) -> Result<Vec<u8>> {
 
 /// Split a preprocessed frame into sub-frames by `NextCommand` offsets.
 /// Returns the raw byte slices (as owned Vec<u8>) for each sub-frame.
+/// playsim patch: [`split_compound`] of a buffer the caller owns. A frame that holds one message
+/// (NextCommand 0 in its first header: every READ reply) is moved, not copied; the checks
+/// `split_compound` makes of such a frame are the length check alone, made here too.
+pub(crate) fn split_compound_owned(data: Vec<u8>) -> Result<Vec<Vec<u8>>> {
+    if data.len() >= Header::SIZE && data[20..24] == [0u8; 4] {
+        return Ok(vec![data]);
+    }
+    split_compound(&data)
+}
+
 pub(crate) fn split_compound(data: &[u8]) -> Result<Vec<Vec<u8>>> {
     let mut results = Vec::new();
     let mut offset = 0usize;
