@@ -277,7 +277,7 @@ if timeout 300 "$PLAYSIM" frametest -w 2k -n 8 /export/ft > /out/bench/frametest
         fio --name=r --opendir=/mnt/smb-bench/ft --rw=read --bs=1M --iodepth=16 --ioengine=libaio --direct=1 \
         --output-format=json
       bench_run playsim-smb "$round" "playsim-smb-$round.txt" "playsim-smb-$round.json" \
-        "$PLAYSIM" frametest -r -t 1 "smb://10.0.2.15/media/ft" --json "/out/bench/playsim-smb-$round.json"
+        "$PLAYSIM" frametest -r -t 1 "smb://10.0.2.15/media/ft?sign=off" --json "/out/bench/playsim-smb-$round.json"
     fi
     ib_write_pair "$round"
     say "bench round $round done"
@@ -372,14 +372,21 @@ if [ "$SMB_UP" = 1 ]; then
     fi
     say "smb $v done"
   done
-  timeout 300 "$PLAYSIM" play "smb://10.0.2.15/media/dpx" --fps 24 --frames 48 --loop --quiet --json /out/smb-userspace.json \
-    > /out/smb-userspace.txt 2> /out/smb-userspace.err
-  rc=$?
-  if [ $rc = 0 ]; then
-    echo "SMB userspace OK" >> /out/results.txt
-  else
-    echo "SMB userspace FAILED ($(why $rc /out/smb-userspace.err))" >> /out/results.txt
-  fi
+  # playsim's own client, signed (its default) and encrypted (`seal=on`, as the seal mount).
+  for v in userspace userspace-seal; do
+    case $v in
+      userspace) query="" ;;
+      userspace-seal) query="?seal=on" ;;
+    esac
+    timeout 300 "$PLAYSIM" play "smb://10.0.2.15/media/dpx$query" --fps 24 --frames 48 --loop --quiet \
+      --json "/out/smb-$v.json" > "/out/smb-$v.txt" 2> "/out/smb-$v.err"
+    rc=$?
+    if [ $rc = 0 ]; then
+      echo "SMB $v OK" >> /out/results.txt
+    else
+      echo "SMB $v FAILED ($(why $rc "/out/smb-$v.err"))" >> /out/results.txt
+    fi
+  done
   say "smb over playsim's client done"
 fi
 sync

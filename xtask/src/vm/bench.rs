@@ -23,7 +23,7 @@ pub const ROWS: [(&str, &str); 6] = [
     ("playsim-nfs-tcp", "playsim nfs:// over TCP: the same, for reference"),
     (IB_WRITE_BW, "ib_write_bw -R, 100 x 1 MiB: the verbs limit"),
     (KERNEL_SMB, "kernel SMB 3.1.1 (cifs, cache=none) from smbd: fio O_DIRECT, 1M reads, 16 in flight"),
-    (PLAYSIM_SMB, "playsim smb:// from smbd: frametest -r -t 1 (1 MiB READs, signed)"),
+    (PLAYSIM_SMB, "playsim smb:// from smbd: frametest -r -t 1 (1 MiB READs, sign=off as the kernel mount)"),
 ];
 
 const KERNEL_RDMA: &str = "kernel-rdma-fio";

@@ -161,8 +161,9 @@ fn netem_verdict(run: &NetemRun<'_>) -> Result<NetemDrops, String> {
 }
 
 /// The ways the guest mounts Samba's share with the kernel's cifs client, as its results lines
-/// and report names spell them, and `userspace`: playsim's own `smb://` client.
-pub const SMB_PATHS: [&str; 4] = ["plain", "multichannel", "seal", "userspace"];
+/// and report names spell them, and `userspace` and `userspace-seal`: playsim's own `smb://`
+/// client, signed and with `?seal=on`.
+pub const SMB_PATHS: [&str; 5] = ["plain", "multichannel", "seal", "userspace", "userspace-seal"];
 
 /// The results line of the SMB run over `path` (one of [`SMB_PATHS`]):
 /// `SMB-LABEL PATH OK dialect=3.1.1 channels=N ...` when its report is complete and labels the
@@ -179,10 +180,18 @@ pub fn smb_label_line(path: &str, report: &Value) -> String {
 fn smb_label(path: &str, report: &Value) -> Result<String, String> {
     check_complete(report)?;
     let storage = &report["streams"][0]["storage"];
-    if path == "userspace" {
+    if let Some(kind) = path.strip_prefix("userspace") {
         let options = &storage["options"];
         if storage["transport"] != "smb" || options["dialect"] != "3.1.1" {
             return Err(format!("transport {}, dialect {}", storage["transport"], options["dialect"]));
+        }
+        let sealed = kind == "-seal";
+        if (text(&options["encryption"]) != "off") != sealed {
+            return Err(format!(
+                "encryption {} {}",
+                options["encryption"],
+                if sealed { "with seal=on" } else { "without seal" }
+            ));
         }
         return Ok(format!(
             "dialect=3.1.1 signing={} encryption={} channels={}",
@@ -322,6 +331,15 @@ mod tests {
             "SMB-LABEL userspace OK dialect=3.1.1 signing=AesGmac encryption=off channels=1"
         );
         assert!(smb_label_line("userspace", &json!({"status": "failed"})).contains("FAILED (status failed"));
+        assert!(smb_label_line("userspace-seal", &own).contains("FAILED (encryption \"off\" with seal=on)"));
+        let own_sealed = json!({"status": "complete", "streams": [{"storage": {"transport": "smb",
+            "options": {"dialect": "3.1.1", "signing": "by encryption", "encryption": "Aes128Gcm",
+            "channels": "1"}}}]});
+        assert_eq!(
+            smb_label_line("userspace-seal", &own_sealed),
+            "SMB-LABEL userspace-seal OK dialect=3.1.1 signing=by encryption encryption=Aes128Gcm channels=1"
+        );
+        assert!(smb_label_line("userspace", &own_sealed).contains("FAILED (encryption"));
     }
 
     #[test]
