@@ -329,14 +329,14 @@ mod path {
 /// Local frame files damaged while they play.
 mod local {
     use std::fs::File;
-    use std::process::Stdio;
-    use std::time::{Duration, Instant};
+
+    use std::time::Duration;
 
     use anyhow::{ensure, Result};
     use playsim::report::RunStatus;
 
     use crate::util::{
-        frame_path, generate, playsim, record_reliability, KillOnDrop, ReliabilityRow, ReliabilityTable,
+        frame_path, generate, playsim, record_reliability, Background, ReliabilityRow, ReliabilityTable,
         SMALL_PRESET,
     };
 
@@ -349,19 +349,15 @@ mod local {
         let seq = tmp.path().join("seq");
         generate(&seq, SMALL_PRESET, 24, &[])?;
         let json = tmp.path().join("r.json");
-        let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
-        let child = playsim()
-            .arg("play")
-            .arg(&seq)
-            .args(["--fps", "24", "--loop", "--quiet", "--duration", "5s", "--json"])
-            .arg(&json)
-            .stdin(Stdio::null())
-            .stdout(File::create(&stdout)?)
-            .stderr(File::create(&stderr)?)
-            .spawn()?;
-        let started = Instant::now();
-        let mut child = KillOnDrop(child);
-        std::thread::sleep(Duration::from_secs(2).saturating_sub(started.elapsed()));
+        let mut child = Background::spawn(
+            playsim()
+                .arg("play")
+                .arg(&seq)
+                .args(["--fps", "24", "--loop", "--quiet", "--duration", "5s", "--json"])
+                .arg(&json),
+            tmp.path(),
+        )?;
+        std::thread::sleep(Duration::from_secs(2).saturating_sub(child.started.elapsed()));
         let (truncated, removed, replaced) =
             (frame_path(&seq, 5), frame_path(&seq, 10), frame_path(&seq, 15));
         let len = std::fs::metadata(&truncated)?.len();
@@ -370,7 +366,7 @@ mod local {
         let junk = seq.join("junk.tmp");
         std::fs::write(&junk, vec![0x5a; usize::try_from(len)?])?;
         std::fs::rename(&junk, &replaced)?;
-        let (done, report) = child.finish(Duration::from_secs(60), &stdout, &stderr, &json)?;
+        let (done, report) = child.finish(Duration::from_secs(60), &json)?;
         let stream = &report.streams[0];
         let d = &report.totals.dropped;
         let damaged = [(5, &truncated), (10, &removed), (15, &replaced)];

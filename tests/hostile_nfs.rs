@@ -8,8 +8,6 @@
 //! the misbehaviour on frames 5 to 7; each records a row of `cargo xtask reliability`'s table
 //! of hostile replies.
 
-use std::fs::File;
-use std::process::Stdio;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -18,7 +16,7 @@ use playsim::report::{DropCauseName, Report, RunStatus};
 use playsim_testserver::{HostileServer, Misbehaviour, When};
 
 use crate::util::{
-    generate, playsim, record_reliability, KillOnDrop, ReliabilityRow, ReliabilityTable, Run, SMALL_PRESET,
+    generate, playsim, record_reliability, Background, ReliabilityRow, ReliabilityTable, Run, SMALL_PRESET,
 };
 
 /// Frames in the served sequence: one second at 24 fps.
@@ -74,19 +72,15 @@ fn server(misbehaviour: Misbehaviour, when: When) -> Result<HostileServer> {
 fn play(server: &HostileServer, seconds: u32, extra: &[&str], limit: Duration) -> Result<(Run, Report)> {
     let tmp = tempfile::tempdir()?;
     let json = tmp.path().join("r.json");
-    let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
-    let child = playsim()
-        .args(["play", &server.url(), "--fps", "24", "--loop", "--quiet"])
-        .args(["--duration", &format!("{seconds}s"), "--json"])
-        .arg(&json)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(File::create(&stdout)?)
-        .stderr(File::create(&stderr)?)
-        .spawn()?;
-    let mut child = KillOnDrop(child);
-    let (done, report) = child.finish(limit, &stdout, &stderr, &json)?;
-    Ok((done, report))
+    let mut child = Background::spawn(
+        playsim()
+            .args(["play", &server.url(), "--fps", "24", "--loop", "--quiet"])
+            .args(["--duration", &format!("{seconds}s"), "--json"])
+            .arg(&json)
+            .args(extra),
+        tmp.path(),
+    )?;
+    child.finish(limit, &json)
 }
 
 /// A run of 3 s with `--nfs-timeout 3s`, which must end within 15 s.

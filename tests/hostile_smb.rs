@@ -9,17 +9,15 @@
 //! `PLAYSIM_WRITE_FUZZ_SEEDS=1`, the corruption case writes them as the `smb_reply` fuzz
 //! target's seeds (`crates/playsim-fuzz/corpus/smb_reply/`).
 
-use std::fs::File;
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use playsim::report::{DropCauseName, Report, RunStatus};
 use playsim_testserver::{SmbMisbehaviour, SmbProxy, SmbServer};
 
 use crate::util::{
-    generate, playsim, record_reliability, KillOnDrop, ReliabilityRow, ReliabilityTable, Run, SMALL_PRESET,
+    generate, playsim, record_reliability, Background, ReliabilityRow, ReliabilityTable, Run, SMALL_PRESET,
 };
 
 /// Frames in the served sequence: one second at 24 fps.
@@ -57,27 +55,22 @@ impl Setup {
         let tmp = tempfile::tempdir()?;
         let json = tmp.path().join("r.json");
         let live = tmp.path().join("live.csv");
-        let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
-        let child = playsim()
-            .args(["play", &self.url(), "--fps", "24", "--loop", "--verify", "--quiet"])
-            .args(["--duration", &format!("{seconds}s"), "--json"])
-            .arg(&json)
-            .arg("--live-csv")
-            .arg(&live)
-            .arg("--smb-credentials")
-            .arg(self.server.credentials_file())
-            .stdin(Stdio::null())
-            .stdout(File::create(&stdout)?)
-            .stderr(File::create(&stderr)?)
-            .spawn()?;
-        let started = Instant::now();
-        let mut child = KillOnDrop(child);
-        while !presenting(&live) && started.elapsed() < START_LIMIT {
+        let mut child = Background::spawn(
+            playsim()
+                .args(["play", &self.url(), "--fps", "24", "--loop", "--verify", "--quiet"])
+                .args(["--duration", &format!("{seconds}s"), "--json"])
+                .arg(&json)
+                .arg("--live-csv")
+                .arg(&live)
+                .arg("--smb-credentials")
+                .arg(self.server.credentials_file()),
+            tmp.path(),
+        )?;
+        while !presenting(&live) && child.started.elapsed() < START_LIMIT {
             std::thread::sleep(Duration::from_millis(50));
         }
         self.proxy.spoil_reads(misbehaviour, N_SPOILED);
-        let (done, report) = child.finish(limit, &stdout, &stderr, &json)?;
-        Ok((done, report))
+        child.finish(limit, &json)
     }
 }
 

@@ -5,9 +5,7 @@
 //! The read tests share one server; each fault test starts its own and holds [`FAULTS`], so
 //! that only one server is being stopped or killed at a time.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -16,7 +14,7 @@ use playsim::report::{DropCauseName, Report, RunStatus};
 use playsim_testserver::{AccessType, ExportSpec, NfsServer};
 
 use crate::util::{
-    generate, playsim, read_report, record_reliability, run, KillOnDrop, ReliabilityRow, ReliabilityTable,
+    generate, playsim, read_report, record_reliability, run, Background, ReliabilityRow, ReliabilityTable,
     Run, SMALL_PRESET,
 };
 
@@ -213,22 +211,16 @@ pub(crate) fn paced_run(
 ) -> Result<(Run, Report)> {
     let tmp = tempfile::tempdir()?;
     let json = tmp.path().join("r.json");
-    let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
-    let child = playsim()
-        .args(["play", url, "--fps", "24", "--loop", "--quiet"])
-        .args(["--duration", &format!("{seconds}s"), "--json"])
-        .arg(&json)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(File::create(&stdout)?)
-        .stderr(File::create(&stderr)?)
-        .spawn()?;
-    let started = Instant::now();
-    let mut child = KillOnDrop(child);
-    fault(started)?;
-    let (done, report) =
-        child.finish(Duration::from_secs(u64::from(seconds) + 60), &stdout, &stderr, &json)?;
-    Ok((done, report))
+    let mut child = Background::spawn(
+        playsim()
+            .args(["play", url, "--fps", "24", "--loop", "--quiet"])
+            .args(["--duration", &format!("{seconds}s"), "--json"])
+            .arg(&json)
+            .args(extra),
+        tmp.path(),
+    )?;
+    fault(child.started)?;
+    child.finish(Duration::from_secs(u64::from(seconds) + 60), &json)
 }
 
 /// A server of its own for a fault test, with 24 frames in `dpx/`.

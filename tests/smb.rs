@@ -5,9 +5,8 @@
 //!
 //! The read tests share one server; the fault test starts its own.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,7 @@ use playsim::report::{Report, RunStatus};
 use playsim_testserver::SmbServer;
 
 use crate::util::{
-    ffmpeg, playsim, read_report, record_reliability, KillOnDrop, ReliabilityRow, ReliabilityTable, Run,
+    ffmpeg, playsim, read_report, record_reliability, Background, ReliabilityRow, ReliabilityTable, Run,
 };
 
 /// The longest any one playsim command of these tests may take: a hang fails the test.
@@ -70,19 +69,7 @@ fn write_with_ffmpeg(dir: &Path, format: &str, n_frames: u32) -> Result<()> {
 /// Runs `cmd` to its end, at most [`COMMAND_LIMIT`], and checks it did not panic.
 fn run_limited(cmd: &mut Command) -> Result<Run> {
     let tmp = tempfile::tempdir()?;
-    let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(File::create(&stdout)?)
-        .stderr(File::create(&stderr)?)
-        .spawn()
-        .context("running playsim")?;
-    let status = KillOnDrop(child).wait_for(COMMAND_LIMIT)?;
-    let done = Run {
-        code: status.code(),
-        stdout: std::fs::read_to_string(&stdout)?,
-        stderr: std::fs::read_to_string(&stderr)?,
-    };
+    let done = Background::spawn(cmd, tmp.path()).context("running playsim")?.wait(COMMAND_LIMIT)?;
     done.ensure_no_panic()?;
     Ok(done)
 }
@@ -283,23 +270,29 @@ fn the_connections_smbd_child_stopped_for_3_s_costs_storage_drops_then_playback_
     write_with_ffmpeg(&server.export_dir().join("dpx"), "dpx", 24)?;
     let tmp = tempfile::tempdir()?;
     let json = tmp.path().join("r.json");
-    let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
-    let child = playsim()
-        .args(["play", &server.url("dpx"), "--fps", "24", "--loop", "--quiet", "--duration", "8s", "--json"])
-        .arg(&json)
-        .arg("--smb-credentials")
-        .arg(server.credentials_file())
-        .stdin(Stdio::null())
-        .stdout(File::create(&stdout)?)
-        .stderr(File::create(&stderr)?)
-        .spawn()?;
-    let started = Instant::now();
-    let mut child = KillOnDrop(child);
-    std::thread::sleep(Duration::from_secs(3).saturating_sub(started.elapsed()));
+    let mut child = Background::spawn(
+        playsim()
+            .args([
+                "play",
+                &server.url("dpx"),
+                "--fps",
+                "24",
+                "--loop",
+                "--quiet",
+                "--duration",
+                "8s",
+                "--json",
+            ])
+            .arg(&json)
+            .arg("--smb-credentials")
+            .arg(server.credentials_file()),
+        tmp.path(),
+    )?;
+    std::thread::sleep(Duration::from_secs(3).saturating_sub(child.started.elapsed()));
     let n_stopped = server.pause_connections();
     std::thread::sleep(Duration::from_secs(3));
     server.resume_connections();
-    let (done, report) = child.finish(COMMAND_LIMIT, &stdout, &stderr, &json)?;
+    let (done, report) = child.finish(COMMAND_LIMIT, &json)?;
     let d = &report.totals.dropped;
     let resumed = report.streams[0]
         .timeline

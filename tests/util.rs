@@ -223,26 +223,6 @@ impl KillOnDrop {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-
-    /// Waits for the child (at most `limit`), then reads what it wrote to the files `stdout`
-    /// and `stderr`, checks that it did not panic, and reads its report `json`.
-    pub fn finish(
-        &mut self,
-        limit: Duration,
-        stdout: &Path,
-        stderr: &Path,
-        json: &Path,
-    ) -> Result<(Run, Report)> {
-        let status = self.wait_for(limit)?;
-        let done = Run {
-            code: status.code(),
-            stdout: std::fs::read_to_string(stdout)?,
-            stderr: std::fs::read_to_string(stderr)?,
-        };
-        done.ensure_no_panic()?;
-        let report = read_report(json).with_context(|| format!("no report:\n{done}"))?;
-        Ok((done, report))
-    }
 }
 
 impl Drop for KillOnDrop {
@@ -254,26 +234,63 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// A command started in the background with stdin closed and its stdout and stderr in files,
+/// killed if the test ends before it does.
+pub struct Background {
+    child: KillOnDrop,
+    stdout: PathBuf,
+    stderr: PathBuf,
+    /// When it was started.
+    pub started: Instant,
+}
+
+impl Background {
+    /// Starts `cmd`, its output in the files `stdout` and `stderr` under `dir`.
+    pub fn spawn(cmd: &mut Command, dir: &Path) -> Result<Background> {
+        let (stdout, stderr) = (dir.join("stdout"), dir.join("stderr"));
+        let child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(&stdout)?)
+            .stderr(std::fs::File::create(&stderr)?)
+            .spawn()?;
+        Ok(Background { child: KillOnDrop(child), stdout, stderr, started: Instant::now() })
+    }
+
+    /// Sends it SIGINT (Ctrl-C).
+    pub fn interrupt(&self) -> Result<()> {
+        let pid = i32::try_from(self.child.0.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .context("child pid")?;
+        rustix::process::kill_process(pid, rustix::process::Signal::INT).context("sending SIGINT")
+    }
+
+    /// Waits for it to exit (at most `limit`) and reads what it wrote.
+    pub fn wait(&mut self, limit: Duration) -> Result<Run> {
+        let status = self.child.wait_for(limit)?;
+        Ok(Run {
+            code: status.code(),
+            stdout: std::fs::read_to_string(&self.stdout)?,
+            stderr: std::fs::read_to_string(&self.stderr)?,
+        })
+    }
+
+    /// [`Background::wait`], then checks that it did not panic and reads its report `json`.
+    pub fn finish(&mut self, limit: Duration, json: &Path) -> Result<(Run, Report)> {
+        let done = self.wait(limit)?;
+        done.ensure_no_panic()?;
+        let report = read_report(json).with_context(|| format!("no report:\n{done}"))?;
+        Ok((done, report))
+    }
+}
+
 /// Runs `cmd` with its output in files under `dir`, sends it SIGINT (Ctrl-C) after `delay`,
 /// and waits up to 20 s for it to exit.
 pub fn interrupt_after(cmd: &mut Command, dir: &Path, delay: Duration) -> Result<Run> {
-    let (stdout, stderr) = (dir.join("stdout"), dir.join("stderr"));
-    let child = cmd
-        .stdin(std::process::Stdio::null())
-        .stdout(std::fs::File::create(&stdout)?)
-        .stderr(std::fs::File::create(&stderr)?)
-        .spawn()?;
-    let mut child = KillOnDrop(child);
+    let mut child = Background::spawn(cmd, dir)?;
     std::thread::sleep(delay);
-    let pid =
-        i32::try_from(child.0.id()).ok().and_then(rustix::process::Pid::from_raw).context("child pid")?;
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).context("sending SIGINT")?;
-    let status = child.wait_for(Duration::from_secs(20))?;
-    Ok(Run {
-        code: status.code(),
-        stdout: std::fs::read_to_string(&stdout)?,
-        stderr: std::fs::read_to_string(&stderr)?,
-    })
+    child.interrupt()?;
+    child.wait(Duration::from_secs(20))
 }
 
 /// Which table of `cargo xtask reliability`'s report a [`ReliabilityRow`] belongs to.

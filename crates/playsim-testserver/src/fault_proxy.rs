@@ -34,10 +34,11 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::proxy::{accept_pairs, lock};
 use crate::Error;
 
 /// How long a forwarding thread blocks in a read before it looks at the proxy's state again.
@@ -181,22 +182,9 @@ impl Connection {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
-    for client in listener.incoming() {
-        if shared.stopping.load(Ordering::Relaxed) {
-            return;
-        }
-        let Ok(client) = client else { continue };
-        shared.n_accepted.fetch_add(1, Ordering::Relaxed);
-        // A target that refuses is passed on as a closed connection.
-        let Ok(server) = TcpStream::connect(shared.target) else { continue };
-        let _ = client.set_nodelay(true);
-        let _ = server.set_nodelay(true);
-        let Ok(sockets) = clones(&client, &server) else { continue };
+    accept_pairs(listener, shared.target, &shared.stopping, &shared.n_accepted, |client, server| {
+        let Ok(sockets) = clones(&client, &server) else { return };
         let connection = Arc::new(Connection {
             client,
             server,
@@ -211,7 +199,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 .name("fault-proxy-pump".into())
                 .spawn(move || pump(from, to, &shared, &connection));
         }
-    }
+    });
 }
 
 /// The four handles the two forwarding threads own: client in, server out, server in, client

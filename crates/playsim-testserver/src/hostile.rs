@@ -31,10 +31,11 @@ use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::proxy::lock;
 use crate::rpc::{MOUNT_PROG, NFS_PROG};
 use crate::Error;
 
@@ -772,10 +773,6 @@ fn read_full(stream: &mut TcpStream, buf: &mut [u8], shared: &Shared) -> Option<
         }
     }
     Some(())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// XDR out.

@@ -126,6 +126,7 @@ mod fault_proxy;
 mod host;
 mod hostile;
 pub mod portmap;
+mod proxy;
 mod rpc;
 mod server;
 mod smb;

@@ -21,10 +21,11 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::proxy::{accept_pairs, lock};
 use crate::Error;
 
 /// The SMB2 command code of READ.
@@ -132,24 +133,12 @@ impl Drop for SmbProxy {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
-    for client in listener.incoming() {
-        if shared.stopping.load(Ordering::Relaxed) {
-            return;
-        }
-        let Ok(client) = client else { continue };
-        shared.n_accepted.fetch_add(1, Ordering::Relaxed);
-        let Ok(server) = TcpStream::connect(shared.target) else { continue };
-        let _ = client.set_nodelay(true);
-        let _ = server.set_nodelay(true);
+    accept_pairs(listener, shared.target, &shared.stopping, &shared.n_accepted, |client, server| {
         let (Ok(client_in), Ok(server_out), Ok(server_in), Ok(client_out)) =
             (client.try_clone(), server.try_clone(), server.try_clone(), client.try_clone())
         else {
-            continue;
+            return;
         };
         lock(&shared.connections).extend([client, server]);
         let _ = std::thread::Builder::new()
@@ -159,7 +148,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         let _ = std::thread::Builder::new()
             .name("smb-proxy-down".into())
             .spawn(move || forward_messages(server_in, client_out, &shared));
-    }
+    });
 }
 
 /// The client's bytes, as they come, until either side ends.
