@@ -30,6 +30,7 @@ pub mod frametest;
 mod location;
 mod order;
 mod play;
+pub mod record;
 pub mod scenario;
 
 pub use capacity::{

@@ -43,6 +43,9 @@ enum Command {
     Capacity(Box<CapacityArgs>),
     /// Benchmark storage as frametest does: -w/-r 2k -n -t -f -q -b DIR, its drop rule and summary.
     Frametest(Box<cli::frametest::FrametestArgs>),
+    /// Record at a frame rate: generated frames encoded for real (DPX, EXR, TIFF) and written,
+    /// each renamed into place when complete; frames dropped by cause (encode, storage).
+    Record(Box<cli::record::RecordArgs>),
     /// Show runs side by side from their JSON reports: fps, drops by cause, MB/s, latency,
     /// CPU per GB; each later run marked against the first.
     Compare(CompareArgs),
@@ -225,7 +228,7 @@ struct GenerateArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum EndianArg {
+pub(crate) enum EndianArg {
     /// SDPX.
     Big,
     /// XPDS.
@@ -245,13 +248,13 @@ fn parse_writer_threads(s: &str) -> Result<usize, String> {
 
 /// `--compression`: a compression's name, refused at once (a bad flag) when no format knows it;
 /// whether the chosen format takes it, and can write it, its writer says.
-fn parse_compression(s: &str) -> Result<String, String> {
+pub(crate) fn parse_compression(s: &str) -> Result<String, String> {
     s.parse::<playsim::exr::Compression>()?;
     Ok(s.to_owned())
 }
 
 /// `generate --format`: a registered format that has a writer.
-fn parse_generate_format(s: &str) -> Result<&'static str, String> {
+pub(crate) fn parse_generate_format(s: &str) -> Result<&'static str, String> {
     playsim::media::writers()
         .map(|(format, _)| format.name)
         .find(|name| name.eq_ignore_ascii_case(s.trim()))
@@ -281,6 +284,7 @@ fn main() -> ExitCode {
             },
         },
         Command::Frametest(args) => cli::frametest::run(*args),
+        Command::Record(args) => cli::record::run(*args),
         Command::Run(args) => cli::run::run(args),
     };
     match result {
@@ -570,9 +574,18 @@ fn decode(args: DecodeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
-    let bit_depth = args.bit_depth.map(|b| b.to_string());
-    let endian = args.endian.map(|e| match e {
+/// The writer of `--format` with its options from the flags shared by `generate` and
+/// `record` (`--bit-depth`, `--endian`, `--compression`); a flag the format does not take is
+/// refused with an example of `command`.
+pub(crate) fn writer_format(
+    format: &'static str,
+    bit_depth: Option<u8>,
+    endian: Option<EndianArg>,
+    compression: Option<&str>,
+    command: &str,
+) -> anyhow::Result<(GenerateFormat, &'static playsim::media::FrameWriter)> {
+    let bit_depth = bit_depth.map(|b| b.to_string());
+    let endian = endian.map(|e| match e {
         EndianArg::Big => "big",
         EndianArg::Little => "little",
     });
@@ -580,10 +593,10 @@ fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
     let flags = [
         ("--bit-depth", "bit_depth", bit_depth.as_deref()),
         ("--endian", "endian", endian),
-        ("--compression", "compression", args.compression.as_deref()),
+        ("--compression", "compression", compression),
     ];
     let writer = playsim::media::writers()
-        .find(|(format, _)| format.name == args.format)
+        .find(|(entry, _)| entry.name == format)
         .map(|(_, writer)| writer)
         .context("--format names no writable format")?;
     let mut options = Vec::new();
@@ -593,17 +606,25 @@ fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
             let takes: Vec<String> =
                 writer.options.iter().map(|o| format!("--{}", o.key.replace('_', "-"))).collect();
             anyhow::bail!(
-                "{flag} does not apply to --format {} ({} takes {}; for example: playsim generate DIR --format {} {})",
-                args.format,
-                args.format,
-                if takes.is_empty() { "none of --bit-depth, --endian, --compression".to_owned() } else { takes.join(", ") },
-                args.format,
-                writer.options.first().map_or(String::new(), |o| format!("--{} {}", o.key.replace('_', "-"), o.example)),
+                "{flag} does not apply to --format {} ({} takes {}; for example: {command} --format {} {})",
+                format,
+                format,
+                if takes.is_empty() {
+                    "none of --bit-depth, --endian, --compression".to_owned()
+                } else {
+                    takes.join(", ")
+                },
+                format,
+                writer.options.first().map_or(String::new(), |o| format!(
+                    "--{} {}",
+                    o.key.replace('_', "-"),
+                    o.example
+                )),
             );
         }
         options.push((key, value));
     }
-    let format = GenerateFormat::parse(args.format, &options).map_err(|e| match e {
+    let format = GenerateFormat::parse(format, &options).map_err(|e| match e {
         playsim::media::GenerateFormatError::Value { format, error, example } => {
             let flag = format!("--{}", error.key.replace('_', "-"));
             anyhow::anyhow!(
@@ -614,6 +635,17 @@ fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
         }
         other => anyhow::anyhow!("{other}"),
     })?;
+    Ok((format, writer))
+}
+
+fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
+    let (format, writer) = writer_format(
+        args.format,
+        args.bit_depth,
+        args.endian,
+        args.compression.as_deref(),
+        "playsim generate DIR",
+    )?;
     let opts = GenerateOptions {
         name: args.name,
         start_frame: args.start,

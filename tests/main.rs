@@ -24,6 +24,7 @@ mod mpi;
 mod nfs;
 #[cfg(feature = "rdma")]
 mod rdma;
+mod record;
 mod scenario;
 mod sim;
 #[cfg(feature = "smb")]

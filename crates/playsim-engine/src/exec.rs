@@ -231,6 +231,61 @@ impl DecodeExecutor for DecodePool {
     }
 }
 
+/// Makes frame `position`'s file bytes for record mode: renders its input (the generator's
+/// picture with the frame's number in it, standing in for a capture card's frame) into
+/// `scratch` and encodes it into `out` (cleared first).
+pub trait FrameMaker: Send + Sync + 'static {
+    /// Renders and encodes frame `position`; the error says why, for the frame's record.
+    fn make(&self, position: u64, scratch: &mut DecodedFrame, out: &mut Vec<u8>) -> Result<(), String>;
+}
+
+/// One frame to encode in record mode.
+pub struct EncodeJob {
+    /// Position of the frame in the run.
+    pub position: u64,
+    /// Scratch for the rendered input.
+    pub scratch: PooledBuf<DecodedFrame>,
+    /// The encoded file's bytes, set by the executor.
+    pub result: Result<Arc<[u8]>, String>,
+}
+
+/// Runs record mode's encodes: a pool of threads, or scripted costs in tests.
+pub trait EncodeExecutor: Send + Sync + 'static {
+    /// Encodes one frame; `None` if the worker was lost (the encoder panicked).
+    fn encode(&self, job: EncodeJob) -> JobFuture<Option<EncodeJob>>;
+    /// CPU time the encodes have taken so far.
+    fn cpu_time(&self) -> Duration;
+}
+
+/// The real encode pool: `n` threads calling a [`FrameMaker`].
+pub struct EncodePool {
+    pool: WorkerPool,
+    maker: Arc<dyn FrameMaker>,
+}
+
+impl EncodePool {
+    /// Starts `n_threads` encode threads making frames with `maker`.
+    pub fn new(n_threads: u32, maker: Arc<dyn FrameMaker>) -> std::io::Result<EncodePool> {
+        Ok(EncodePool { pool: WorkerPool::new("encode", n_threads)?, maker })
+    }
+}
+
+impl EncodeExecutor for EncodePool {
+    fn encode(&self, job: EncodeJob) -> JobFuture<Option<EncodeJob>> {
+        let maker = Arc::clone(&self.maker);
+        self.pool.run(move || {
+            let mut job = job;
+            let mut out = Vec::new();
+            job.result = maker.make(job.position, &mut job.scratch, &mut out).map(|()| Arc::from(out));
+            job
+        })
+    }
+
+    fn cpu_time(&self) -> Duration {
+        self.pool.cpu_time()
+    }
+}
+
 /// The real output stage: v210 packing on `n` threads (one per stream).
 pub struct V210Output {
     pool: WorkerPool,

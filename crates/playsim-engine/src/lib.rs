@@ -18,6 +18,7 @@ mod live;
 #[allow(unsafe_code)] // FFI: the scheduler calls, each block with its SAFETY line.
 mod priority;
 pub mod probe;
+pub mod record;
 mod run;
 mod start;
 mod stream;
@@ -30,7 +31,8 @@ pub use config::{
     MAX_DEFAULT_MAX_BUFFER, MIN_DEFAULT_MAX_BUFFER,
 };
 pub use exec::{
-    DecodeExecutor, DecodeJob, DecodePool, InOrderJob, JobFuture, OutputExecutor, OutputJob, V210Output,
+    DecodeExecutor, DecodeJob, DecodePool, EncodeExecutor, EncodeJob, EncodePool, FrameMaker, InOrderJob,
+    JobFuture, OutputExecutor, OutputJob, V210Output,
 };
 pub use live::{LiveCounters, LiveSnapshot};
 pub use run::{report_settings, OwnDecodePool, Simulation, SimulationBuilder, StreamSpec};

@@ -78,6 +78,13 @@ impl FrameWriter {
 
 /// A format's typed writer options: encodes test frames.
 pub trait FrameEncoder: Send + Sync + fmt::Debug {
+    /// Renders the test pattern of frame `number` at `width`x`height`, RGBA when `alpha`, into
+    /// `frame`, in the sample type this format encodes from.
+    fn render(&self, number: u64, size: (u32, u32), alpha: bool, frame: &mut DecodedFrame);
+
+    /// Encodes `frame` into `out` (cleared first).
+    fn encode_frame(&self, frame: &DecodedFrame, out: &mut Vec<u8>) -> Result<(), String>;
+
     /// Encodes the test pattern of frame `number` at `width`x`height`, RGBA when `alpha`, into
     /// `out` (cleared first); `frame` is scratch space the caller reuses.
     fn encode(
@@ -87,7 +94,10 @@ pub trait FrameEncoder: Send + Sync + fmt::Debug {
         alpha: bool,
         frame: &mut DecodedFrame,
         out: &mut Vec<u8>,
-    ) -> Result<(), String>;
+    ) -> Result<(), String> {
+        self.render(number, size, alpha, frame);
+        self.encode_frame(frame, out)
+    }
 
     /// Every option's value, in the writer's order, as the parser reads it back.
     fn settings(&self) -> Vec<(&'static str, String)>;
@@ -321,16 +331,12 @@ impl Default for DpxOptions {
 }
 
 impl FrameEncoder for DpxOptions {
-    fn encode(
-        &self,
-        number: u64,
-        (width, height): (u32, u32),
-        alpha: bool,
-        frame: &mut DecodedFrame,
-        out: &mut Vec<u8>,
-    ) -> Result<(), String> {
-        out.clear();
+    fn render(&self, number: u64, (width, height): (u32, u32), alpha: bool, frame: &mut DecodedFrame) {
         render_frame(width, height, number, alpha, frame);
+    }
+
+    fn encode_frame(&self, frame: &DecodedFrame, out: &mut Vec<u8>) -> Result<(), String> {
+        out.clear();
         let opts = playsim_dpx::WriteOptions { bit_depth: self.bit_depth, endian: self.endian };
         playsim_dpx::write_dpx(frame, &opts, out).map_err(|e| e.to_string())
     }
@@ -416,16 +422,12 @@ struct ExrOptions {
 }
 
 impl FrameEncoder for ExrOptions {
-    fn encode(
-        &self,
-        number: u64,
-        (width, height): (u32, u32),
-        alpha: bool,
-        frame: &mut DecodedFrame,
-        out: &mut Vec<u8>,
-    ) -> Result<(), String> {
-        out.clear();
+    fn render(&self, number: u64, (width, height): (u32, u32), alpha: bool, frame: &mut DecodedFrame) {
         render_frame_f32(width, height, number, alpha, frame);
+    }
+
+    fn encode_frame(&self, frame: &DecodedFrame, out: &mut Vec<u8>) -> Result<(), String> {
+        out.clear();
         // Each file is compressed on its caller's thread: the callers already fill the
         // cores, and a rayon pool on top would only contend with them.
         let opts = playsim_exr::write::WriteOptions {
@@ -492,16 +494,12 @@ struct TiffOptions {
 }
 
 impl FrameEncoder for TiffOptions {
-    fn encode(
-        &self,
-        number: u64,
-        (width, height): (u32, u32),
-        alpha: bool,
-        frame: &mut DecodedFrame,
-        out: &mut Vec<u8>,
-    ) -> Result<(), String> {
-        out.clear();
+    fn render(&self, number: u64, (width, height): (u32, u32), alpha: bool, frame: &mut DecodedFrame) {
         render_frame(width, height, number, alpha, frame);
+    }
+
+    fn encode_frame(&self, frame: &DecodedFrame, out: &mut Vec<u8>) -> Result<(), String> {
+        out.clear();
         let sample = if self.bit_depth == 8 { playsim_tiff::Sample::U8 } else { playsim_tiff::Sample::U16 };
         let opts = playsim_tiff::WriteOptions {
             sample,

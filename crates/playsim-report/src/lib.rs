@@ -72,6 +72,7 @@ pub mod live_csv;
 pub mod merge;
 #[cfg(feature = "render")]
 pub mod plot;
+pub mod record;
 pub mod render;
 pub mod renderer;
 pub mod schema;

@@ -1,0 +1,610 @@
+//! Record mode's paced runner: frames arrive on the clock, as from a capture card, are encoded
+//! on a pool and written through a [`RecordSink`], and a frame that arrives while the queue is
+//! full is dropped and charged to the stage that holds the oldest queued frame.
+//!
+//! The rule, for a run of `n` frames at positions `k = 0..n`:
+//! - with a rate, frame `k` arrives at `rate.due_offset(k)` from the start, computed from `k`
+//!   each time; without one, frames arrive as fast as the queue takes them and none is dropped;
+//! - `queue` (`-q`, frametest's rule) is the most frames queued: arrived and not yet done
+//!   (published under their real name, or failed);
+//! - a frame that arrives while the queue is full is **dropped**: never encoded, never
+//!   written. It is charged to the stage of the oldest queued frame:
+//!
+//!   | the oldest queued frame is                        | the drop is charged to |
+//!   |---------------------------------------------------|------------------------|
+//!   | waiting for an encoder, or being encoded          | `encode`               |
+//!   | waiting for a writer, written, synced, published  | `storage`              |
+//!
+//!   (A frame the source could not supply in time is an `input` drop; the generator always
+//!   supplies, so only a transport source can have them.)
+//! - `encoders` frames are encoded at once, `writers` written at once; a frame keeps its queue
+//!   slot from arrival until it is done;
+//! - a frame whose write fails is `failed`, charged to storage, with the error; with
+//!   [`OnError::Stop`] (the default, as capture software does) the run stops there: no frame
+//!   arrives after it, and the frames in flight finish.
+//!
+//! Every timestamp is read from the [`Clock`] by this module, around the calls into the
+//! [`EncodeExecutor`] and the [`RecordSink`].
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use playsim_core::{BufPool, Clock, DecodedFrame, FrameRate, StorageError};
+/// The run's records are the report model's: the engine fills them, the report renders them.
+pub use playsim_report::record::{RecordCause, RecordFrame, RecordOutcome, RecordRun};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::cancel::CancelToken;
+use crate::exec::{EncodeExecutor, EncodeJob};
+use crate::frametest::IoFuture;
+
+/// The most frames one run may have: every frame keeps a record of its times.
+pub const MAX_RECORD_FRAMES: u64 = 10_000_000;
+/// The most frames queued, encoders or writers.
+pub const MAX_RECORD_SLOTS: u32 = 4096;
+
+/// When written data must be durable (`--sync`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// Never asked for: the page cache (or the server) decides.
+    #[default]
+    None,
+    /// Each frame is synced before it is published.
+    Frame,
+    /// Everything is synced once, after the last frame.
+    End,
+}
+
+/// What a failed write does to the run (`--on-error`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnError {
+    /// The run stops after the first failed write, as capture software does.
+    #[default]
+    Stop,
+    /// The frame is counted, and the run goes on.
+    Continue,
+}
+
+/// The settings of a record run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordConfig {
+    /// Frames that arrive, dropped ones included.
+    pub n_frames: u64,
+    /// The rate frames arrive at; `None` for as fast as the queue takes them.
+    pub rate: Option<FrameRate>,
+    /// Frames queued (arrived, not done) at most.
+    pub queue: u32,
+    /// Frames encoded at once (the encode pool's threads).
+    pub encoders: u32,
+    /// Frames written at once.
+    pub writers: u32,
+    /// When data must be durable.
+    pub sync: SyncPolicy,
+    /// What a failed write does to the run.
+    pub on_error: OnError,
+}
+
+impl RecordConfig {
+    /// Checks the settings; the error names the setting as the command line spells it, with a
+    /// valid example.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.n_frames == 0 || self.n_frames > MAX_RECORD_FRAMES {
+            return Err(format!(
+                "--frames {} is out of range: 1 to {MAX_RECORD_FRAMES} (for example --frames 240)",
+                self.n_frames
+            ));
+        }
+        for (flag, value) in [("-q", self.queue), ("--encoders", self.encoders), ("--writers", self.writers)]
+        {
+            if value == 0 || value > MAX_RECORD_SLOTS {
+                return Err(format!(
+                    "{flag} {value} is out of range: 1 to {MAX_RECORD_SLOTS} (for example {flag} 4)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where record mode's frames go: written under a temporary name, then published.
+pub trait RecordSink: Send + Sync + 'static {
+    /// The real name of frame `position`'s file, for messages.
+    fn name(&self, position: u64) -> String;
+
+    /// Creates frame `position`'s file under its temporary name and writes `bytes` into it.
+    fn write(
+        &self,
+        position: u64,
+        bytes: Arc<[u8]>,
+    ) -> IoFuture<'_, Result<Box<dyn WrittenFrame>, StorageError>>;
+
+    /// Makes everything written durable, once, after the last frame (`--sync end`).
+    fn sync_all(&self) -> IoFuture<'_, Result<(), StorageError>>;
+}
+
+/// A frame's file, written under its temporary name.
+pub trait WrittenFrame: Send + Sync {
+    /// Makes its data durable (`--sync frame`).
+    fn sync(&self) -> IoFuture<'_, Result<(), StorageError>>;
+
+    /// Closes it and renames it to its real name.
+    fn publish(self: Box<Self>) -> IoFuture<'static, Result<(), StorageError>>;
+}
+
+/// The record runner: see the [module](self) for the rule.
+pub struct Recorder {
+    config: RecordConfig,
+    encoder: Arc<dyn EncodeExecutor>,
+    sink: Arc<dyn RecordSink>,
+    clock: Arc<dyn Clock>,
+    cancel: Arc<CancelToken>,
+}
+
+impl Recorder {
+    /// A run of `config`, encoding on `encoder` and writing to `sink`, timed by `clock`.
+    pub fn new(
+        config: RecordConfig,
+        encoder: Arc<dyn EncodeExecutor>,
+        sink: Arc<dyn RecordSink>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Recorder, String> {
+        config.validate()?;
+        Ok(Recorder { config, encoder, sink, clock, cancel: Arc::default() })
+    }
+
+    /// The token that stops the run (Ctrl-C): no frame arrives after it, and the run ends
+    /// once the frames in flight are done.
+    pub fn canceller(&self) -> Arc<CancelToken> {
+        Arc::clone(&self.cancel)
+    }
+
+    /// Runs every frame and returns their records. Must run inside a tokio runtime.
+    pub async fn run(self) -> RecordRun {
+        let Recorder { config, encoder, sink, clock, cancel } = self;
+        let origin = clock.now();
+        let shared = Arc::new(Shared {
+            encoder,
+            sink,
+            clock: Arc::clone(&clock),
+            origin,
+            encoders: Arc::new(Semaphore::new(config.encoders as usize)),
+            writers: Arc::new(Semaphore::new(config.writers as usize)),
+            scratch: BufPool::new(),
+            stages: Mutex::new(BTreeMap::new()),
+            sync: config.sync,
+            on_error: config.on_error,
+            cancel: Arc::clone(&cancel),
+        });
+        let queue = Arc::new(Semaphore::new(config.queue as usize));
+        let n = config.n_frames;
+        let mut records: Vec<Option<RecordFrame>> = vec![None; usize::try_from(n).unwrap_or(0)];
+        let mut tasks = JoinSet::new();
+        let mut failure = None;
+        let mut k = 0u64;
+        while k < n && !cancel.is_cancelled() {
+            let permit = match config.rate {
+                Some(rate) => {
+                    tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => break,
+                        _ = clock.sleep_until(origin + rate.due_offset(k)) => {}
+                    }
+                    Arc::clone(&queue).try_acquire_owned().ok()
+                }
+                None => match acquire(&queue, &cancel).await {
+                    Some(permit) => Some(permit),
+                    None => break,
+                },
+            };
+            let mut rec = RecordFrame { position: k, due_ns: shared.now_ns(), ..RecordFrame::default() };
+            match permit {
+                Some(permit) => {
+                    shared.set_stage(k, Some(RecordCause::Encode));
+                    tasks.spawn(Arc::clone(&shared).frame(rec, permit));
+                }
+                None => {
+                    rec.cause = Some(shared.oldest_stage());
+                    if let Some(slot) = usize::try_from(k).ok().and_then(|i| records.get_mut(i)) {
+                        *slot = Some(rec);
+                    }
+                }
+            }
+            while let Some(done) = tasks.try_join_next() {
+                keep(&mut records, &mut failure, done);
+            }
+            k += 1;
+        }
+        while let Some(done) = tasks.join_next().await {
+            keep(&mut records, &mut failure, done);
+        }
+        let mut end_sync_ns = None;
+        if shared.sync == SyncPolicy::End {
+            let start = shared.now_ns();
+            let synced = shared.sink.sync_all().await;
+            end_sync_ns = Some(shared.now_ns().saturating_sub(start));
+            if let Err(e) = synced {
+                failure.get_or_insert(format!("the end sync failed: {}", e.message));
+            }
+        }
+        RecordRun {
+            records: records.into_iter().flatten().collect(),
+            end_ns: shared.now_ns(),
+            end_sync_ns,
+            interrupted: k < n,
+            failure: cancel.failure().or(failure),
+            encode_cpu_ns: u64::try_from(shared.encoder.cpu_time().as_nanos()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// What the frame tasks share.
+struct Shared {
+    encoder: Arc<dyn EncodeExecutor>,
+    sink: Arc<dyn RecordSink>,
+    clock: Arc<dyn Clock>,
+    origin: Duration,
+    encoders: Arc<Semaphore>,
+    writers: Arc<Semaphore>,
+    scratch: BufPool<DecodedFrame>,
+    /// The stage of every queued frame, by position: the oldest is the first.
+    stages: Mutex<BTreeMap<u64, RecordCause>>,
+    sync: SyncPolicy,
+    on_error: OnError,
+    cancel: Arc<CancelToken>,
+}
+
+impl Shared {
+    fn now_ns(&self) -> u64 {
+        duration_ns(self.clock.now().saturating_sub(self.origin))
+    }
+
+    /// Sets (or with `None`, clears) the stage of queued frame `position`.
+    fn set_stage(&self, position: u64, stage: Option<RecordCause>) {
+        let mut stages = self.stages.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match stage {
+            Some(stage) => stages.insert(position, stage),
+            None => stages.remove(&position),
+        };
+    }
+
+    /// The stage of the oldest queued frame, which a frame arriving on a full queue is
+    /// charged to.
+    fn oldest_stage(&self) -> RecordCause {
+        let stages = self.stages.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A full queue always holds a frame; storage is said if a race emptied it.
+        stages.values().next().copied().unwrap_or(RecordCause::Storage)
+    }
+
+    /// One frame: an encoder, the encode, a writer, the write, the sync, the publish. Its
+    /// queue slot is released when it is done.
+    async fn frame(self: Arc<Self>, mut rec: RecordFrame, queue_slot: OwnedSemaphorePermit) -> RecordFrame {
+        let position = rec.position;
+        let rec = async {
+            let Ok(encoder) = Arc::clone(&self.encoders).acquire_owned().await else {
+                return self.failed(rec, RecordCause::Encode, "no encoder was left to run it".into());
+            };
+            rec.encode_started_ns = Some(self.now_ns());
+            let job = EncodeJob { position, scratch: self.scratch.get(), result: Err(String::new()) };
+            let done = self.encoder.encode(job).await;
+            rec.encoded_ns = Some(self.now_ns());
+            drop(encoder);
+            let bytes = match done.map(|job| job.result) {
+                Some(Ok(bytes)) => bytes,
+                Some(Err(e)) => return self.failed(rec, RecordCause::Encode, format!("cannot encode: {e}")),
+                None => {
+                    let why = "the encode worker was lost (an encoder panicked)".to_owned();
+                    return self.failed(rec, RecordCause::Encode, why);
+                }
+            };
+            self.set_stage(position, Some(RecordCause::Storage));
+            let Ok(writer) = Arc::clone(&self.writers).acquire_owned().await else {
+                return self.failed(rec, RecordCause::Storage, "no writer was left to run it".into());
+            };
+            rec.write_started_ns = Some(self.now_ns());
+            rec.bytes = bytes.len() as u64;
+            let stored = async {
+                let written = self.sink.write(position, bytes).await;
+                rec.written_ns = Some(self.now_ns());
+                let file = written?;
+                if self.sync == SyncPolicy::Frame {
+                    file.sync().await?;
+                    rec.synced_ns = Some(self.now_ns());
+                }
+                file.publish().await
+            }
+            .await;
+            drop(writer);
+            match stored {
+                Ok(()) => {
+                    rec.outcome = RecordOutcome::Written;
+                    rec.done_ns = Some(self.now_ns());
+                    rec
+                }
+                Err(e) => {
+                    if self.on_error == OnError::Stop {
+                        let name = self.sink.name(position);
+                        self.cancel
+                            .fail(format!("frame {position} ({name}): {} (--on-error stop)", e.message));
+                    }
+                    self.failed(rec, RecordCause::Storage, e.message)
+                }
+            }
+        }
+        .await;
+        self.set_stage(position, None);
+        drop(queue_slot);
+        rec
+    }
+
+    fn failed(&self, mut rec: RecordFrame, cause: RecordCause, error: String) -> RecordFrame {
+        rec.outcome = RecordOutcome::Failed;
+        rec.cause = Some(cause);
+        rec.done_ns = Some(self.now_ns());
+        rec.error = Some(format!("frame {} ({}): {error}", rec.position, self.sink.name(rec.position)));
+        rec
+    }
+}
+
+/// A queue slot, waiting for one; `None` if the run is cancelled first.
+async fn acquire(queue: &Arc<Semaphore>, cancel: &CancelToken) -> Option<OwnedSemaphorePermit> {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => None,
+        permit = Arc::clone(queue).acquire_owned() => permit.ok(),
+    }
+}
+
+/// Files a finished frame task's record; a task that panicked is noted as the run's failure.
+fn keep(
+    records: &mut [Option<RecordFrame>],
+    failure: &mut Option<String>,
+    done: Result<RecordFrame, tokio::task::JoinError>,
+) {
+    match done {
+        Ok(rec) => {
+            if let Some(slot) = usize::try_from(rec.position).ok().and_then(|i| records.get_mut(i)) {
+                *slot = Some(rec);
+            }
+        }
+        Err(e) => {
+            failure.get_or_insert_with(|| format!("a frame task failed: {e}"));
+        }
+    }
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use playsim_core::StorageErrorKind;
+
+    use super::*;
+    use crate::{JobFuture, TokioClock};
+
+    const MS: Duration = Duration::from_millis(1);
+    const MS_NS: u64 = 1_000_000;
+
+    /// Encodes in `cost` of the clock's time (`slow` for the frames listed), 1000 bytes a frame.
+    struct ScriptedEncoder {
+        cost: Duration,
+        slow: Vec<(u64, Duration)>,
+        n_encoded: AtomicU64,
+    }
+
+    impl EncodeExecutor for ScriptedEncoder {
+        fn encode(&self, job: EncodeJob) -> JobFuture<Option<EncodeJob>> {
+            self.n_encoded.fetch_add(1, Ordering::Relaxed);
+            let cost = self.slow.iter().find(|(k, _)| *k == job.position).map_or(self.cost, |(_, c)| *c);
+            Box::pin(async move {
+                tokio::time::sleep(cost).await;
+                let mut job = job;
+                job.result = Ok(Arc::from(vec![7u8; 1000]));
+                Some(job)
+            })
+        }
+
+        fn cpu_time(&self) -> Duration {
+            self.cost * u32::try_from(self.n_encoded.load(Ordering::Relaxed)).unwrap_or(0)
+        }
+    }
+
+    /// Writes in `cost` of the clock's time (`slow` for the frames listed; `fail` fails).
+    struct ScriptedSink {
+        cost: Duration,
+        slow: Vec<(u64, Duration)>,
+        fail: Vec<u64>,
+        published: Mutex<Vec<u64>>,
+    }
+
+    struct ScriptedFrame {
+        position: u64,
+        sink: Arc<ScriptedSink>,
+    }
+
+    impl RecordSink for Arc<ScriptedSink> {
+        fn name(&self, position: u64) -> String {
+            format!("frame.{position:07}.dpx")
+        }
+
+        fn write(
+            &self,
+            position: u64,
+            _bytes: Arc<[u8]>,
+        ) -> IoFuture<'_, Result<Box<dyn WrittenFrame>, StorageError>> {
+            let cost = self.slow.iter().find(|(k, _)| *k == position).map_or(self.cost, |(_, c)| *c);
+            Box::pin(async move {
+                tokio::time::sleep(cost).await;
+                if self.fail.contains(&position) {
+                    return Err(StorageError::new(
+                        StorageErrorKind::Io,
+                        "No space left on device (os error 28)",
+                    ));
+                }
+                Ok(Box::new(ScriptedFrame { position, sink: Arc::clone(self) }) as Box<dyn WrittenFrame>)
+            })
+        }
+
+        fn sync_all(&self) -> IoFuture<'_, Result<(), StorageError>> {
+            Box::pin(async move {
+                tokio::time::sleep(50 * MS).await;
+                Ok(())
+            })
+        }
+    }
+
+    impl WrittenFrame for ScriptedFrame {
+        fn sync(&self) -> IoFuture<'_, Result<(), StorageError>> {
+            Box::pin(async move {
+                tokio::time::sleep(5 * MS).await;
+                Ok(())
+            })
+        }
+
+        fn publish(self: Box<Self>) -> IoFuture<'static, Result<(), StorageError>> {
+            Box::pin(async move {
+                self.sink
+                    .published
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(self.position);
+                Ok(())
+            })
+        }
+    }
+
+    fn config(n: u64, fps: Option<u32>, queue: u32) -> RecordConfig {
+        RecordConfig {
+            n_frames: n,
+            rate: fps.map(|f| FrameRate::new(f, 1).expect("a valid rate")),
+            queue,
+            encoders: 1,
+            writers: 1,
+            sync: SyncPolicy::None,
+            on_error: OnError::Stop,
+        }
+    }
+
+    fn encoder(cost: Duration, slow: Vec<(u64, Duration)>) -> Arc<ScriptedEncoder> {
+        Arc::new(ScriptedEncoder { cost, slow, n_encoded: AtomicU64::new(0) })
+    }
+
+    fn sink(cost: Duration, slow: Vec<(u64, Duration)>, fail: Vec<u64>) -> Arc<ScriptedSink> {
+        Arc::new(ScriptedSink { cost, slow, fail, published: Mutex::default() })
+    }
+
+    async fn record(
+        config: RecordConfig,
+        encoder: Arc<ScriptedEncoder>,
+        sink: Arc<ScriptedSink>,
+    ) -> RecordRun {
+        let sink: Arc<dyn RecordSink> = Arc::new(sink);
+        Recorder::new(config, encoder, sink, Arc::new(TokioClock::new())).expect("valid settings").run().await
+    }
+
+    fn positions(run: &RecordRun, outcome: RecordOutcome, cause: Option<RecordCause>) -> Vec<u64> {
+        let of = |r: &&RecordFrame| r.outcome == outcome && r.cause == cause;
+        run.records.iter().filter(of).map(|r| r.position).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_encoder_and_storage_that_keep_up_write_every_frame_on_time() {
+        // 25 fps (40 ms); encode 10 ms, write 20 ms: each frame is done 30 ms after it arrives.
+        let (enc, out) = (encoder(10 * MS, vec![]), sink(20 * MS, vec![], vec![]));
+        let run = record(config(25, Some(25), 2), enc, Arc::clone(&out)).await;
+        assert_eq!(positions(&run, RecordOutcome::Written, None), (0..25).collect::<Vec<_>>());
+        for r in &run.records {
+            let due = r.position * 40 * MS_NS;
+            assert_eq!(r.due_ns, due);
+            assert_eq!((r.encode_started_ns, r.encoded_ns), (Some(due), Some(due + 10 * MS_NS)));
+            assert_eq!((r.written_ns, r.done_ns), (Some(due + 30 * MS_NS), Some(due + 30 * MS_NS)));
+            assert_eq!(r.bytes, 1000);
+        }
+        assert_eq!(out.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len(), 25);
+        assert!(!run.interrupted && run.failure.is_none());
+        assert_eq!(run.end_ns, 24 * 40 * MS_NS + 30 * MS_NS);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_write_costs_storage_drops_once_the_queue_is_full() {
+        // Frame 5's write takes 300 ms. A queue of 3: frames 6 and 7 queue behind it (encoded,
+        // waiting for the one writer); frames 8 to 12 arrive on a full queue, whose oldest frame
+        // (5) is in storage. Frame 5 is done at 200 + 10 + 300 = 510 ms; 6 and 7 follow, 20 ms
+        // each, and frame 13 (520 ms) finds room.
+        let (enc, out) = (encoder(10 * MS, vec![]), sink(20 * MS, vec![(5, 300 * MS)], vec![]));
+        let run = record(config(20, Some(25), 3), enc, out).await;
+        assert_eq!(positions(&run, RecordOutcome::Dropped, Some(RecordCause::Storage)), [8, 9, 10, 11, 12]);
+        assert!(positions(&run, RecordOutcome::Dropped, Some(RecordCause::Encode)).is_empty());
+        assert_eq!(positions(&run, RecordOutcome::Written, None).len(), 15);
+        let dropped = &run.records[8];
+        assert_eq!((dropped.due_ns, dropped.encode_started_ns, dropped.bytes), (320 * MS_NS, None, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_encoder_slower_than_the_rate_costs_encode_drops() {
+        // One encoder of 100 ms at 25 fps, a queue of 2, writes of 5 ms: the oldest queued frame
+        // is always in the encoder when a frame finds the queue full.
+        let (enc, out) = (encoder(100 * MS, vec![]), sink(5 * MS, vec![], vec![]));
+        let run = record(config(30, Some(25), 2), enc, out).await;
+        let encode_drops = positions(&run, RecordOutcome::Dropped, Some(RecordCause::Encode));
+        assert!(!encode_drops.is_empty());
+        assert!(positions(&run, RecordOutcome::Dropped, Some(RecordCause::Storage)).is_empty());
+        let written = positions(&run, RecordOutcome::Written, None).len();
+        assert_eq!(written + encode_drops.len(), 30);
+        // The encoder never idles once the queue fills: 100 ms a frame, so 12 written in 1.2 s.
+        assert!((11..=13).contains(&written), "{written} written");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_write_stops_the_run_by_default_and_not_with_continue() {
+        let run =
+            record(config(20, Some(25), 2), encoder(10 * MS, vec![]), sink(20 * MS, vec![], vec![4])).await;
+        assert_eq!(positions(&run, RecordOutcome::Failed, Some(RecordCause::Storage)), [4]);
+        let failure = run.failure.clone().unwrap_or_default();
+        assert!(
+            failure.contains("frame 4 (frame.0000004.dpx)") && failure.contains("os error 28"),
+            "{failure}"
+        );
+        assert!(run.interrupted && run.records.len() < 20);
+        let error = run.records[4].error.clone().unwrap_or_default();
+        assert!(error.starts_with("frame 4 (frame.0000004.dpx): No space left"), "{error}");
+
+        let go_on = RecordConfig { on_error: OnError::Continue, ..config(20, Some(25), 2) };
+        let run = record(go_on, encoder(10 * MS, vec![]), sink(20 * MS, vec![], vec![4])).await;
+        assert_eq!(positions(&run, RecordOutcome::Written, None).len(), 19);
+        assert!(!run.interrupted && run.failure.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn sync_per_frame_is_timed_and_sync_at_the_end_once() {
+        let per_frame = RecordConfig { sync: SyncPolicy::Frame, ..config(4, Some(25), 2) };
+        let run = record(per_frame, encoder(10 * MS, vec![]), sink(20 * MS, vec![], vec![])).await;
+        for r in &run.records {
+            assert_eq!(r.synced_ns.zip(r.written_ns).map(|(s, w)| s - w), Some(5 * MS_NS));
+        }
+        let at_end = RecordConfig { sync: SyncPolicy::End, ..config(4, Some(25), 2) };
+        let run = record(at_end, encoder(10 * MS, vec![]), sink(20 * MS, vec![], vec![])).await;
+        assert_eq!(run.end_sync_ns, Some(50 * MS_NS));
+        assert!(run.records.iter().all(|r| r.synced_ns.is_none()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_rate_frames_arrive_as_the_queue_takes_them_and_none_drops() {
+        let run = record(config(10, None, 2), encoder(10 * MS, vec![]), sink(20 * MS, vec![], vec![])).await;
+        assert_eq!(positions(&run, RecordOutcome::Written, None).len(), 10);
+        // The writer is the bottleneck: 10 writes of 20 ms after the first encode.
+        assert_eq!(run.end_ns, 10 * MS_NS + 10 * 20 * MS_NS);
+    }
+
+    #[test]
+    fn settings_out_of_range_are_refused_with_an_example() {
+        let err = RecordConfig { queue: 0, ..config(10, None, 2) }.validate().unwrap_err();
+        assert_eq!(err, "-q 0 is out of range: 1 to 4096 (for example -q 4)");
+        assert!(config(0, None, 2).validate().unwrap_err().contains("--frames 240"));
+    }
+}

@@ -1,0 +1,354 @@
+//! `playsim record`'s result: every frame's times through the write side (arrival, encode,
+//! write, sync, publish), the drops by cause, and the summary and JSON figures over them.
+//!
+//! The engine's record runner ([`playsim_engine::record`]) fills a [`RecordRun`]; the facade
+//! adds a [`RecordInfo`] (destination, format, settings) and hands both here as a
+//! [`RecordResult`].
+//!
+//! ```
+//! use playsim_report::record::{self, RecordInfo, RecordResult, RecordRun};
+//!
+//! let result = RecordResult { info: RecordInfo::default(), run: RecordRun::default() };
+//! assert!(record::summary(&result).contains("Frames written: 0"));
+//! assert_eq!(record::figures(&result).frames_written, 0);
+//! ```
+//!
+//! [`playsim_engine::record`]: https://docs.rs/playsim-engine
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The stage a dropped frame is charged to: the write side's drop rule (ARCHITECTURE.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordCause {
+    /// The source could not supply the frame in time.
+    Input,
+    /// The oldest queued frame was waiting for, or in, the encoder.
+    Encode,
+    /// The oldest queued frame was being written, synced or published (or waiting to be).
+    Storage,
+}
+
+impl RecordCause {
+    /// Its name: `input`, `encode`, `storage`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordCause::Input => "input",
+            RecordCause::Encode => "encode",
+            RecordCause::Storage => "storage",
+        }
+    }
+}
+
+/// What became of a frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordOutcome {
+    /// Encoded, written and published under its real name.
+    Written,
+    /// It arrived while the queue was full, and was never encoded (see the record's cause).
+    #[default]
+    Dropped,
+    /// Its encode or write failed (see the record's cause and error); no file is left under its
+    /// real name.
+    Failed,
+}
+
+/// One frame's times, in nanoseconds from the start of the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordFrame {
+    /// Its position in the run (its frame number), from 0.
+    pub position: u64,
+    /// When it arrived, on the clock.
+    pub due_ns: u64,
+    /// When its encode started (it had an encoder).
+    pub encode_started_ns: Option<u64>,
+    /// When its encode returned.
+    pub encoded_ns: Option<u64>,
+    /// When its write started (it had a writer).
+    pub write_started_ns: Option<u64>,
+    /// When its bytes were written, under the temporary name.
+    pub written_ns: Option<u64>,
+    /// When its sync returned (`--sync frame`).
+    pub synced_ns: Option<u64>,
+    /// When it was published under its real name, and left the queue.
+    pub done_ns: Option<u64>,
+    /// Bytes of its file.
+    pub bytes: u64,
+    /// What became of it.
+    pub outcome: RecordOutcome,
+    /// The stage a dropped or failed frame is charged to.
+    pub cause: Option<RecordCause>,
+    /// Why it failed: the frame, the file and the error.
+    pub error: Option<String>,
+}
+
+/// What the runner measured.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordRun {
+    /// One record per frame that arrived, by position.
+    pub records: Vec<RecordFrame>,
+    /// When the last frame was done (and the end sync, with `--sync end`).
+    pub end_ns: u64,
+    /// How long the end sync took (`--sync end`).
+    pub end_sync_ns: Option<u64>,
+    /// The run stopped (Ctrl-C, or a storage error with `--on-error stop`) before every frame
+    /// arrived.
+    pub interrupted: bool,
+    /// Why the run stopped early, when an error stopped it.
+    pub failure: Option<String>,
+    /// CPU time the encodes took (the generator's render included).
+    pub encode_cpu_ns: u64,
+}
+
+/// What the summary says about a run besides its records.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordInfo {
+    /// The destination, as given.
+    pub destination: String,
+    /// The format and its encoder, e.g. `dpx 10-bit rgb`.
+    pub format: String,
+    /// The frame size, e.g. `2048x1556`.
+    pub size: String,
+    /// The settings, as flags: `--fps 24 -q 4 --encoders 2 --writers 2 --sync none`.
+    pub parameters: String,
+    /// The frame rate, in frames per second (0 for as fast as possible).
+    pub fps: f64,
+}
+
+/// A record run with what was run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordResult {
+    /// What was run.
+    pub info: RecordInfo,
+    /// What was measured.
+    pub run: RecordRun,
+}
+
+/// Latency percentiles of a stage, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StageLatency {
+    /// Frames measured.
+    pub n: u64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// The longest.
+    pub max_ms: f64,
+}
+
+/// The figures of a run, as `--json` writes them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordFigures {
+    /// What was run.
+    pub info: RecordInfo,
+    /// Frames that arrived.
+    pub frames_arrived: u64,
+    /// Frames written and published.
+    pub frames_written: u64,
+    /// Frames dropped, all causes.
+    pub frames_dropped: u64,
+    /// Dropped because the source was late.
+    pub dropped_input: u64,
+    /// Dropped because the encoder held the oldest queued frame.
+    pub dropped_encode: u64,
+    /// Dropped because storage held the oldest queued frame.
+    pub dropped_storage: u64,
+    /// Frames whose encode or write failed.
+    pub frames_failed: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Seconds from the first arrival to the last frame done.
+    pub elapsed_s: f64,
+    /// Frames written per second.
+    pub fps: f64,
+    /// Megabytes (10^6 bytes) written per second.
+    pub mb_per_s: f64,
+    /// Arrival to encode start.
+    pub queue_wait: StageLatency,
+    /// Encode (render included).
+    pub encode: StageLatency,
+    /// Write: writer start to written.
+    pub write: StageLatency,
+    /// Sync, per frame (`--sync frame`).
+    pub sync: StageLatency,
+    /// Arrival to published.
+    pub total: StageLatency,
+    /// The end sync, in milliseconds (`--sync end`).
+    pub end_sync_ms: Option<f64>,
+    /// Encode CPU seconds per GB written.
+    pub encode_cpu_s_per_gb: f64,
+    /// The stop's reason, when the run stopped early.
+    pub failure: Option<String>,
+    /// Whether the run stopped before every frame arrived.
+    pub interrupted: bool,
+}
+
+/// The run's figures.
+pub fn figures(result: &RecordResult) -> RecordFigures {
+    let run = &result.run;
+    let count = |pred: &dyn Fn(&RecordFrame) -> bool| run.records.iter().filter(|r| pred(r)).count() as u64;
+    let dropped =
+        |cause: RecordCause| count(&|r| r.outcome == RecordOutcome::Dropped && r.cause == Some(cause));
+    let bytes: u64 =
+        run.records.iter().filter(|r| r.outcome == RecordOutcome::Written).map(|r| r.bytes).sum();
+    let first_due = run.records.first().map_or(0, |r| r.due_ns);
+    let elapsed = Duration::from_nanos(run.end_ns.saturating_sub(first_due));
+    let written = count(&|r| r.outcome == RecordOutcome::Written);
+    let span = |from: fn(&RecordFrame) -> Option<u64>, to: fn(&RecordFrame) -> Option<u64>| {
+        latency(run.records.iter().filter_map(|r| Some(to(r)?.saturating_sub(from(r)?))).collect())
+    };
+    let secs = elapsed.as_secs_f64();
+    RecordFigures {
+        info: result.info.clone(),
+        frames_arrived: run.records.len() as u64,
+        frames_written: written,
+        frames_dropped: count(&|r| r.outcome == RecordOutcome::Dropped),
+        dropped_input: dropped(RecordCause::Input),
+        dropped_encode: dropped(RecordCause::Encode),
+        dropped_storage: dropped(RecordCause::Storage),
+        frames_failed: count(&|r| r.outcome == RecordOutcome::Failed),
+        bytes,
+        elapsed_s: secs,
+        fps: if secs > 0.0 { written as f64 / secs } else { 0.0 },
+        mb_per_s: if secs > 0.0 { bytes as f64 / 1e6 / secs } else { 0.0 },
+        queue_wait: span(|r| Some(r.due_ns), |r| r.encode_started_ns),
+        encode: span(|r| r.encode_started_ns, |r| r.encoded_ns),
+        write: span(|r| r.write_started_ns, |r| r.written_ns),
+        sync: span(|r| r.written_ns, |r| r.synced_ns),
+        total: span(
+            |r| Some(r.due_ns),
+            |r| if r.outcome == RecordOutcome::Written { r.done_ns } else { None },
+        ),
+        end_sync_ms: run.end_sync_ns.map(|ns| ns as f64 / 1e6),
+        encode_cpu_s_per_gb: if bytes > 0 {
+            run.encode_cpu_ns as f64 / 1e9 / (bytes as f64 / 1e9)
+        } else {
+            0.0
+        },
+        failure: run.failure.clone(),
+        interrupted: run.interrupted,
+    }
+}
+
+fn latency(mut ns: Vec<u64>) -> StageLatency {
+    if ns.is_empty() {
+        return StageLatency::default();
+    }
+    ns.sort_unstable();
+    let at = |q: f64| {
+        let i = ((ns.len() as f64 * q).ceil() as usize).clamp(1, ns.len()) - 1;
+        ns[i] as f64 / 1e6
+    };
+    StageLatency { n: ns.len() as u64, p50_ms: at(0.5), p99_ms: at(0.99), max_ms: at(1.0) }
+}
+
+/// The figures as JSON.
+pub fn json(result: &RecordResult) -> String {
+    serde_json::to_string_pretty(&figures(result)).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// The summary, as text.
+pub fn summary(result: &RecordResult) -> String {
+    let f = figures(result);
+    let mut out = String::new();
+    let _ = writeln!(out, "Record: {} to {}", f.info.format, f.info.destination);
+    let _ = writeln!(out, "  size {}, {}", f.info.size, f.info.parameters);
+    let _ = writeln!(
+        out,
+        "Frames written: {} of {} ({:.3} MB) in {:.3} s: {:.2} fps, {:.1} MB/s",
+        f.frames_written,
+        f.frames_arrived,
+        f.bytes as f64 / 1e6,
+        f.elapsed_s,
+        f.fps,
+        f.mb_per_s
+    );
+    let _ = writeln!(
+        out,
+        "Frames dropped: {} (input {}, encode {}, storage {}); failed: {}",
+        f.frames_dropped, f.dropped_input, f.dropped_encode, f.dropped_storage, f.frames_failed
+    );
+    let _ = writeln!(out, "Latency ms        n      p50      p99      max");
+    for (name, l) in [
+        ("queue wait", &f.queue_wait),
+        ("encode", &f.encode),
+        ("write", &f.write),
+        ("sync", &f.sync),
+        ("total", &f.total),
+    ] {
+        if l.n > 0 {
+            let _ = writeln!(
+                out,
+                "  {name:<12} {:>6} {:>8.2} {:>8.2} {:>8.2}",
+                l.n, l.p50_ms, l.p99_ms, l.max_ms
+            );
+        }
+    }
+    if let Some(ms) = f.end_sync_ms {
+        let _ = writeln!(out, "End sync: {ms:.2} ms");
+    }
+    let _ = writeln!(out, "Encode CPU: {:.3} s per GB written", f.encode_cpu_s_per_gb);
+    let failed: Vec<&str> = result.run.records.iter().filter_map(|r| r.error.as_deref()).take(5).collect();
+    for error in &failed {
+        let _ = writeln!(out, "  {error}");
+    }
+    if let Some(failure) = &f.failure {
+        let _ = writeln!(out, "Stopped: {failure}");
+    } else if f.interrupted {
+        let _ = writeln!(out, "Stopped before every frame arrived (interrupted)");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(position: u64, outcome: RecordOutcome, cause: Option<RecordCause>) -> RecordFrame {
+        let due = position * 40_000_000;
+        let written = outcome == RecordOutcome::Written;
+        RecordFrame {
+            position,
+            due_ns: due,
+            encode_started_ns: written.then_some(due + 1_000_000),
+            encoded_ns: written.then_some(due + 11_000_000),
+            write_started_ns: written.then_some(due + 11_000_000),
+            written_ns: written.then_some(due + 31_000_000),
+            synced_ns: None,
+            done_ns: written.then_some(due + 32_000_000),
+            bytes: if written { 1_000_000 } else { 0 },
+            outcome,
+            cause,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn figures_count_drops_by_cause_and_time_each_stage() {
+        let run = RecordRun {
+            records: vec![
+                frame(0, RecordOutcome::Written, None),
+                frame(1, RecordOutcome::Dropped, Some(RecordCause::Storage)),
+                frame(2, RecordOutcome::Dropped, Some(RecordCause::Encode)),
+                frame(3, RecordOutcome::Written, None),
+            ],
+            end_ns: 3 * 40_000_000 + 32_000_000,
+            encode_cpu_ns: 20_000_000,
+            ..RecordRun::default()
+        };
+        let f = figures(&RecordResult { info: RecordInfo::default(), run });
+        assert_eq!((f.frames_arrived, f.frames_written, f.frames_dropped), (4, 2, 2));
+        assert_eq!((f.dropped_input, f.dropped_encode, f.dropped_storage), (0, 1, 1));
+        assert_eq!(f.bytes, 2_000_000);
+        assert_eq!((f.encode.n, f.encode.p50_ms, f.write.max_ms), (2, 10.0, 20.0));
+        assert_eq!(f.total.max_ms, 32.0);
+        assert!((f.elapsed_s - 0.152).abs() < 1e-9);
+        assert!((f.encode_cpu_s_per_gb - 10.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,184 @@
+//! `playsim record DEST --fps 24 --format dpx`: frames from the generator, encoded for real on a
+//! pool and written at a rate, with drops by cause; prints the summary, writes `--json`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use playsim::engine::record::{OnError, RecordConfig, SyncPolicy};
+use playsim::record::{prepare_record, RecordRequest};
+use playsim::report::record;
+use playsim::settings::parse;
+use playsim::{FramePreset, FrameRate};
+
+/// Exit status when Ctrl-C stopped the run; the summary covers the frames done.
+const EXIT_INTERRUPTED: u8 = 130;
+/// Exit status when a storage error stopped the run (`--on-error stop`).
+const EXIT_STOPPED: u8 = 1;
+
+/// `playsim record`'s arguments.
+#[derive(Args)]
+#[command(after_help = "Examples:\n  \
+    playsim record /tmp/capture --fps 24 --frames 240 --preset 2k          10-bit DPX, 10 s at 24 fps\n  \
+    playsim record /tmp/render --format exr --compression piz --fps 24     PIZ EXR render-out\n  \
+    playsim record /tmp/capture --fps 60 -q 2 --sync frame --json r.json  sync every frame\n\n\
+    Frame k arrives k/FPS after the start, from the generator (a moving picture with k in it).\n\
+    It is encoded on --encoders threads and written by --writers, under .NAME.partial, then\n\
+    renamed. A frame that arrives while -q frames are queued is dropped, and charged to the\n\
+    stage of the oldest queued frame: encode (waiting for or in the encoder) or storage.")]
+pub struct RecordArgs {
+    /// The directory to record into: made if missing; it must be empty, unless --force.
+    dest: PathBuf,
+    /// Frame rate: 24, 23.976, 25, 29.97, 59.94, 60000/1001, or max (as fast as the queue takes
+    /// frames; nothing is dropped).
+    #[arg(long, default_value = "24", value_parser = parse_rate)]
+    fps: Rate,
+    /// Frames to record [default: 10 seconds' worth at --fps, 240 with max].
+    #[arg(long, value_parser = parse::positive, allow_hyphen_values = true)]
+    frames: Option<u64>,
+    /// File format: any format playsim can write (dpx, exr, tiff).
+    #[arg(long, default_value = "dpx", value_parser = crate::parse_generate_format)]
+    format: &'static str,
+    /// Frame size: hd, uhd, 2k, 4k, 2k-dci, 4k-dci, 6k, 8k-dci, 8k-uhd or WxH.
+    #[arg(long, default_value = "2k-dci", value_parser = parse::preset)]
+    preset: FramePreset,
+    /// EXR compression: none, rle, zips, zip, piz, pxr24, b44 or b44a [default: piz].
+    #[arg(long, value_parser = crate::parse_compression)]
+    compression: Option<String>,
+    /// Bits per sample: DPX 8, 10 or 16 [default: 10]; TIFF 8 or 16 [default: 16].
+    #[arg(long, value_parser = parse::bit_depth, allow_hyphen_values = true)]
+    bit_depth: Option<u8>,
+    /// Byte order [default: big for DPX, little for TIFF].
+    #[arg(long, value_enum)]
+    endian: Option<crate::EndianArg>,
+    /// Write RGBA instead of RGB (DPX; EXR is always RGBA).
+    #[arg(long)]
+    alpha: bool,
+    /// File name stem: files are NAME.%07d.EXT.
+    #[arg(long, default_value = "frame")]
+    name: String,
+    /// The most frames queued (arrived, not yet written), frametest's -q.
+    #[arg(short = 'q', long = "queue", default_value_t = 4, value_parser = parse_slots)]
+    queue: u32,
+    /// Frames encoded at once: the encode pool's threads [default: the cores].
+    #[arg(long, value_parser = parse_slots)]
+    encoders: Option<u32>,
+    /// Frames written at once.
+    #[arg(long, default_value_t = 2, value_parser = parse_slots)]
+    writers: u32,
+    /// When data must be durable: none (the page cache decides), frame (each frame before it
+    /// is renamed into place) or end (once, after the last frame).
+    #[arg(long, default_value = "none", value_parser = parse_sync)]
+    sync: SyncPolicy,
+    /// What a failed write does: stop the run (as capture software does) or continue.
+    #[arg(long, default_value = "stop", value_parser = parse_on_error)]
+    on_error: OnError,
+    /// Write into a destination that already holds files.
+    #[arg(long)]
+    force: bool,
+    /// Write the figures as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Runs `playsim record`.
+pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    if let Some(refused) =
+        crate::cli::refuse_unwritable_outputs(args.json.iter().map(|p| ("--json", p.as_path())))
+    {
+        return Ok(refused);
+    }
+    let (format, writer) = crate::writer_format(
+        args.format,
+        args.bit_depth,
+        args.endian,
+        args.compression.as_deref(),
+        "playsim record DEST",
+    )?;
+    let n_frames = args.frames.unwrap_or_else(|| {
+        args.fps.0.map_or(240, |rate| rate.frames_in(std::time::Duration::from_secs(10)).max(1))
+    });
+    let encoders = args.encoders.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1))
+    });
+    let config = RecordConfig {
+        n_frames,
+        rate: args.fps.0,
+        queue: args.queue,
+        encoders,
+        writers: args.writers,
+        sync: args.sync,
+        on_error: args.on_error,
+    };
+    let request = RecordRequest {
+        alpha: args.alpha || writer.rgba_by_default,
+        name: args.name,
+        force: args.force,
+        ..RecordRequest::new(&args.dest, format, args.preset, config)
+    };
+    let prepared = prepare_record(&request)?;
+    for name in &prepared.removed_partials {
+        eprintln!("playsim: removed {name}, a partial frame an interrupted run left");
+    }
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
+    let cancel = prepared.canceller();
+    let ctrl_c = runtime.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    });
+    let result = runtime.block_on(prepared.run());
+    ctrl_c.abort();
+    print!("{}", record::summary(&result));
+    if let Some(path) = &args.json {
+        std::fs::write(path, record::json(&result))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(if result.run.failure.is_some() {
+        ExitCode::from(EXIT_STOPPED)
+    } else if result.run.interrupted {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `--fps`: a rate, or `max` (none).
+#[derive(Clone, Copy, Debug)]
+struct Rate(Option<FrameRate>);
+
+fn parse_rate(s: &str) -> Result<Rate, String> {
+    if s.trim().eq_ignore_ascii_case("max") {
+        return Ok(Rate(None));
+    }
+    s.parse::<FrameRate>().map(|r| Rate(Some(r))).map_err(|e| format!("{e} (or max; for example --fps 24)"))
+}
+
+fn parse_slots(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=playsim::engine::record::MAX_RECORD_SLOTS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "'{s}' is not a count from 1 to {} (for example 4)",
+            playsim::engine::record::MAX_RECORD_SLOTS
+        )),
+    }
+}
+
+fn parse_sync(s: &str) -> Result<SyncPolicy, String> {
+    match s.trim() {
+        "none" => Ok(SyncPolicy::None),
+        "frame" => Ok(SyncPolicy::Frame),
+        "end" => Ok(SyncPolicy::End),
+        _ => Err(format!("'{s}' is not none, frame or end (for example --sync frame)")),
+    }
+}
+
+fn parse_on_error(s: &str) -> Result<OnError, String> {
+    match s.trim() {
+        "stop" => Ok(OnError::Stop),
+        "continue" => Ok(OnError::Continue),
+        _ => Err(format!("'{s}' is not stop or continue (for example --on-error continue)")),
+    }
+}

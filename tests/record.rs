@@ -1,0 +1,175 @@
+//! `playsim record`: what it writes reads back bit-exact, the destination's rules (empty unless
+//! --force, stale partial files removed, space checked first), bad flags refused with an
+//! example, and a disk that fills mid-run (a small tmpfs) stops the run with the error, its
+//! report and only complete frames.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context, Result};
+
+use crate::util::{generate, playsim, run, Background, Run};
+
+/// A small frame, so that the tests are quick in a debug build: 10-bit RGB DPX of 264,192 bytes.
+const SMALL: &str = "256x256";
+
+fn md5s(dir: &Path) -> Result<String> {
+    let done = run(playsim().args(["decode", "--md5"]).arg(dir))?;
+    done.ensure_code(0)?;
+    Ok(done.stdout)
+}
+
+fn record(dest: &Path, extra: &[&str]) -> Result<Run> {
+    run(playsim().arg("record").arg(dest).args(["--preset", SMALL, "--encoders", "2"]).args(extra))
+}
+
+fn figures(path: &Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("no {}", path.display()))?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+fn names(dir: &Path) -> Result<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)?
+        .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_>>()?;
+    names.sort();
+    Ok(names)
+}
+
+/// DPX and TIFF recorded at a rate decode to the generator's own frames, md5 for md5, every
+/// frame written, none dropped, no partial file left.
+#[test]
+fn recorded_dpx_and_tiff_decode_bit_exact_to_the_generators_frames() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    for format in ["dpx", "tiff"] {
+        let (dest, reference) = (tmp.path().join(format), tmp.path().join(format!("{format}-generated")));
+        let json = tmp.path().join(format!("{format}.json"));
+        let done = run(playsim()
+            .arg("record")
+            .arg(&dest)
+            .args(["--preset", SMALL, "--format", format, "--fps", "24", "--frames", "12", "--json"])
+            .arg(&json))?;
+        done.ensure_code(0)?;
+        ensure!(done.stdout.contains("Frames written: 12 of 12"), "{format}:\n{done}");
+        let f = figures(&json)?;
+        ensure!(f["frames_written"] == 12 && f["frames_dropped"] == 0, "{format}: {f}");
+        ensure!(names(&dest)?.iter().all(|n| !n.ends_with(".partial")), "{format}: {:?}", names(&dest)?);
+        generate(&reference, SMALL, 12, &["--format", format])?;
+        let (got, want) = (md5s(&dest)?, md5s(&reference)?);
+        ensure!(got.lines().count() == 12 && got == want, "{format}: recorded\n{got}\ngenerated\n{want}");
+    }
+    Ok(())
+}
+
+/// A destination with files in it is refused (named, with what to do) unless --force; a stale
+/// partial file of an interrupted run is removed and said.
+#[test]
+fn a_non_empty_destination_is_refused_and_stale_partials_are_removed() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dest = tmp.path().join("capture");
+    std::fs::create_dir(&dest)?;
+    std::fs::write(dest.join("notes.txt"), "keep me")?;
+    let refused = record(&dest, &["--fps", "max", "--frames", "2"])?;
+    refused.ensure_code(1)?;
+    ensure!(
+        refused.stderr.contains("is not empty (1 entries, for example notes.txt)")
+            && refused.stderr.contains("--force"),
+        "{refused}"
+    );
+    ensure!(names(&dest)? == ["notes.txt"], "a refused run wrote {:?}", names(&dest)?);
+
+    std::fs::write(dest.join(".frame.0000000.dpx.partial"), "half a frame")?;
+    let forced = record(&dest, &["--fps", "max", "--frames", "2", "--force"])?;
+    forced.ensure_code(0)?;
+    ensure!(forced.stderr.contains("removed .frame.0000000.dpx.partial"), "{forced}");
+    ensure!(names(&dest)? == ["frame.0000000.dpx", "frame.0000001.dpx", "notes.txt"], "{:?}", names(&dest)?);
+    Ok(())
+}
+
+/// Bad flags are refused with a valid example; a run larger than the free space is refused
+/// before it starts, with the figures.
+#[test]
+fn bad_flags_and_too_little_space_are_refused_with_what_to_do() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dest = tmp.path().join("capture");
+    for (flags, expected) in [
+        (&["--sync", "sometimes"][..], "for example --sync frame"),
+        (&["-q", "0"][..], "for example 4"),
+        (&["--fps", "fast"][..], "for example --fps 24"),
+        (&["--on-error", "retry"][..], "for example --on-error continue"),
+        (&["--format", "exr", "--bit-depth", "10"][..], "does not apply to --format exr"),
+    ] {
+        let done = record(&dest, flags)?;
+        ensure!(done.code == Some(2) || done.code == Some(1), "{flags:?}: {done}");
+        ensure!(done.stderr.contains(expected), "{flags:?}: {done}");
+    }
+    let huge = run(playsim().arg("record").arg(&dest).args(["--preset", "8k-dci", "--frames", "10000000"]))?;
+    huge.ensure_code(1)?;
+    ensure!(huge.stderr.contains("bytes free and the run may write"), "{huge}");
+    ensure!(huge.stderr.contains("record fewer frames with --frames"), "{huge}");
+    Ok(())
+}
+
+/// A disk that fills mid-run (a 4 MiB tmpfs, filled once frame 0 is in): the write that fails
+/// is a storage failure naming the frame and the error, the run stops (the default
+/// `--on-error stop`) with its JSON written, and only complete frames carry real names.
+#[test]
+fn a_disk_that_fills_mid_run_stops_the_run_with_the_error_and_only_complete_frames() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let mount = tmp.path().join("small");
+    std::fs::create_dir(&mount)?;
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .arg(&mount)
+        .output();
+    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root): {mounted:?}");
+        return Ok(());
+    }
+    let unmount = Unmount(mount.clone());
+    let dest = mount.join("capture");
+    let json = tmp.path().join("full.json");
+    let mut child = Background::spawn(
+        playsim()
+            .arg("record")
+            .arg(&dest)
+            .args(["--preset", SMALL, "--fps", "24", "--frames", "12", "--json"])
+            .arg(&json),
+        tmp.path(),
+    )?;
+    let first = dest.join("frame.0000000.dpx");
+    let start = Instant::now();
+    while !first.exists() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    ensure!(first.exists(), "frame 0 never appeared");
+    // Fill what is left, so that a later frame's write meets ENOSPC.
+    let filler = mount.join("filler");
+    let _ = std::fs::write(&filler, vec![0u8; 4 << 20]);
+    let done = child.wait(Duration::from_secs(60))?;
+    done.ensure_no_panic()?;
+    ensure!(done.code == Some(1), "{done}");
+    ensure!(
+        done.stdout.contains("No space left on device") && done.stdout.contains("Stopped: frame"),
+        "{done}"
+    );
+    let f = figures(&json)?;
+    ensure!(f["frames_failed"].as_u64() >= Some(1) && f["interrupted"] == true, "{f}");
+    let names = names(&dest)?;
+    ensure!(names.iter().all(|n| !n.ends_with(".partial")), "{names:?}");
+    for name in &names {
+        let bytes = std::fs::metadata(dest.join(name))?.len();
+        ensure!(bytes == 264_192, "{name} is {bytes} bytes: a half frame under a real name");
+    }
+    drop(unmount);
+    Ok(())
+}
+
+/// Unmounts the test's tmpfs when the test ends, passed or not.
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
