@@ -47,7 +47,8 @@ enum Task {
     /// machine can boot the guest (PLAYSIM_SKIP_VM=1 skips it), and the bench suite in its short
     /// mode (`bench --short`: ratios printed, not asserted).
     Test,
-    /// Build playsim, generate a DPX sequence under target/demo/ and play it at 24 fps.
+    /// Build playsim, generate a DPX sequence under target/demo/ and play it at 24 fps; then
+    /// record two seconds of the same frame size at 24 fps.
     Demo(DemoArgs),
     /// Measure against the anchors: DPX and video decode against FFmpeg, DPX unpack against memcpy,
     /// EXR against a plain OpenEXR reader, local reads against fio, NFS reads against libnfs, the
@@ -288,7 +289,18 @@ fn demo(args: DemoArgs) -> Result<ExitCode> {
     }
     play.args(&args.play_args);
     let status = process::run_status(&mut play)?;
-    Ok(exit_code(status))
+    if !status.success() {
+        return Ok(exit_code(status));
+    }
+    // Then the write side: two seconds of recording the same frame size at 24 fps, encoded
+    // for real, with the drops by cause.
+    let mut record = Command::new(&playsim);
+    record
+        .arg("record")
+        .arg(target.join("demo").join(format!("record-{}", args.preset)))
+        .args(["--fps", "24", "--frames", "48", "--preset", &args.preset, "--force", "--json"])
+        .arg(target.join("demo").join("record.json"));
+    Ok(exit_code(process::run_status(&mut record)?))
 }
 
 /// The repository root: xtask lives one level below it.
