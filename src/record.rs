@@ -30,7 +30,7 @@ use playsim_engine::record::{RecordConfig, RecordSink, Recorder, SyncPolicy, Wri
 use playsim_engine::{CancelToken, EncodePool, FrameMaker, PreciseClock};
 use playsim_media::GenerateFormat;
 use playsim_report::record::{RecordInfo, RecordResult};
-use playsim_storage::write::{LocalWriteStorage, Stability, WriteFile, WriteStorage};
+use playsim_storage::write::{LocalWriteOptions, LocalWriteStorage, Stability, WriteFile, WriteStorage};
 
 /// What to record, and where.
 #[derive(Clone, Debug)]
@@ -49,6 +49,8 @@ pub struct RecordRequest {
     pub config: RecordConfig,
     /// Write into a destination that holds files already.
     pub force: bool,
+    /// Write with O_DIRECT, bypassing the page cache.
+    pub direct: bool,
 }
 
 impl RecordRequest {
@@ -69,6 +71,7 @@ impl RecordRequest {
             name: "frame".to_owned(),
             config,
             force: false,
+            direct: false,
         }
     }
 
@@ -103,8 +106,12 @@ impl RecordRequest {
             SyncPolicy::End => "end",
         };
         format!(
-            "--fps {rate} --frames {} -q {} --encoders {} --writers {} --sync {sync}",
-            c.n_frames, c.queue, c.encoders, c.writers
+            "--fps {rate} --frames {} -q {} --encoders {} --writers {} --sync {sync}{}",
+            c.n_frames,
+            c.queue,
+            c.encoders,
+            c.writers,
+            if self.direct { " --direct" } else { "" }
         )
     }
 }
@@ -211,8 +218,11 @@ pub fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, RecordE
     let maker = GeneratorMaker { format: request.format.clone(), size, alpha: request.alpha };
     let pool =
         EncodePool::new(request.config.encoders, Arc::new(maker)).map_err(io("cannot start the encoders"))?;
-    let sink =
-        LocalRecordSink { storage: LocalWriteStorage::default(), dir: dir.clone(), request: request.clone() };
+    let sink = LocalRecordSink {
+        storage: Arc::new(LocalWriteStorage::new(LocalWriteOptions { direct: request.direct })),
+        dir: dir.clone(),
+        request: request.clone(),
+    };
     let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
     let recorder = Recorder::new(request.config.clone(), Arc::new(pool), Arc::new(sink), clock)
         .map_err(RecordError::Settings)?;
@@ -252,7 +262,7 @@ impl FrameMaker for GeneratorMaker {
 
 /// Writes frames into a local directory through [`LocalWriteStorage`].
 struct LocalRecordSink {
-    storage: LocalWriteStorage,
+    storage: Arc<LocalWriteStorage>,
     dir: PathBuf,
     request: RecordRequest,
 }
@@ -282,9 +292,13 @@ impl RecordSink for LocalRecordSink {
                 let _ = self.storage.remove(&partial).await;
                 return Err(storage_error(e));
             }
-            let storage = LocalWriteStorage::default();
+            let storage = Arc::clone(&self.storage);
             Ok(Box::new(LocalWritten { file, partial, done, storage }) as Box<dyn WrittenFrame>)
         })
+    }
+
+    fn cpu_time(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.storage.stats().cpu_ns)
     }
 
     fn sync_all(&self) -> IoFuture<'_, Result<(), StorageError>> {
@@ -315,7 +329,7 @@ struct LocalWritten {
     file: Box<dyn WriteFile>,
     partial: PathBuf,
     done: PathBuf,
-    storage: LocalWriteStorage,
+    storage: Arc<LocalWriteStorage>,
 }
 
 impl WrittenFrame for LocalWritten {

@@ -77,6 +77,10 @@ pub struct RecordArgs {
     /// Write into a destination that already holds files.
     #[arg(long)]
     force: bool,
+    /// Write with O_DIRECT, bypassing the page cache. A DPX's size is rarely a multiple of
+    /// 4096: its last block is written padded with zeros, and the file cut back to its size.
+    #[arg(long)]
+    direct: bool,
     /// Write the figures as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -115,6 +119,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         alpha: args.alpha || writer.rgba_by_default,
         name: args.name,
         force: args.force,
+        direct: args.direct,
         ..RecordRequest::new(&args.dest, format, args.preset, config)
     };
     let prepared = prepare_record(&request)?;

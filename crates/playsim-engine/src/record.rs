@@ -131,6 +131,11 @@ pub trait RecordSink: Send + Sync + 'static {
 
     /// Makes everything written durable, once, after the last frame (`--sync end`).
     fn sync_all(&self) -> IoFuture<'_, Result<(), StorageError>>;
+
+    /// CPU time its writes and syncs have taken so far, where it can be measured.
+    fn cpu_time(&self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// A frame's file, written under its temporary name.
@@ -243,7 +248,8 @@ impl Recorder {
             end_sync_ns,
             interrupted: k < n,
             failure: cancel.failure().or(failure),
-            encode_cpu_ns: u64::try_from(shared.encoder.cpu_time().as_nanos()).unwrap_or(u64::MAX),
+            encode_cpu_ns: duration_ns(shared.encoder.cpu_time()),
+            write_cpu_ns: duration_ns(shared.sink.cpu_time()),
         }
     }
 }

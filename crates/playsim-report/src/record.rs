@@ -103,6 +103,8 @@ pub struct RecordRun {
     pub failure: Option<String>,
     /// CPU time the encodes took (the generator's render included).
     pub encode_cpu_ns: u64,
+    /// CPU time of the threads doing the writes and syncs, where the storage measures it.
+    pub write_cpu_ns: u64,
 }
 
 /// What the summary says about a run besides its records.
@@ -183,6 +185,8 @@ pub struct RecordFigures {
     pub end_sync_ms: Option<f64>,
     /// Encode CPU seconds per GB written.
     pub encode_cpu_s_per_gb: f64,
+    /// Write CPU seconds per GB written (the writing threads', where measured).
+    pub write_cpu_s_per_gb: f64,
     /// The stop's reason, when the run stopped early.
     pub failure: Option<String>,
     /// Whether the run stopped before every frame arrived.
@@ -226,14 +230,19 @@ pub fn figures(result: &RecordResult) -> RecordFigures {
             |r| if r.outcome == RecordOutcome::Written { r.done_ns } else { None },
         ),
         end_sync_ms: run.end_sync_ns.map(|ns| ns as f64 / 1e6),
-        encode_cpu_s_per_gb: if bytes > 0 {
-            run.encode_cpu_ns as f64 / 1e9 / (bytes as f64 / 1e9)
-        } else {
-            0.0
-        },
+        encode_cpu_s_per_gb: per_gb(run.encode_cpu_ns, bytes),
+        write_cpu_s_per_gb: per_gb(run.write_cpu_ns, bytes),
         failure: run.failure.clone(),
         interrupted: run.interrupted,
     }
+}
+
+/// CPU seconds per GB (10^9 bytes) written.
+fn per_gb(cpu_ns: u64, bytes: u64) -> f64 {
+    if bytes == 0 {
+        return 0.0;
+    }
+    cpu_ns as f64 / bytes as f64
 }
 
 fn latency(mut ns: Vec<u64>) -> StageLatency {
@@ -293,7 +302,11 @@ pub fn summary(result: &RecordResult) -> String {
     if let Some(ms) = f.end_sync_ms {
         let _ = writeln!(out, "End sync: {ms:.2} ms");
     }
-    let _ = writeln!(out, "Encode CPU: {:.3} s per GB written", f.encode_cpu_s_per_gb);
+    let _ = writeln!(
+        out,
+        "CPU per GB written: encode {:.3} s, write {:.3} s",
+        f.encode_cpu_s_per_gb, f.write_cpu_s_per_gb
+    );
     let failed: Vec<&str> = result.run.records.iter().filter_map(|r| r.error.as_deref()).take(5).collect();
     for error in &failed {
         let _ = writeln!(out, "  {error}");
