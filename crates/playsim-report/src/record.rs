@@ -3,7 +3,8 @@
 //!
 //! The engine's record runner ([`playsim_engine::record`]) fills a [`RecordRun`]; the facade
 //! adds a [`RecordInfo`] (destination, format, settings) and hands both here as a
-//! [`RecordResult`].
+//! [`RecordResult`]. The shape of `--json` ([`RecordFigures`]) is pinned by
+//! `schema/record.schema.json`.
 //!
 //! ```
 //! use playsim_report::record::{self, RecordInfo, RecordResult, RecordRun};
@@ -260,6 +261,15 @@ fn latency(mut ns: Vec<u64>) -> StageLatency {
 /// The figures as JSON.
 pub fn json(result: &RecordResult) -> String {
     serde_json::to_string_pretty(&figures(result)).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// The JSON schema of [`RecordFigures`] (`record --json`), pinned by
+/// `schema/record.schema.json`.
+pub fn figures_schema() -> String {
+    let schema = schemars::schema_for!(RecordFigures);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// The summary, as text.

@@ -1,6 +1,7 @@
 //! The JSON schema of every JSON shape playsim writes, each kept in a file under `schema/`:
-//! the run report (`report.schema.json`) and the capacity search's result
-//! (`capacity.schema.json`).
+//! the run report (`report.schema.json`), the capacity search's result
+//! (`capacity.schema.json`), frametest's figures (`frametest.schema.json`) and record's
+//! (`record.schema.json`).
 //!
 //! A test compares each committed file with the schema generated from its model, so a change
 //! to a JSON shape cannot go unnoticed. Regenerate the files with
@@ -19,6 +20,7 @@ pub const SCHEMAS: &[SchemaFile] = &[
     ("report.schema.json", report_schema),
     ("capacity.schema.json", capacity_schema),
     ("frametest.schema.json", crate::frametest::figures_schema),
+    ("record.schema.json", crate::record::figures_schema),
 ];
 
 /// The JSON schema of [`Report`], pretty-printed, ending with a newline.
