@@ -40,7 +40,7 @@ use playsim_report::frametest::{thousands, FrametestInfo};
 use playsim_storage::nfs::NfsOptions;
 use playsim_storage::smb::SmbOptions;
 use playsim_storage::transport::{Location, TransportOptions};
-use playsim_storage::write::{LocalWriteStorage, Stability, WriteBytes, WriteFile, WriteStorage};
+use playsim_storage::write::{Stability, WriteBytes, WriteFile, WriteStorage};
 use playsim_storage::{IoEngine, LocalOptions, UringOptions, DEFAULT_BLOCK_SIZE};
 
 use crate::{Error, PlayOrder};
@@ -222,7 +222,7 @@ pub async fn prepare_frametest(request: &FrametestRequest) -> Result<PreparedFra
     config.validate().map_err(refused)?;
     let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
     let (io, info, n_frames, n_files): (Arc<dyn FrameIo>, FrametestInfo, u64, u64) = match &request.mode {
-        FrametestMode::Write { size } => prepare_writes(request, size).await?,
+        FrametestMode::Write { size } => prepare_writes(request, size, &clock).await?,
         FrametestMode::Read { expect } => prepare_reads(request, expect.as_ref(), &clock).await?,
     };
     (config.n_frames, config.n_files) = (n_frames, n_files);
@@ -238,16 +238,17 @@ pub async fn prepare_frametest(request: &FrametestRequest) -> Result<PreparedFra
 async fn prepare_writes(
     request: &FrametestRequest,
     size: &FrameSize,
+    clock: &Arc<dyn Clock>,
 ) -> Result<(Arc<dyn FrameIo>, FrametestInfo, u64, u64), Error> {
-    let dir = &request.dir;
-    let example = format!("for example playsim frametest -w 2k -n 24 {}", dir.display());
-    // Only local files have the write API so far: a URL's transport only reads.
-    let transport = crate::location::transports().find(&dir.to_string_lossy()).map_err(Error::Storage)?;
-    if !transport.schemes().is_empty() {
+    let requested = &request.dir;
+    let example = format!("for example playsim frametest -w 2k -n 24 {}", requested.display());
+    let transport =
+        crate::location::transports().find(&requested.to_string_lossy()).map_err(Error::Storage)?;
+    if !transport.holds_files() {
         return Err(Error::Engine(format!(
-            "cannot write to {}: playsim's {} client only reads; mount the export and write to its path, {example}",
-            dir.display(),
-            transport.name().to_uppercase()
+            "cannot write to {}: {} storage holds no files; write to a local path or an nfs:// URL, {example}",
+            requested.display(),
+            transport.name()
         )));
     }
     for (on, flag) in [(request.loop_files, "-l"), (request.decode, "--decode"), (request.cold, "--cold")] {
@@ -279,7 +280,19 @@ async fn prepare_writes(
         file_bytes: size.file_bytes,
     };
     let header = layout.header().map_err(|e| Error::Engine(e.to_string()))?;
-    let storage: Arc<dyn WriteStorage> = Arc::new(LocalWriteStorage::default());
+    // The transport's own writer: local files, or playsim's NFS client for nfs:// (whose
+    // directory must exist: the transport's open checks it).
+    let options = TransportOptions::new().with(request.nfs.clone()).with(request.smb.clone());
+    let location = crate::location::open(requested, options, clock).await?;
+    let storage = location.writer_storage(false).await.ok_or_else(|| {
+        Error::Engine(format!(
+            "cannot write to {}: playsim's {} client only reads; mount the share and write to its path, {example}",
+            requested.display(),
+            transport.name().to_uppercase()
+        ))
+    })?;
+    let storage = storage.map_err(Error::Storage)?;
+    let dir = &location.path().to_path_buf();
     storage.create_dir_all(dir).await.map_err(|e| Error::Engine(e.to_string()))?;
     let body = tokio::task::spawn_blocking(move || layout.ramp_body())
         .await
@@ -295,7 +308,7 @@ async fn prepare_writes(
     let info = FrametestInfo {
         write: true,
         parameters: request.parameters(),
-        location: dir.display().to_string(),
+        location: requested.display().to_string(),
         pattern,
         n_files: n,
         size: Some(size.clone()),

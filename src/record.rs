@@ -11,26 +11,27 @@
 //!
 //! # #[tokio::main] async fn main() -> anyhow::Result<()> {
 //! let config = RecordConfig {
-//!     n_frames: 48, rate: playsim::FrameRate::new(24, 1), queue: 4, encoders: 2, writers: 2,
+//!     n_frames: 48, rate: playsim::FrameRate::new(24, 1).ok(), queue: 4, encoders: 2, writers: 2,
 //!     sync: SyncPolicy::None, on_error: OnError::Stop,
 //! };
 //! let format = GenerateFormat::parse("dpx", &[])?;
 //! let request = RecordRequest::new("/tmp/capture", format, playsim::FramePreset::Hd, config);
-//! let result = prepare_record(&request)?.run().await;
+//! let result = prepare_record(&request).await?.run().await;
 //! println!("{}", playsim::report::record::summary(&result));
 //! # Ok(()) }
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use playsim_core::{Clock, DecodedFrame, FramePreset, StorageError, StorageErrorKind};
+use playsim_core::{Clock, DecodedFrame, FramePreset, StorageError};
 use playsim_engine::frametest::IoFuture;
 use playsim_engine::record::{RecordConfig, RecordSink, Recorder, SyncPolicy, WrittenFrame};
 use playsim_engine::{CancelToken, EncodePool, FrameMaker, PreciseClock};
 use playsim_media::GenerateFormat;
 use playsim_report::record::{RecordInfo, RecordResult};
-use playsim_storage::write::{LocalWriteOptions, LocalWriteStorage, Stability, WriteFile, WriteStorage};
+use playsim_storage::transport::TransportOptions;
+use playsim_storage::write::{Stability, WriteFile, WriteStorage};
 
 /// What to record, and where.
 #[derive(Clone, Debug)]
@@ -142,16 +143,9 @@ pub enum RecordError {
         /// Frames asked for.
         n_frames: u64,
     },
-    /// The destination cannot be made, read or checked.
-    #[error("{dir}: {what}: {source}")]
-    Io {
-        /// The destination.
-        dir: String,
-        /// What was being done.
-        what: &'static str,
-        /// The error.
-        source: std::io::Error,
-    },
+    /// The destination cannot be opened, made, listed or written; the message names it.
+    #[error("{0}")]
+    Destination(String),
     /// The settings are out of range.
     #[error("{0}")]
     Settings(String),
@@ -177,74 +171,74 @@ impl PreparedRecord {
     }
 }
 
-/// Checks the destination (made if missing; refused if it holds files, without `--force`;
-/// refused if it lacks the space), removes the partial files an interrupted run left, and
-/// starts the encoder's threads.
-pub fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, RecordError> {
+/// Checks the destination (made if missing, where its transport can make it; refused if it
+/// holds files, without `--force`; refused if it lacks the space), removes the partial files an
+/// interrupted run left, and starts the encoder's threads. The destination is a local path or
+/// a URL of a transport that writes (`nfs://`).
+pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, RecordError> {
     request.config.validate().map_err(RecordError::Settings)?;
-    let dir = &request.destination;
-    let shown = dir.display().to_string();
-    let io = |what: &'static str| {
-        let dir = shown.clone();
-        move |source| RecordError::Io { dir, what, source }
-    };
-    std::fs::create_dir_all(dir).map_err(io("cannot create the directory"))?;
+    let shown = request.destination.display().to_string();
+    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
+    let location = crate::location::open(&request.destination, TransportOptions::new(), &clock)
+        .await
+        .map_err(|e| RecordError::Destination(e.to_string()))?;
+    let storage = location.writer_storage(request.direct).await.ok_or_else(|| {
+        RecordError::Destination(format!(
+            "{shown}: this transport only reads; record to a local path, a mount or an nfs:// URL"
+        ))
+    })?;
+    let storage = storage.map_err(|e| RecordError::Destination(e.to_string()))?;
+    let dir = location.path().to_path_buf();
+    let write_failed = |e: playsim_storage::write::WriteError| RecordError::Destination(e.to_string());
+    storage.create_dir_all(&dir).await.map_err(write_failed)?;
+    let index = location.index_storage().map_err(|e| RecordError::Destination(e.to_string()))?;
+    let listing = index.list_dir(&dir).await.map_err(|e| RecordError::Destination(e.message))?;
     let mut removed_partials = Vec::new();
     let mut others = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io("cannot list the directory"))? {
-        let name = entry.map_err(io("cannot list the directory"))?.file_name().to_string_lossy().into_owned();
-        if is_partial(&name) {
-            std::fs::remove_file(dir.join(&name)).map_err(io("cannot remove a stale partial file"))?;
-            removed_partials.push(name);
+    for entry in listing {
+        if is_partial(&entry.name) {
+            storage.remove(&dir.join(&entry.name)).await.map_err(write_failed)?;
+            removed_partials.push(entry.name);
         } else {
-            others.push(name);
+            others.push(entry.name);
         }
     }
     if !others.is_empty() && !request.force {
         others.sort();
         return Err(RecordError::NotEmpty { dir: shown, n_files: others.len(), example: others[0].clone() });
     }
-    let available = available_bytes(dir).map_err(io("cannot read the free space"))?;
     let needed = request.estimated_bytes();
-    if needed > available {
-        return Err(RecordError::NoSpace {
-            dir: shown,
-            available,
-            needed,
-            n_frames: request.config.n_frames,
-        });
+    if let Some(available) = storage.free_bytes(&dir).await.map_err(write_failed)? {
+        if needed > available {
+            return Err(RecordError::NoSpace {
+                dir: shown,
+                available,
+                needed,
+                n_frames: request.config.n_frames,
+            });
+        }
     }
     let size = request.preset.dimensions();
     let maker = GeneratorMaker { format: request.format.clone(), size, alpha: request.alpha };
-    let pool =
-        EncodePool::new(request.config.encoders, Arc::new(maker)).map_err(io("cannot start the encoders"))?;
-    let sink = LocalRecordSink {
-        storage: Arc::new(LocalWriteStorage::new(LocalWriteOptions { direct: request.direct })),
-        dir: dir.clone(),
-        request: request.clone(),
-    };
-    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
-    let recorder = Recorder::new(request.config.clone(), Arc::new(pool), Arc::new(sink), clock)
-        .map_err(RecordError::Settings)?;
+    let pool = EncodePool::new(request.config.encoders, Arc::new(maker))
+        .map_err(|e| RecordError::Destination(format!("cannot start the encoders: {e}")))?;
     let info = RecordInfo {
         destination: shown,
         format: format!("{} {}", request.format.name(), request.format.encoder().describe(request.alpha)),
         size: format!("{}x{}", size.0, size.1),
         parameters: request.parameters(),
         fps: request.config.rate.map_or(0.0, |r| r.as_f64()),
+        storage: storage.describe(),
     };
+    let sink = StorageRecordSink { storage, dir, request: request.clone() };
+    let recorder = Recorder::new(request.config.clone(), Arc::new(pool), Arc::new(sink), clock)
+        .map_err(RecordError::Settings)?;
     Ok(PreparedRecord { recorder, info, removed_partials })
 }
 
 /// Whether `name` is a partial file record mode writes: `.NAME.partial`.
 fn is_partial(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(".partial") && name.len() > ".partial".len() + 1
-}
-
-/// Bytes free to an unprivileged writer on the file system of `dir`.
-fn available_bytes(dir: &Path) -> std::io::Result<u64> {
-    let stat = rustix::fs::statvfs(dir)?;
-    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
 /// The generator's frames, encoded by the format's writer.
@@ -260,21 +254,21 @@ impl FrameMaker for GeneratorMaker {
     }
 }
 
-/// Writes frames into a local directory through [`LocalWriteStorage`].
-struct LocalRecordSink {
-    storage: Arc<LocalWriteStorage>,
+/// Writes frames into a directory through a transport's [`WriteStorage`].
+struct StorageRecordSink {
+    storage: Arc<dyn WriteStorage>,
     dir: PathBuf,
     request: RecordRequest,
 }
 
-impl LocalRecordSink {
+impl StorageRecordSink {
     fn paths(&self, position: u64) -> (PathBuf, PathBuf) {
         let name = self.request.file_name(position);
         (self.dir.join(format!(".{name}.partial")), self.dir.join(name))
     }
 }
 
-impl RecordSink for LocalRecordSink {
+impl RecordSink for StorageRecordSink {
     fn name(&self, position: u64) -> String {
         self.paths(position).1.display().to_string()
     }
@@ -293,55 +287,36 @@ impl RecordSink for LocalRecordSink {
                 return Err(storage_error(e));
             }
             let storage = Arc::clone(&self.storage);
-            Ok(Box::new(LocalWritten { file, partial, done, storage }) as Box<dyn WrittenFrame>)
+            Ok(Box::new(Written { file, partial, done, storage }) as Box<dyn WrittenFrame>)
         })
+    }
+
+    fn sync_all(&self) -> IoFuture<'_, Result<(), StorageError>> {
+        Box::pin(async move { self.storage.sync_all(&self.dir).await.map_err(storage_error) })
     }
 
     fn cpu_time(&self) -> std::time::Duration {
         std::time::Duration::from_nanos(self.storage.stats().cpu_ns)
     }
-
-    fn sync_all(&self) -> IoFuture<'_, Result<(), StorageError>> {
-        Box::pin(async move {
-            let dir = self.dir.clone();
-            let synced = tokio::task::spawn_blocking(move || {
-                let fd = std::fs::File::open(&dir)?;
-                rustix::fs::syncfs(&fd).map_err(std::io::Error::from)
-            })
-            .await;
-            match synced {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(StorageError::new(
-                    StorageErrorKind::Io,
-                    format!("syncfs {}: {e}", self.dir.display()),
-                )),
-                Err(e) => Err(StorageError::new(
-                    StorageErrorKind::Io,
-                    format!("syncfs {}: {e}", self.dir.display()),
-                )),
-            }
-        })
-    }
 }
 
 /// A frame written under its partial name.
-struct LocalWritten {
+struct Written {
     file: Box<dyn WriteFile>,
     partial: PathBuf,
     done: PathBuf,
-    storage: Arc<LocalWriteStorage>,
+    storage: Arc<dyn WriteStorage>,
 }
 
-impl WrittenFrame for LocalWritten {
+impl WrittenFrame for Written {
     fn sync(&self) -> IoFuture<'_, Result<(), StorageError>> {
         Box::pin(async move { self.file.sync().await.map_err(storage_error) })
     }
 
     fn publish(self: Box<Self>) -> IoFuture<'static, Result<(), StorageError>> {
         Box::pin(async move {
-            let LocalWritten { file, partial, done, storage } = *self;
-            let closed = file.close().await;
-            if let Err(e) = closed {
+            let Written { file, partial, done, storage } = *self;
+            if let Err(e) = file.close().await {
                 let _ = storage.remove(&partial).await;
                 return Err(storage_error(e));
             }
@@ -351,7 +326,7 @@ impl WrittenFrame for LocalWritten {
 }
 
 fn storage_error(e: playsim_storage::write::WriteError) -> StorageError {
-    StorageError::new(StorageErrorKind::Io, e.to_string())
+    StorageError::from(e)
 }
 
 #[cfg(test)]

@@ -126,7 +126,7 @@ fn bad_frametest_flags_are_refused_with_an_example() -> Result<()> {
         (&["-w", "2k", out], 1),
         (&["-w", "2k", "-r", out], 1),
         (&["-n", "2", out], 1),
-        (&["-w", "2k", "-n", "2", "nfs://127.0.0.1/export/ft"], 1),
+        (&["-w", "2k", "-n", "2", "sim://lan?bw=1Gbit"], 1),
         (&["-w", "2k", "-n", "2", "-l", out], 1),
         (&["-w", "2k", "-n", "2", "--decode", out], 1),
         (&["-r", "-f", "abc", empty], 2),

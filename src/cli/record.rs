@@ -28,7 +28,8 @@ const EXIT_STOPPED: u8 = 1;
     renamed. A frame that arrives while -q frames are queued is dropped, and charged to the\n\
     stage of the oldest queued frame: encode (waiting for or in the encoder) or storage.")]
 pub struct RecordArgs {
-    /// The directory to record into: made if missing; it must be empty, unless --force.
+    /// The directory to record into: a local path (made if missing) or an nfs:// URL of an
+    /// existing directory, written by playsim's own NFS client; it must be empty, unless --force.
     dest: PathBuf,
     /// Frame rate: 24, 23.976, 25, 29.97, 59.94, 60000/1001, or max (as fast as the queue takes
     /// frames; nothing is dropped).
@@ -122,12 +123,12 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         direct: args.direct,
         ..RecordRequest::new(&args.dest, format, args.preset, config)
     };
-    let prepared = prepare_record(&request)?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
+    let prepared = runtime.block_on(prepare_record(&request))?;
     for name in &prepared.removed_partials {
         eprintln!("playsim: removed {name}, a partial frame an interrupted run left");
     }
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     let cancel = prepared.canceller();
     let ctrl_c = runtime.spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {

@@ -121,6 +121,8 @@ pub struct RecordInfo {
     pub parameters: String,
     /// The frame rate, in frames per second (0 for as fast as possible).
     pub fps: f64,
+    /// How the files are written: `local files (page cache)`, `nfs:// export /srv (...)`.
+    pub storage: String,
 }
 
 /// A record run with what was run.
@@ -278,6 +280,9 @@ pub fn summary(result: &RecordResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Record: {} to {}", f.info.format, f.info.destination);
     let _ = writeln!(out, "  size {}, {}", f.info.size, f.info.parameters);
+    if !f.info.storage.is_empty() {
+        let _ = writeln!(out, "  written as {}", f.info.storage);
+    }
     let _ = writeln!(
         out,
         "Frames written: {} of {} ({:.3} MB) in {:.3} s: {:.2} fps, {:.1} MB/s",

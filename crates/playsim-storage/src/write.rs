@@ -1,8 +1,8 @@
 //! Writing frame files: create, write at an offset, sync, rename into place, remove.
 //!
 //! The read path's [`Storage`](playsim_core::Storage) has a write-side twin here,
-//! [`WriteStorage`], shaped after NFSv3's calls so that playsim's NFS client (and an SMB
-//! client after it) can implement it as they stand:
+//! [`WriteStorage`], shaped after NFSv3's calls so that playsim's NFS client
+//! ([`crate::nfs::NfsWriter`]) implements it as they stand (and an SMB client can):
 //!
 //! | call | local files | NFSv3 | SMB2/3 |
 //! |------|-------------|-------|--------|
@@ -171,7 +171,8 @@ pub struct WriteStats {
     pub cpu_ns: u64,
 }
 
-/// Where frame files are written: local files now, playsim's NFS and SMB clients later.
+/// Where frame files are written: local files, playsim's NFS client; a transport hands its
+/// own out through `Location::writer_storage`.
 /// Used as an `Arc<dyn WriteStorage>`; every call names its file in its error.
 #[async_trait::async_trait]
 pub trait WriteStorage: Send + Sync {
@@ -190,6 +191,12 @@ pub trait WriteStorage: Send + Sync {
 
     /// Removes the file `path`.
     async fn remove(&self, path: &Path) -> Result<(), WriteError>;
+
+    /// Bytes free to this writer on the file system of `dir`, where the storage can tell.
+    async fn free_bytes(&self, dir: &Path) -> Result<Option<u64>, WriteError>;
+
+    /// Makes everything written under `dir` durable, once (a recording's `--sync end`).
+    async fn sync_all(&self, dir: &Path) -> Result<(), WriteError>;
 
     /// The counters so far.
     fn stats(&self) -> WriteStats;
@@ -290,6 +297,24 @@ impl WriteStorage for LocalWriteStorage {
     async fn remove(&self, path: &Path) -> Result<(), WriteError> {
         let owned = path.to_path_buf();
         blocking(WriteOp::Remove, path, move || std::fs::remove_file(owned)).await
+    }
+
+    async fn free_bytes(&self, dir: &Path) -> Result<Option<u64>, WriteError> {
+        let owned = dir.to_path_buf();
+        let stat =
+            blocking(WriteOp::CreateDir, dir, move || rustix::fs::statvfs(&owned).map_err(io::Error::from))
+                .await?;
+        Ok(Some(stat.f_bavail.saturating_mul(stat.f_frsize)))
+    }
+
+    /// One `syncfs` of the file system that holds `dir`.
+    async fn sync_all(&self, dir: &Path) -> Result<(), WriteError> {
+        let owned = dir.to_path_buf();
+        blocking(WriteOp::Sync, dir, move || {
+            let fd = File::open(&owned)?;
+            rustix::fs::syncfs(&fd).map_err(io::Error::from)
+        })
+        .await
     }
 
     fn stats(&self) -> WriteStats {

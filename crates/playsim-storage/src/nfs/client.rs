@@ -500,7 +500,7 @@ fn pack(args: &impl Pack) -> Result<Vec<u8>, NfsFailure> {
     Ok(packed)
 }
 
-fn handle(fh: &[u8]) -> nfs_fh3 {
+pub(super) fn handle(fh: &[u8]) -> nfs_fh3 {
     nfs_fh3 { data: Opaque::owned(fh.to_vec()) }
 }
 
@@ -532,7 +532,7 @@ pub fn decode_any_reply(record: &[u8]) {
     let _ = XdrReader::new(body).u32();
 }
 
-fn unpack<T: Unpack>(reply: &Reply) -> Result<T, NfsFailure> {
+pub(super) fn unpack<T: Unpack>(reply: &Reply) -> Result<T, NfsFailure> {
     let mut cursor = Cursor::new(reply.body());
     T::unpack(&mut cursor)
         .map(|(value, _)| value)

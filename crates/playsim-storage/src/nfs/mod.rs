@@ -37,6 +37,8 @@ mod rpc;
 #[cfg(feature = "nfs")]
 mod storage;
 mod url;
+#[cfg(feature = "nfs")]
+mod writes;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -55,6 +57,8 @@ pub use rpc::{encode_call_message, TcpConnector};
 #[cfg(feature = "nfs")]
 pub use storage::NfsStorage;
 pub use url::{NfsUrl, UrlPart, URL_EXAMPLE};
+#[cfg(feature = "nfs")]
+pub use writes::NfsWriter;
 
 /// The read size used when none is given: 1 MiB, as Linux asks of most servers.
 pub const DEFAULT_RSIZE: usize = 1 << 20;

@@ -252,6 +252,49 @@ impl NfsStorage {
         self.inner.n_lookups.load(Ordering::Relaxed)
     }
 
+    /// Another handle on the same client: its connections, export and handle cache.
+    pub(super) fn clone_handle(&self) -> NfsStorage {
+        NfsStorage { inner: Arc::clone(&self.inner) }
+    }
+
+    /// The export's root file handle.
+    pub(super) fn root_handle(&self) -> Arc<[u8]> {
+        Arc::clone(&self.inner.root)
+    }
+
+    /// The connections.
+    pub(super) fn pool(&self) -> &NfsPool {
+        &self.inner.pool
+    }
+
+    /// The handle and attributes of server path `path` (cached, or by LOOKUPs).
+    pub(super) async fn node_of(&self, path: &str) -> Result<Node, StorageError> {
+        self.inner.node(path).await
+    }
+
+    /// Drops `path` from the handle cache, after a rename or remove changed what it names.
+    pub(super) fn forget(&self, path: &Path) {
+        if let Some(text) = path.to_str() {
+            lock(&self.inner.nodes).remove(text.trim_end_matches('/'));
+        }
+    }
+
+    /// The write-side error of a failed call on `path`, classed and worded as a read's is.
+    pub(super) fn write_error(
+        &self,
+        op: crate::write::WriteOp,
+        path: &Path,
+        failure: NfsFailure,
+    ) -> crate::write::WriteError {
+        let shown = path.to_string_lossy();
+        let e = self.inner.failure(op.verb(), &shown, failure);
+        // The read path's message says "cannot {what} {path}: why"; keep the why.
+        let prefix = format!("cannot {} {}: ", op.verb(), self.inner.url.display_path(&shown));
+        let reason = e.message.strip_prefix(&prefix).unwrap_or(&e.message).to_owned();
+        let named = std::path::PathBuf::from(self.inner.url.display_path(&shown));
+        crate::write::WriteError::new(e.kind, op, &named, reason)
+    }
+
     /// The URL's path exists; for a pattern (`shot.%07d.dpx`), its directory does.
     async fn check_path(&self) -> Result<(), String> {
         let path = self.inner.url.path().trim_end_matches('/');

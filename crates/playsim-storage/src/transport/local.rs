@@ -7,6 +7,7 @@ use std::sync::Arc;
 use playsim_core::Storage;
 
 use super::{size_text, Location, OpenContext, Transport, TransportOptions};
+use crate::write::{LocalWriteOptions, LocalWriteStorage, WriteStorage};
 use crate::{ColdOutcome, Error, IoEngine, LocalOptions, LocalStorage};
 
 /// Plain paths; options: [`LocalOptions`].
@@ -75,6 +76,10 @@ impl Location for LocalLocation {
             Ok(storage) => storage.drop_cache(paths),
             Err(e) => ColdOutcome { files_dropped: 0, message: Some(format!("cannot drop the cache: {e}")) },
         }
+    }
+
+    async fn writer_storage(&self, direct: bool) -> Option<Result<Arc<dyn WriteStorage>, Error>> {
+        Some(Ok(Arc::new(LocalWriteStorage::new(LocalWriteOptions { direct }))))
     }
 
     fn describe(&self, reader: &dyn Storage) -> String {

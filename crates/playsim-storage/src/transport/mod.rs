@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use playsim_core::{Clock, Source, Storage};
 
+use crate::write::WriteStorage;
 use crate::{ColdOutcome, Error};
 
 mod local;
@@ -112,6 +113,12 @@ pub trait Location: Send + Sync {
     /// How the frames travel, in words, for summaries: `local files with O_DIRECT, ext4 on
     /// /`, `playsim's NFS client`. `reader` is one of this location's reader storages.
     fn describe(&self, reader: &dyn Storage) -> String;
+
+    /// The storage that writes files here (`record`), with O_DIRECT where `direct` and the
+    /// transport has it; `None` for a transport that only reads.
+    async fn writer_storage(&self, _direct: bool) -> Option<Result<Arc<dyn WriteStorage>, Error>> {
+        None
+    }
 
     /// The source itself, when this transport makes its frames rather than finding files
     /// (`sim://`); `None` when the source is to be found on [`Location::index_storage`].

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use playsim_core::Storage;
 
 use super::{size_text, Location, OpenContext, Transport, TransportOptions};
-use crate::nfs::{NfsOptions, NfsStorage, NfsUrl, RpcConnector, TcpConnector, UrlPart, URL_EXAMPLE};
+use crate::nfs::{
+    NfsOptions, NfsStorage, NfsUrl, NfsWriter, RpcConnector, TcpConnector, UrlPart, URL_EXAMPLE,
+};
+use crate::write::WriteStorage;
 use crate::{ColdOutcome, Error};
 
 /// `nfs://host[:port]/path[?export=&mountport=&nfsport=&uid=&gid=&proto=tcp]`, over TCP; options:
@@ -114,6 +117,17 @@ impl Location for NfsLocation {
                 "nfs: playsim's own client caches nothing, and the server's cache is the server's".into(),
             ),
         }
+    }
+
+    /// playsim's NFS client on connections of its own (CREATE, WRITE, COMMIT, RENAME);
+    /// `direct` has no meaning over NFS (each file is committed at close, as the kernel's
+    /// client does).
+    async fn writer_storage(&self, _direct: bool) -> Option<Result<Arc<dyn WriteStorage>, Error>> {
+        let writer = async {
+            let client = self.index.another_client().await?;
+            NfsWriter::new(client).await.map_err(|e| Error::Location(e.to_string()))
+        };
+        Some(writer.await.map(|w| Arc::new(w) as Arc<dyn WriteStorage>))
     }
 
     fn describe(&self, _reader: &dyn Storage) -> String {

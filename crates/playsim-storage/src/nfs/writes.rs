@@ -1,0 +1,446 @@
+//! The write side of playsim's NFSv3 client: the calls (CREATE, WRITE, COMMIT, RENAME,
+//! REMOVE, MKDIR, FSSTAT) and [`NfsWriter`], the storage write API over them.
+//!
+//! - A file is created UNCHECKED with size 0 (so an existing one is truncated), and written
+//!   with WRITEs of at most the server's `wtmax`, all of a call's in flight together.
+//! - An UNSTABLE write keeps its bytes (shared, no copy) until a COMMIT. If the COMMIT's write
+//!   verifier differs from the writes' (the server restarted and may have lost them), the kept
+//!   writes are sent again, FILE_SYNC, as RFC 1813 § 3.3.21 asks.
+//! - A close COMMITs what is not committed yet: the kernel client's close-to-open behaviour, so
+//!   that a frame renamed into place is on the server's disk when the next client opens it.
+//! - Every call is retried across reconnects by the pool. A retried RENAME or REMOVE whose
+//!   first try did take effect answers NFS3ERR_NOENT; for RENAME that is success when the
+//!   target is there, for REMOVE when the file is gone.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use nfs3_types::nfs3::{
+    createhow3, diropargs3, filename3, sattr3, stable_how, COMMIT3args, COMMIT3res, CREATE3args, CREATE3res,
+    FSINFO3args, FSINFO3res, FSSTAT3args, FSSTAT3res, MKDIR3args, MKDIR3res, Nfs3Option, Nfs3Result,
+    REMOVE3args, REMOVE3res, RENAME3args, RENAME3res, WRITE3args, WRITE3res, NFS_PROGRAM,
+};
+use nfs3_types::xdr_codec::Opaque;
+use playsim_core::StorageErrorKind;
+
+use super::client::{handle, unpack, NfsFailure, NfsPool};
+use super::storage::NfsStorage;
+use crate::write::{Stability, WriteBytes, WriteError, WriteFile, WriteOp, WriteStats, WriteStorage};
+
+/// NFS3ERR_NOENT.
+const NOENT: u32 = 2;
+/// NFS3ERR_EXIST.
+const EXIST: u32 = 17;
+/// The mode of files and directories created: rw-r--r--, rwxr-xr-x.
+const FILE_MODE: u32 = 0o644;
+const DIR_MODE: u32 = 0o755;
+
+/// A WRITE's result: bytes written, how stable, and the server's write verifier.
+pub(crate) struct Written {
+    count: u32,
+    verifier: [u8; 8],
+}
+
+impl NfsPool {
+    /// CREATE of `name` in directory `dir`, UNCHECKED with size 0: its file handle.
+    pub(crate) async fn create(&self, dir: &[u8], name: &str) -> Result<Vec<u8>, NfsFailure> {
+        let attributes =
+            sattr3 { mode: Nfs3Option::Some(FILE_MODE), size: Nfs3Option::Some(0), ..sattr3::default() };
+        let args = CREATE3args {
+            where_: diropargs3 { dir: handle(dir), name: filename3(Opaque::borrowed(name.as_bytes())) },
+            how: createhow3::UNCHECKED(attributes),
+        };
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_CREATE, &args).await?;
+        match unpack::<CREATE3res>(&reply)? {
+            Nfs3Result::Ok(ok) => match ok.obj {
+                Nfs3Option::Some(fh) => Ok(fh.data.to_vec()),
+                Nfs3Option::None => Ok(self.lookup(dir, name).await?.handle.to_vec()),
+            },
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+
+    /// MKDIR of `name` in `dir`: its handle. One that exists already is looked up.
+    pub(crate) async fn mkdir(&self, dir: &[u8], name: &str) -> Result<Vec<u8>, NfsFailure> {
+        let attributes = sattr3 { mode: Nfs3Option::Some(DIR_MODE), ..sattr3::default() };
+        let args = MKDIR3args {
+            where_: diropargs3 { dir: handle(dir), name: filename3(Opaque::borrowed(name.as_bytes())) },
+            attributes,
+        };
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_MKDIR, &args).await?;
+        match unpack::<MKDIR3res>(&reply)? {
+            Nfs3Result::Ok(ok) => match ok.obj {
+                Nfs3Option::Some(fh) => Ok(fh.data.to_vec()),
+                Nfs3Option::None => Ok(self.lookup(dir, name).await?.handle.to_vec()),
+            },
+            Nfs3Result::Err((status, _)) if status as u32 == EXIST => {
+                Ok(self.lookup(dir, name).await?.handle.to_vec())
+            }
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+
+    /// WRITE of `data` at `offset` into `fh`, as stable as `stable`.
+    pub(crate) async fn write(
+        &self,
+        fh: &[u8],
+        offset: u64,
+        data: &[u8],
+        stable: stable_how,
+    ) -> Result<Written, NfsFailure> {
+        let count = u32::try_from(data.len()).map_err(|_| NfsFailure::Protocol("write too large".into()))?;
+        let args = WRITE3args { file: handle(fh), offset, count, stable, data: Opaque::borrowed(data) };
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_WRITE, &args).await?;
+        match unpack::<WRITE3res>(&reply)? {
+            Nfs3Result::Ok(ok) => {
+                if ok.count > count {
+                    return Err(NfsFailure::Protocol(format!(
+                        "the server says it wrote {} bytes of a write of {count}",
+                        ok.count
+                    )));
+                }
+                Ok(Written { count: ok.count, verifier: ok.verf.0 })
+            }
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+
+    /// COMMIT of the whole of `fh`: the server's write verifier.
+    pub(crate) async fn commit(&self, fh: &[u8]) -> Result<[u8; 8], NfsFailure> {
+        let args = COMMIT3args { file: handle(fh), offset: 0, count: 0 };
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_COMMIT, &args).await?;
+        match unpack::<COMMIT3res>(&reply)? {
+            Nfs3Result::Ok(ok) => Ok(ok.verf.0),
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+
+    /// RENAME of `from_name` in `from_dir` to `to_name` in `to_dir`, replacing it.
+    pub(crate) async fn rename(
+        &self,
+        (from_dir, from_name): (&[u8], &str),
+        (to_dir, to_name): (&[u8], &str),
+    ) -> Result<(), NfsFailure> {
+        let args = RENAME3args {
+            from: diropargs3 {
+                dir: handle(from_dir),
+                name: filename3(Opaque::borrowed(from_name.as_bytes())),
+            },
+            to: diropargs3 { dir: handle(to_dir), name: filename3(Opaque::borrowed(to_name.as_bytes())) },
+        };
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_RENAME, &args).await?;
+        match unpack::<RENAME3res>(&reply)? {
+            Nfs3Result::Ok(_) => Ok(()),
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+
+    /// REMOVE of `name` in `dir`.
+    pub(crate) async fn remove(&self, dir: &[u8], name: &str) -> Result<(), NfsFailure> {
+        let args = REMOVE3args {
+            object: diropargs3 { dir: handle(dir), name: filename3(Opaque::borrowed(name.as_bytes())) },
+        };
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_REMOVE, &args).await?;
+        match unpack::<REMOVE3res>(&reply)? {
+            Nfs3Result::Ok(_) => Ok(()),
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+
+    /// FSINFO's largest write size.
+    pub(crate) async fn wtmax(&self, root: &[u8]) -> Result<u32, NfsFailure> {
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_FSINFO, &FSINFO3args { fsroot: handle(root) }).await?;
+        match unpack::<FSINFO3res>(&reply)? {
+            Nfs3Result::Ok(ok) => Ok(ok.wtmax),
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+
+    /// FSSTAT: bytes in all, and free to this user.
+    pub(crate) async fn fsstat(&self, root: &[u8]) -> Result<(u64, u64), NfsFailure> {
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_FSSTAT, &FSSTAT3args { fsroot: handle(root) }).await?;
+        match unpack::<FSSTAT3res>(&reply)? {
+            Nfs3Result::Ok(ok) => Ok((ok.tbytes, ok.abytes)),
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+}
+
+/// The largest WRITE sent, whatever the server allows: 1 MiB, as the kernel's default wsize.
+const MAX_WSIZE: u32 = 1 << 20;
+
+/// Files written in an NFS export through playsim's own client: the storage write API.
+/// Paths are server paths (`/export/dir/file`), as [`NfsStorage`] reads them.
+pub struct NfsWriter {
+    storage: NfsStorage,
+    wsize: usize,
+    counters: Arc<Counters>,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    n_writes: AtomicU64,
+    bytes: AtomicU64,
+    n_syncs: AtomicU64,
+}
+
+impl NfsWriter {
+    /// The write side of `storage`: its connections, its export, its handle cache. Asks the
+    /// server for its largest write size.
+    pub async fn new(storage: NfsStorage) -> Result<NfsWriter, WriteError> {
+        let root = storage.root_handle();
+        let wtmax = storage
+            .pool()
+            .wtmax(&root)
+            .await
+            .map_err(|e| storage.write_error(WriteOp::Create, Path::new(storage.export()), e))?;
+        let wsize = wtmax.clamp(4096, MAX_WSIZE) as usize;
+        Ok(NfsWriter { storage, wsize, counters: Arc::default() })
+    }
+
+    /// The largest WRITE it sends.
+    pub fn wsize(&self) -> usize {
+        self.wsize
+    }
+
+    /// Bytes in all and free to this user on the export's file system (FSSTAT).
+    pub async fn space(&self) -> Result<(u64, u64), WriteError> {
+        let root = self.storage.root_handle();
+        let export = PathBuf::from(self.storage.export());
+        self.storage
+            .pool()
+            .fsstat(&root)
+            .await
+            .map_err(|e| self.storage.write_error(WriteOp::Create, &export, e))
+    }
+
+    /// The handle of directory `dir` and the name of `path` in it.
+    async fn parent<'p>(&self, op: WriteOp, path: &'p Path) -> Result<(Arc<[u8]>, &'p str), WriteError> {
+        let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+            WriteError::new(StorageErrorKind::Invalid, op, path, "no file name, or not UTF-8")
+        })?;
+        let dir = path.parent().and_then(Path::to_str).unwrap_or("/");
+        let node =
+            self.storage.node_of(dir).await.map_err(|e| WriteError::new(e.kind, op, path, e.message))?;
+        Ok((node.handle, name))
+    }
+}
+
+#[async_trait::async_trait]
+impl WriteStorage for NfsWriter {
+    fn describe(&self) -> String {
+        format!(
+            "nfs:// export {} (playsim's NFSv3 client, WRITE {} KiB)",
+            self.storage.export(),
+            self.wsize >> 10
+        )
+    }
+
+    async fn create_dir_all(&self, dir: &Path) -> Result<(), WriteError> {
+        let text = dir.to_str().ok_or_else(|| {
+            WriteError::new(StorageErrorKind::Invalid, WriteOp::CreateDir, dir, "the path is not UTF-8")
+        })?;
+        let export = self.storage.export().trim_end_matches('/').to_owned();
+        if !crate::nfs::url::is_path_prefix(&export, text) {
+            let why = format!("it is outside the export {export}");
+            return Err(WriteError::new(StorageErrorKind::NotFound, WriteOp::CreateDir, dir, why));
+        }
+        let mut walked = export.clone();
+        let mut handle = self.storage.root_handle();
+        for component in text[export.len().min(text.len())..].split('/').filter(|c| !c.is_empty()) {
+            walked.push('/');
+            walked.push_str(component);
+            handle = match self.storage.node_of(&walked).await {
+                Ok(node) => node.handle,
+                Err(e) if e.kind == StorageErrorKind::NotFound => {
+                    let made = self.storage.pool().mkdir(&handle, component).await;
+                    Arc::from(made.map_err(|e| self.storage.write_error(WriteOp::CreateDir, dir, e))?)
+                }
+                Err(e) => return Err(WriteError::new(e.kind, WriteOp::CreateDir, dir, e.message)),
+            };
+        }
+        Ok(())
+    }
+
+    async fn create(&self, path: &Path) -> Result<Box<dyn WriteFile>, WriteError> {
+        let (dir, name) = self.parent(WriteOp::Create, path).await?;
+        let fh = self.storage.pool().create(&dir, name).await;
+        let fh = fh.map_err(|e| self.storage.write_error(WriteOp::Create, path, e))?;
+        Ok(Box::new(NfsWriteFile {
+            storage: self.storage.clone_handle(),
+            path: path.to_path_buf(),
+            fh: Arc::from(fh),
+            wsize: self.wsize,
+            unstable: Mutex::new(Unstable::default()),
+            counters: Arc::clone(&self.counters),
+        }))
+    }
+
+    async fn rename(&self, from: &Path, to: &Path) -> Result<(), WriteError> {
+        let (from_dir, from_name) = self.parent(WriteOp::Rename, from).await?;
+        let (to_dir, to_name) = self.parent(WriteOp::Rename, to).await?;
+        let renamed = self.storage.pool().rename((&from_dir, from_name), (&to_dir, to_name)).await;
+        self.storage.forget(from);
+        self.storage.forget(to);
+        match renamed {
+            Ok(()) => Ok(()),
+            // A retry of a RENAME that took effect: the source is gone and the target there.
+            Err(NfsFailure::Status(NOENT)) if self.storage.pool().lookup(&to_dir, to_name).await.is_ok() => {
+                Ok(())
+            }
+            Err(e) => Err(self.storage.write_error(WriteOp::Rename, from, e)),
+        }
+    }
+
+    async fn remove(&self, path: &Path) -> Result<(), WriteError> {
+        let (dir, name) = self.parent(WriteOp::Remove, path).await?;
+        let removed = self.storage.pool().remove(&dir, name).await;
+        self.storage.forget(path);
+        removed.map_err(|e| self.storage.write_error(WriteOp::Remove, path, e))
+    }
+
+    /// FSSTAT's bytes free to this user, on the export's file system.
+    async fn free_bytes(&self, _dir: &Path) -> Result<Option<u64>, WriteError> {
+        Ok(Some(self.space().await?.1))
+    }
+
+    /// Nothing to do: every file was committed at its close.
+    async fn sync_all(&self, _dir: &Path) -> Result<(), WriteError> {
+        Ok(())
+    }
+
+    fn stats(&self) -> WriteStats {
+        let c = &self.counters;
+        WriteStats {
+            n_writes: c.n_writes.load(Ordering::Relaxed),
+            bytes: c.bytes.load(Ordering::Relaxed),
+            n_syncs: c.n_syncs.load(Ordering::Relaxed),
+            cpu_ns: 0,
+        }
+    }
+}
+
+/// The UNSTABLE writes of a file not yet committed: their bytes, kept to send again, and the
+/// verifier they were written under.
+#[derive(Default)]
+struct Unstable {
+    writes: Vec<(u64, WriteBytes)>,
+    verifier: Option<[u8; 8]>,
+}
+
+struct NfsWriteFile {
+    storage: NfsStorage,
+    path: PathBuf,
+    fh: Arc<[u8]>,
+    wsize: usize,
+    unstable: Mutex<Unstable>,
+    counters: Arc<Counters>,
+}
+
+impl NfsWriteFile {
+    fn unstable(&self) -> std::sync::MutexGuard<'_, Unstable> {
+        self.unstable.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Sends `data` at `offset` as WRITEs of at most `wsize`, all in flight together; a short
+    /// write is finished with more. Returns the verifier of the last.
+    async fn send(&self, offset: u64, data: &[u8], stable: stable_how) -> Result<[u8; 8], WriteError> {
+        let chunks = data.chunks(self.wsize).enumerate().map(|(i, chunk)| {
+            let at = offset + (i * self.wsize) as u64;
+            self.send_chunk(at, chunk, stable)
+        });
+        let mut verifier = [0; 8];
+        for result in futures_util::future::join_all(chunks).await {
+            verifier = result?;
+        }
+        Ok(verifier)
+    }
+
+    async fn send_chunk(
+        &self,
+        mut offset: u64,
+        mut chunk: &[u8],
+        stable: stable_how,
+    ) -> Result<[u8; 8], WriteError> {
+        loop {
+            let written = self.storage.pool().write(&self.fh, offset, chunk, stable).await;
+            let written = written.map_err(|e| self.storage.write_error(WriteOp::Write, &self.path, e))?;
+            if written.count == 0 && !chunk.is_empty() {
+                let why = "the server wrote 0 bytes of a write";
+                return Err(WriteError::new(StorageErrorKind::Io, WriteOp::Write, &self.path, why));
+            }
+            let n = written.count as usize;
+            if n >= chunk.len() {
+                return Ok(written.verifier);
+            }
+            (offset, chunk) = (offset + n as u64, &chunk[n..]);
+        }
+    }
+
+    /// COMMITs the file; sends the kept writes again (FILE_SYNC) when the server's verifier
+    /// changed since they were written.
+    async fn commit(&self) -> Result<(), WriteError> {
+        let (writes, verifier) = {
+            let unstable = self.unstable();
+            (unstable.writes.clone(), unstable.verifier)
+        };
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let committed = self.storage.pool().commit(&self.fh).await;
+        let committed = committed.map_err(|e| self.storage.write_error(WriteOp::Sync, &self.path, e))?;
+        self.counters.n_syncs.fetch_add(1, Ordering::Relaxed);
+        if verifier != Some(committed) {
+            // The server restarted since (RFC 1813 § 3.3.7): what it had not written is lost.
+            for (offset, data) in &writes {
+                self.send(*offset, data, stable_how::FILE_SYNC).await?;
+            }
+        }
+        let mut unstable = self.unstable();
+        unstable
+            .writes
+            .retain(|(offset, data)| !writes.iter().any(|(o, d)| o == offset && Arc::ptr_eq(d, data)));
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl WriteFile for NfsWriteFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    async fn write_at(&self, offset: u64, data: WriteBytes, stability: Stability) -> Result<u64, WriteError> {
+        let stable = match stability {
+            Stability::Unstable => stable_how::UNSTABLE,
+            Stability::DataSync => stable_how::DATA_SYNC,
+            Stability::FileSync => stable_how::FILE_SYNC,
+        };
+        let verifier = self.send(offset, &data, stable).await?;
+        self.counters.n_writes.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+        if stability == Stability::Unstable {
+            let mut unstable = self.unstable();
+            if unstable.verifier.is_some_and(|v| v != verifier) {
+                // A restart between two writes: commit will find it and send both again.
+                unstable.verifier = None;
+            } else {
+                unstable.verifier = Some(verifier);
+            }
+            unstable.writes.push((offset, data.clone()));
+        } else {
+            self.counters.n_syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(data.len() as u64)
+    }
+
+    async fn sync(&self) -> Result<(), WriteError> {
+        self.commit().await
+    }
+
+    /// Commits what is not committed yet, as the kernel client does at close.
+    async fn close(self: Box<Self>) -> Result<(), WriteError> {
+        self.commit().await
+    }
+}
