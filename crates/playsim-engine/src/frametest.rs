@@ -643,7 +643,7 @@ impl Shared {
 }
 
 /// A queue slot, waiting for one; `None` if the run is cancelled first.
-async fn acquire(queue: &Arc<Semaphore>, cancel: &CancelToken) -> Option<OwnedSemaphorePermit> {
+pub(crate) async fn acquire(queue: &Arc<Semaphore>, cancel: &CancelToken) -> Option<OwnedSemaphorePermit> {
     tokio::select! {
         biased;
         _ = cancel.cancelled() => None,
@@ -651,15 +651,28 @@ async fn acquire(queue: &Arc<Semaphore>, cancel: &CancelToken) -> Option<OwnedSe
     }
 }
 
-/// Files a finished frame task's record; a task that panicked is noted as the run's failure.
-fn keep(
-    records: &mut [Option<FrameRecord>],
+/// A frame's record that knows its position in the run.
+pub(crate) trait Positioned {
+    /// Its position, from 0.
+    fn position(&self) -> u64;
+}
+
+impl Positioned for FrameRecord {
+    fn position(&self) -> u64 {
+        self.position
+    }
+}
+
+/// Files a finished frame task's record by its position; a task that panicked is noted as the
+/// run's failure.
+pub(crate) fn keep<R: Positioned>(
+    records: &mut [Option<R>],
     failure: &mut Option<String>,
-    done: Result<FrameRecord, tokio::task::JoinError>,
+    done: Result<R, tokio::task::JoinError>,
 ) {
     match done {
         Ok(rec) => {
-            if let Some(slot) = usize::try_from(rec.position).ok().and_then(|i| records.get_mut(i)) {
+            if let Some(slot) = usize::try_from(rec.position()).ok().and_then(|i| records.get_mut(i)) {
                 *slot = Some(rec);
             }
         }
@@ -669,7 +682,7 @@ fn keep(
     }
 }
 
-fn duration_ns(d: Duration) -> u64 {
+pub(crate) fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 

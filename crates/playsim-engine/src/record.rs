@@ -47,7 +47,7 @@ use tokio::task::JoinSet;
 
 use crate::cancel::CancelToken;
 use crate::exec::{EncodeExecutor, EncodeJob};
-use crate::frametest::IoFuture;
+use crate::frametest::{acquire, duration_ns, keep, IoFuture, Positioned};
 
 /// The most frames one run may have: every frame keeps a record of its times.
 pub const MAX_RECORD_FRAMES: u64 = 10_000_000;
@@ -389,35 +389,10 @@ impl Shared {
     }
 }
 
-/// A queue slot, waiting for one; `None` if the run is cancelled first.
-async fn acquire(queue: &Arc<Semaphore>, cancel: &CancelToken) -> Option<OwnedSemaphorePermit> {
-    tokio::select! {
-        biased;
-        _ = cancel.cancelled() => None,
-        permit = Arc::clone(queue).acquire_owned() => permit.ok(),
+impl Positioned for RecordFrame {
+    fn position(&self) -> u64 {
+        self.position
     }
-}
-
-/// Files a finished frame task's record; a task that panicked is noted as the run's failure.
-fn keep(
-    records: &mut [Option<RecordFrame>],
-    failure: &mut Option<String>,
-    done: Result<RecordFrame, tokio::task::JoinError>,
-) {
-    match done {
-        Ok(rec) => {
-            if let Some(slot) = usize::try_from(rec.position).ok().and_then(|i| records.get_mut(i)) {
-                *slot = Some(rec);
-            }
-        }
-        Err(e) => {
-            failure.get_or_insert_with(|| format!("a frame task failed: {e}"));
-        }
-    }
-}
-
-fn duration_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -237,12 +237,25 @@ pub struct LocalWriteStorage {
     counters: Arc<WriteCounters>,
 }
 
+/// The counters behind [`WriteStats`], shared by a storage's files.
 #[derive(Debug, Default)]
-struct WriteCounters {
-    n_writes: AtomicU64,
-    bytes: AtomicU64,
-    n_syncs: AtomicU64,
-    cpu_ns: AtomicU64,
+pub(crate) struct WriteCounters {
+    pub(crate) n_writes: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+    pub(crate) n_syncs: AtomicU64,
+    pub(crate) cpu_ns: AtomicU64,
+}
+
+impl WriteCounters {
+    /// The counts so far.
+    pub(crate) fn stats(&self) -> WriteStats {
+        WriteStats {
+            n_writes: self.n_writes.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            n_syncs: self.n_syncs.load(Ordering::Relaxed),
+            cpu_ns: self.cpu_ns.load(Ordering::Relaxed),
+        }
+    }
 }
 
 impl LocalWriteStorage {
@@ -318,13 +331,7 @@ impl WriteStorage for LocalWriteStorage {
     }
 
     fn stats(&self) -> WriteStats {
-        let c = &self.counters;
-        WriteStats {
-            n_writes: c.n_writes.load(Ordering::Relaxed),
-            bytes: c.bytes.load(Ordering::Relaxed),
-            n_syncs: c.n_syncs.load(Ordering::Relaxed),
-            cpu_ns: c.cpu_ns.load(Ordering::Relaxed),
-        }
+        self.counters.stats()
     }
 }
 

@@ -13,7 +13,7 @@
 //!   target is there, for REMOVE when the file is gone.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use nfs3_types::nfs3::{
@@ -26,7 +26,9 @@ use playsim_core::StorageErrorKind;
 
 use super::client::{handle, unpack, NfsFailure, NfsPool};
 use super::storage::NfsStorage;
-use crate::write::{Stability, WriteBytes, WriteError, WriteFile, WriteOp, WriteStats, WriteStorage};
+use crate::write::{
+    Stability, WriteBytes, WriteCounters, WriteError, WriteFile, WriteOp, WriteStats, WriteStorage,
+};
 
 /// NFS3ERR_NOENT.
 const NOENT: u32 = 2;
@@ -175,14 +177,7 @@ const MAX_WSIZE: u32 = 1 << 20;
 pub struct NfsWriter {
     storage: NfsStorage,
     wsize: usize,
-    counters: Arc<Counters>,
-}
-
-#[derive(Debug, Default)]
-struct Counters {
-    n_writes: AtomicU64,
-    bytes: AtomicU64,
-    n_syncs: AtomicU64,
+    counters: Arc<WriteCounters>,
 }
 
 impl NfsWriter {
@@ -311,13 +306,7 @@ impl WriteStorage for NfsWriter {
     }
 
     fn stats(&self) -> WriteStats {
-        let c = &self.counters;
-        WriteStats {
-            n_writes: c.n_writes.load(Ordering::Relaxed),
-            bytes: c.bytes.load(Ordering::Relaxed),
-            n_syncs: c.n_syncs.load(Ordering::Relaxed),
-            cpu_ns: 0,
-        }
+        self.counters.stats()
     }
 }
 
@@ -335,7 +324,7 @@ struct NfsWriteFile {
     fh: Arc<[u8]>,
     wsize: usize,
     unstable: Mutex<Unstable>,
-    counters: Arc<Counters>,
+    counters: Arc<WriteCounters>,
 }
 
 impl NfsWriteFile {
