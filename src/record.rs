@@ -52,6 +52,8 @@ pub struct RecordRequest {
     pub force: bool,
     /// Write with O_DIRECT, bypassing the page cache.
     pub direct: bool,
+    /// Reserve each frame's space before writing it, where the storage can.
+    pub preallocate: bool,
 }
 
 impl RecordRequest {
@@ -73,6 +75,7 @@ impl RecordRequest {
             config,
             force: false,
             direct: false,
+            preallocate: false,
         }
     }
 
@@ -113,7 +116,7 @@ impl RecordRequest {
             c.encoders,
             c.writers,
             if self.direct { " --direct" } else { "" }
-        )
+        ) + if self.preallocate { " --preallocate" } else { "" }
     }
 }
 
@@ -281,7 +284,16 @@ impl RecordSink for StorageRecordSink {
         Box::pin(async move {
             let (partial, done) = self.paths(position);
             let file = self.storage.create(&partial).await.map_err(storage_error)?;
-            if let Err(e) = file.write_at(0, bytes, Stability::Unstable).await {
+            let reserved = if self.request.preallocate {
+                file.preallocate(bytes.len() as u64).await.map(|_| ())
+            } else {
+                Ok(())
+            };
+            let written = match reserved {
+                Ok(()) => file.write_at(0, bytes, Stability::Unstable).await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = written {
                 let _ = file.close().await;
                 let _ = self.storage.remove(&partial).await;
                 return Err(storage_error(e));

@@ -37,17 +37,19 @@ fn names(dir: &Path) -> Result<Vec<String>> {
 }
 
 /// DPX, TIFF and PIZ EXR, and DPX with O_DIRECT (whose files are not a multiple of 4096
-/// bytes), decode to the generator's own frames, md5 for md5, and are its bytes: every frame
+/// bytes) and with --preallocate (fallocate first), decode to the generator's own frames, md5 for md5, and are its bytes: every frame
 /// written, none dropped, no partial file left. They record as fast as they encode (`--fps
 /// max`): a debug build's PIZ is too slow for 24 fps; the tests below are paced.
 #[test]
 fn recorded_dpx_tiff_and_exr_decode_bit_exact_to_the_generators_frames() -> Result<()> {
     let tmp = tempfile::tempdir()?;
     for (case, format, extra) in [
-        ("dpx", "dpx", None),
-        ("dpx-direct", "dpx", Some("--direct")),
-        ("tiff", "tiff", None),
-        ("exr", "exr", None),
+        ("dpx", "dpx", &[][..]),
+        ("dpx-direct", "dpx", &["--direct"][..]),
+        ("dpx-preallocate", "dpx", &["--preallocate"][..]),
+        ("dpx-direct-preallocate", "dpx", &["--direct", "--preallocate"][..]),
+        ("tiff", "tiff", &[][..]),
+        ("exr", "exr", &[][..]),
     ] {
         let (dest, reference) = (tmp.path().join(case), tmp.path().join(format!("{case}-generated")));
         let json = tmp.path().join(format!("{case}.json"));
@@ -128,9 +130,10 @@ fn bad_flags_and_too_little_space_are_refused_with_what_to_do() -> Result<()> {
     Ok(())
 }
 
-/// A disk that fills mid-run (a 4 MiB tmpfs, filled once frame 0 is in): the write that fails
-/// is a storage failure naming the frame and the error, the run stops (the default
-/// `--on-error stop`) with its JSON written, and only complete frames carry real names.
+/// A disk that fills mid-run (a 4 MiB tmpfs, filled once frame 0 is in), with and without
+/// --preallocate: the write (or the reservation) that fails is a storage failure naming the
+/// frame and the error, the run stops (the default `--on-error stop`) with its JSON written,
+/// and only complete frames carry real names.
 #[test]
 fn a_disk_that_fills_mid_run_stops_the_run_with_the_error_and_only_complete_frames() -> Result<()> {
     let tmp = tempfile::tempdir()?;
@@ -145,39 +148,45 @@ fn a_disk_that_fills_mid_run_stops_the_run_with_the_error_and_only_complete_fram
         return Ok(());
     }
     let unmount = Unmount(mount.clone());
-    let dest = mount.join("capture");
-    let json = tmp.path().join("full.json");
-    let mut child = Background::spawn(
-        playsim()
-            .arg("record")
-            .arg(&dest)
-            .args(["--preset", SMALL, "--fps", "24", "--frames", "12", "--json"])
-            .arg(&json),
-        tmp.path(),
-    )?;
-    let first = dest.join("frame.0000000.dpx");
-    let start = Instant::now();
-    while !first.exists() && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    ensure!(first.exists(), "frame 0 never appeared");
-    // Fill what is left, so that a later frame's write meets ENOSPC.
-    let filler = mount.join("filler");
-    let _ = std::fs::write(&filler, vec![0u8; 4 << 20]);
-    let done = child.wait(Duration::from_secs(60))?;
-    done.ensure_no_panic()?;
-    ensure!(done.code == Some(1), "{done}");
-    ensure!(
-        done.stdout.contains("No space left on device") && done.stdout.contains("Stopped: frame"),
-        "{done}"
-    );
-    let f = figures(&json)?;
-    ensure!(f["frames_failed"].as_u64() >= Some(1) && f["interrupted"] == true, "{f}");
-    let names = names(&dest)?;
-    ensure!(names.iter().all(|n| !n.ends_with(".partial")), "{names:?}");
-    for name in &names {
-        let bytes = std::fs::metadata(dest.join(name))?.len();
-        ensure!(bytes == 264_192, "{name} is {bytes} bytes: a half frame under a real name");
+    // Written, then with each frame's space reserved first (the failure comes from fallocate).
+    for (case, extra) in [("written", &[][..]), ("preallocated", &["--preallocate"][..])] {
+        let dest = mount.join(case);
+        let json = tmp.path().join(format!("{case}.json"));
+        let mut child = Background::spawn(
+            playsim()
+                .arg("record")
+                .arg(&dest)
+                .args(["--preset", SMALL, "--fps", "24", "--frames", "12", "--json"])
+                .arg(&json)
+                .args(extra),
+            tmp.path(),
+        )?;
+        let first = dest.join("frame.0000000.dpx");
+        let start = Instant::now();
+        while !first.exists() && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        ensure!(first.exists(), "{case}: frame 0 never appeared");
+        // Fill what is left, so that a later frame's write meets ENOSPC.
+        let filler = mount.join("filler");
+        let _ = std::fs::write(&filler, vec![0u8; 4 << 20]);
+        let done = child.wait(Duration::from_secs(60))?;
+        done.ensure_no_panic()?;
+        ensure!(done.code == Some(1), "{case}: {done}");
+        ensure!(
+            done.stdout.contains("No space left on device") && done.stdout.contains("Stopped: frame"),
+            "{case}: {done}"
+        );
+        let f = figures(&json)?;
+        ensure!(f["frames_failed"].as_u64() >= Some(1) && f["interrupted"] == true, "{case}: {f}");
+        let names = names(&dest)?;
+        ensure!(names.iter().all(|n| !n.ends_with(".partial")), "{case}: {names:?}");
+        for name in &names {
+            let bytes = std::fs::metadata(dest.join(name))?.len();
+            ensure!(bytes == 264_192, "{case}: {name} is {bytes} bytes: a half frame under a real name");
+        }
+        std::fs::remove_file(&filler)?;
+        std::fs::remove_dir_all(&dest)?;
     }
     drop(unmount);
     Ok(())

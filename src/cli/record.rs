@@ -82,6 +82,10 @@ pub struct RecordArgs {
     /// 4096: its last block is written padded with zeros, and the file cut back to its size.
     #[arg(long)]
     direct: bool,
+    /// Reserve each frame's space (fallocate) before writing it, as capture software does, so
+    /// that a full disk fails the frame at once. NFSv3 cannot: there it does nothing.
+    #[arg(long)]
+    preallocate: bool,
     /// Write the figures as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -121,6 +125,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         name: args.name,
         force: args.force,
         direct: args.direct,
+        preallocate: args.preallocate,
         ..RecordRequest::new(&args.dest, format, args.preset, config)
     };
     let runtime =

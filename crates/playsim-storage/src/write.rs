@@ -212,6 +212,11 @@ pub trait WriteFile: Send + Sync {
     /// written.
     async fn write_at(&self, offset: u64, data: WriteBytes, stability: Stability) -> Result<u64, WriteError>;
 
+    /// Reserves the file's first `len` bytes on the storage before they are written, as
+    /// capture software does so that a full disk fails the frame at once; returns `false`
+    /// where the storage cannot (NFSv3 has no ALLOCATE).
+    async fn preallocate(&self, len: u64) -> Result<bool, WriteError>;
+
     /// Makes every earlier write stable: the data and the metadata needed to read it back.
     async fn sync(&self) -> Result<(), WriteError>;
 
@@ -409,6 +414,16 @@ impl WriteFile for LocalWriteFile {
             self.counters.n_syncs.fetch_add(1, Ordering::Relaxed);
         }
         Ok(len)
+    }
+
+    /// `fallocate` of `len` bytes from the start: the blocks are the file's, and its size is
+    /// `len` (a write then fills them).
+    async fn preallocate(&self, len: u64) -> Result<bool, WriteError> {
+        self.counted(WriteOp::Write, move |file| {
+            rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, len).map_err(io::Error::from)
+        })
+        .await?;
+        Ok(true)
     }
 
     async fn sync(&self) -> Result<(), WriteError> {

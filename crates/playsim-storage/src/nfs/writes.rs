@@ -424,6 +424,11 @@ impl WriteFile for NfsWriteFile {
         Ok(data.len() as u64)
     }
 
+    /// NFSv3 has no way to reserve space (ALLOCATE is NFSv4.2's).
+    async fn preallocate(&self, _len: u64) -> Result<bool, WriteError> {
+        Ok(false)
+    }
+
     async fn sync(&self) -> Result<(), WriteError> {
         self.commit().await
     }
