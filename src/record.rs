@@ -54,6 +54,8 @@ pub struct RecordRequest {
     pub direct: bool,
     /// Reserve each frame's space before writing it, where the storage can.
     pub preallocate: bool,
+    /// The transports' settings (playsim's NFS and SMB clients).
+    pub transport: TransportOptions,
 }
 
 impl RecordRequest {
@@ -76,6 +78,7 @@ impl RecordRequest {
             force: false,
             direct: false,
             preallocate: false,
+            transport: TransportOptions::new(),
         }
     }
 
@@ -182,7 +185,7 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
     request.config.validate().map_err(RecordError::Settings)?;
     let shown = request.destination.display().to_string();
     let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
-    let location = crate::location::open(&request.destination, TransportOptions::new(), &clock)
+    let location = crate::location::open(&request.destination, request.transport.clone(), &clock)
         .await
         .map_err(|e| RecordError::Destination(e.to_string()))?;
     let storage = location.writer_storage(request.direct).await.ok_or_else(|| {

@@ -34,10 +34,10 @@ const BUSY_MACHINE_DROPS: u64 = 2;
 const MAX_PEAK_RSS_BYTES: u64 = 256 << 20;
 
 /// Files as the server holds them: (name, bytes), in frame order.
-type Files = Vec<(String, Vec<u8>)>;
+pub(crate) type Files = Vec<(String, Vec<u8>)>;
 
 /// The sequence's files, generated once.
-fn sequence() -> Result<Files> {
+pub(crate) fn sequence() -> Result<Files> {
     static FILES: OnceLock<std::result::Result<Files, String>> = OnceLock::new();
     FILES
         .get_or_init(|| {

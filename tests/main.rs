@@ -12,6 +12,8 @@ mod fixtures;
 mod frametest;
 #[cfg(feature = "nfs")]
 mod hostile_nfs;
+#[cfg(feature = "nfs")]
+mod hostile_nfs_record;
 #[cfg(feature = "smb")]
 mod hostile_smb;
 #[cfg(feature = "io-uring")]

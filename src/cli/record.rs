@@ -9,7 +9,8 @@ use clap::Args;
 use playsim::engine::record::{OnError, RecordConfig, SyncPolicy};
 use playsim::record::{prepare_record, RecordRequest};
 use playsim::report::record;
-use playsim::settings::parse;
+use playsim::settings::{parse, NfsKnobs, Settings, SmbKnobs};
+use playsim::storage::transport::TransportOptions;
 use playsim::{FramePreset, FrameRate};
 
 /// Exit status when Ctrl-C stopped the run; the summary covers the frames done.
@@ -89,6 +90,13 @@ pub struct RecordArgs {
     /// Write the figures as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// playsim's NFS client for nfs:// destinations (`--nconnect`, `--nfs-timeout`): the
+    /// settings list's group, as `play` has it.
+    #[command(flatten)]
+    nfs: NfsKnobs,
+    /// playsim's SMB client for smb:// destinations: the settings list's group, as `play` has it.
+    #[command(flatten)]
+    smb: SmbKnobs,
 }
 
 /// Runs `playsim record`.
@@ -120,7 +128,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         sync: args.sync,
         on_error: args.on_error,
     };
+    let mut settings = Settings::default();
+    args.nfs.apply(&mut settings);
+    args.smb.apply(&mut settings);
     let request = RecordRequest {
+        transport: TransportOptions::new().with(settings.nfs_options()).with(settings.smb_options()),
         alpha: args.alpha || writer.rgba_by_default,
         name: args.name,
         force: args.force,

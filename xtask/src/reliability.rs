@@ -24,7 +24,8 @@ use crate::fuzz::{self, FuzzArgs, FuzzRun};
 use crate::process::{self, cargo};
 
 /// The integration-test modules that do faults and hostile replies, as `cargo test` filters.
-const FAULT_TESTS: &[&str] = &["nfs::", "faults::", "hostile_nfs::", "hostile_smb::", "smb::"];
+const FAULT_TESTS: &[&str] =
+    &["nfs::", "faults::", "hostile_nfs::", "hostile_nfs_record::", "hostile_smb::", "smb::"];
 
 /// `cargo xtask reliability`'s arguments.
 #[derive(clap::Args)]

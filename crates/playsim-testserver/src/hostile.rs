@@ -2,16 +2,22 @@
 //! playsim's own NFS client does with replies a real server should never send.
 //!
 //! It speaks just enough ONC RPC over TCP (record marking), MOUNT v3 (NULL, MNT, UMNT, EXPORT)
-//! and NFSv3 (NULL, GETATTR, LOOKUP, READ, READDIRPLUS, FSINFO) to serve one export,
-//! [`HOSTILE_EXPORT`], holding one directory, [`HOSTILE_DIR`], of files held in memory (a test
-//! gives it a DPX sequence). Each connection is served by a thread of its own; the ports are
-//! ephemeral and [`HostileServer::url`] names both, so no portmapper is involved.
+//! and NFSv3 (NULL, GETATTR, LOOKUP, READ, READDIRPLUS, FSINFO; and for writes CREATE, WRITE,
+//! COMMIT, RENAME, REMOVE, FSSTAT) to serve one export, [`HOSTILE_EXPORT`], holding two
+//! directories: [`HOSTILE_DIR`], of files held in memory (a test gives it a DPX sequence),
+//! and [`HOSTILE_OUT_DIR`], empty at the start, where a client may write
+//! ([`HostileServer::written`] gives what it holds). Each connection is served by a thread of
+//! its own; the ports are ephemeral and [`HostileServer::url`] names both, so no portmapper is
+//! involved.
 //!
 //! Chosen at start, one [`Misbehaviour`] is applied to the calls a [`When`] picks: a wrong xid,
 //! a truncated record, a record mark claiming 2 GiB, a READ with more bytes than asked or fewer
 //! with eof unset, a garbage or over-long file handle from LOOKUP, a file size that changes between calls, a
-//! reply 10 s late, a connection reset in the middle of a reply. Every other call is answered
-//! as a well-behaved server would. [`HostileServer::misbehaved`] counts the replies spoilt, so
+//! reply 10 s late, a connection reset in the middle of a reply; and on the write side a short
+//! WRITE, a full disk, a restart that loses what was written UNSTABLE before its COMMIT. The
+//! faults on the wire (a wrong xid, ..., a reset) spoil the [`Call`] given at start: READs, or
+//! the WRITEs, COMMITs or RENAMEs of a client writing. Every other call is answered as a
+//! well-behaved server would. [`HostileServer::misbehaved`] counts the replies spoilt, so
 //! a test can check that the fault it meant to inject was injected.
 //!
 //! ```
@@ -27,6 +33,7 @@
 //! # }
 //! ```
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::ops::Range;
@@ -43,6 +50,10 @@ use crate::Error;
 pub const HOSTILE_EXPORT: &str = "/hostile";
 /// The directory inside the export that holds the files.
 pub const HOSTILE_DIR: &str = "seq";
+/// The directory inside the export where clients write; empty at the start.
+pub const HOSTILE_OUT_DIR: &str = "out";
+
+mod writes;
 
 /// A reply that a correct server never sends, or sends late.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,13 +92,45 @@ pub enum Misbehaviour {
     LateReply(Duration),
     /// Half of the reply's record is sent, then the connection is reset (RST).
     ResetMidReply,
+    /// A WRITE answered as having written half the bytes sent (at least one), which it
+    /// keeps: legal, and the client must send the rest.
+    WriteShort,
+    /// A WRITE answered NFS3ERR_NOSPC: the export's disk is full. Nothing is written.
+    NoSpace,
+    /// The server restarts just before it answers a COMMIT: every byte written UNSTABLE and
+    /// not yet committed, in any file, is lost, and the write verifier changes. The COMMIT
+    /// then succeeds under the new verifier; the client must see the change and write its
+    /// data again (RFC 1813 § 3.3.21).
+    RestartBeforeCommit,
+}
+
+/// The calls that the faults on the wire ([`Misbehaviour::WrongXid`],
+/// [`Misbehaviour::TruncatedRecord`], [`Misbehaviour::HugeRecordMark`],
+/// [`Misbehaviour::LateReply`], [`Misbehaviour::ResetMidReply`]) spoil. A call spoilt
+/// after it took effect (a RENAME whose reply is cut) has taken effect: its retry finds it done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Call {
+    /// READs of the files in [`HOSTILE_DIR`].
+    Read,
+    /// WRITEs to files in [`HOSTILE_OUT_DIR`].
+    Write,
+    /// COMMITs of files in [`HOSTILE_OUT_DIR`].
+    Commit,
+    /// RENAMEs in [`HOSTILE_OUT_DIR`].
+    Rename,
 }
 
 /// Which calls the [`Misbehaviour`] spoils. Files are counted in the order given to
-/// [`HostileServer::start`], from 0. Each misbehaviour concerns calls of one kind: READs, except
-/// [`Misbehaviour::GarbageHandle`] and [`Misbehaviour::OversizedHandle`] (LOOKUPs) and [`Misbehaviour::ChangingSize`] and
-/// [`Misbehaviour::HugeSize`] (any call giving attributes, each time, whichever variant names
-/// the file).
+/// [`HostileServer::start`], from 0; a file written in [`HOSTILE_OUT_DIR`] by the last number in
+/// its name (`.frame.0000005.dpx.partial` is 5), as the frame it holds. Each misbehaviour
+/// concerns calls of one kind: [`Misbehaviour::GarbageHandle`] and
+/// [`Misbehaviour::OversizedHandle`] LOOKUPs; [`Misbehaviour::ChangingSize`] and
+/// [`Misbehaviour::HugeSize`] any call giving attributes, each time, whichever variant names the
+/// file; [`Misbehaviour::ReadTooLong`] and [`Misbehaviour::ReadShortNoEof`] READs;
+/// [`Misbehaviour::WriteShort`] and [`Misbehaviour::NoSpace`] WRITEs;
+/// [`Misbehaviour::RestartBeforeCommit`] COMMITs; the faults on the wire, the [`Call`] given at
+/// start.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum When {
     /// The first call of its kind about each file in the range; later ones are answered right.
@@ -117,11 +160,24 @@ impl HostileServer {
         misbehaviour: Misbehaviour,
         when: When,
     ) -> Result<HostileServer, Error> {
+        HostileServer::start_on(files, misbehaviour, when, Call::Read)
+    }
+
+    /// As [`HostileServer::start`], with the faults on the wire spoiling calls of kind `call`.
+    pub fn start_on(
+        files: Vec<(String, Vec<u8>)>,
+        misbehaviour: Misbehaviour,
+        when: When,
+        call: Call,
+    ) -> Result<HostileServer, Error> {
         let n_files = files.len();
         let shared = Arc::new(Shared {
             files,
             misbehaviour,
             when,
+            call,
+            out: Mutex::new(writes::OutDir::default()),
+            write_calls: Mutex::new(HashMap::new()),
             stop: AtomicBool::new(false),
             n_calls: AtomicU64::new(0),
             misbehaved: AtomicU64::new(0),
@@ -170,6 +226,25 @@ impl HostileServer {
         format!("nfs://127.0.0.1{path}?mountport={}&nfsport={}", self.mount_port, self.nfs_port)
     }
 
+    /// The `nfs://` URL of [`HOSTILE_OUT_DIR`], where a client may write.
+    pub fn out_url(&self) -> String {
+        format!(
+            "nfs://127.0.0.1{HOSTILE_EXPORT}/{HOSTILE_OUT_DIR}?mountport={}&nfsport={}",
+            self.mount_port, self.nfs_port
+        )
+    }
+
+    /// The files in [`HOSTILE_OUT_DIR`], by name: (name, bytes), the bytes as a read would
+    /// give them (committed or not).
+    pub fn written(&self) -> Vec<(String, Vec<u8>)> {
+        lock(&self.shared.out).listing()
+    }
+
+    /// Restarts made up so far ([`Misbehaviour::RestartBeforeCommit`]).
+    pub fn restarts(&self) -> u64 {
+        lock(&self.shared.out).restarts
+    }
+
     /// The MOUNT service's port.
     pub fn mount_port(&self) -> u16 {
         self.mount_port
@@ -216,8 +291,8 @@ impl Drop for HostileServer {
 
 /// How often blocked threads look at the stop flag.
 const POLL: Duration = Duration::from_millis(20);
-/// The largest call record read; playsim's calls are a few hundred bytes.
-const MAX_CALL_BYTES: usize = 64 * 1024;
+/// The largest call record read: a WRITE of [`MAX_TRANSFER`] bytes and its header.
+const MAX_CALL_BYTES: usize = MAX_TRANSFER as usize + 64 * 1024;
 /// Bytes added to a READ's data by [`Misbehaviour::ReadTooLong`].
 const TOO_LONG_BY: usize = 512;
 /// The size [`Misbehaviour::HugeSize`] gives.
@@ -234,6 +309,8 @@ const NFS3ERR_NOENT: u32 = 2;
 const NFS3ERR_ISDIR: u32 = 21;
 const NFS3ERR_NOTDIR: u32 = 20;
 const NFS3ERR_BADHANDLE: u32 = 10001;
+const NFS3ERR_NOSPC: u32 = 28;
+const NFS3ERR_ROFS: u32 = 30;
 const AUTH_UNIX: u32 = 1;
 /// Accept statuses of RFC 5531.
 const PROG_UNAVAIL: u32 = 1;
@@ -251,6 +328,12 @@ struct Shared {
     files: Vec<(String, Vec<u8>)>,
     misbehaviour: Misbehaviour,
     when: When,
+    /// The calls the faults on the wire spoil.
+    call: Call,
+    /// [`HOSTILE_OUT_DIR`]'s files.
+    out: Mutex<writes::OutDir>,
+    /// Calls of each kind about each frame written so far, for [`When::FirstCallOn`].
+    write_calls: Mutex<HashMap<(Call, usize), u64>>,
     stop: AtomicBool,
     n_calls: AtomicU64,
     misbehaved: AtomicU64,
@@ -276,20 +359,41 @@ enum Node {
     Dir,
     /// A file, by its index.
     File(usize),
+    /// [`HOSTILE_OUT_DIR`].
+    OutDir,
+    /// A file written in [`HOSTILE_OUT_DIR`], by its slot.
+    Written(usize),
 }
 
 /// Handles are this prefix and the node's id, 24 bytes.
 const HANDLE_PREFIX: &[u8; 16] = b"playsim-hostile\0";
+/// The ids of written files start here; those of the served files below it.
+const WRITTEN_BASE: u64 = 1 << 32;
+
+impl Node {
+    fn id(self) -> u64 {
+        match self {
+            Node::Root => 0,
+            Node::Dir => 1,
+            Node::OutDir => 2,
+            Node::File(i) => 3 + i as u64,
+            Node::Written(j) => WRITTEN_BASE + j as u64,
+        }
+    }
+}
 
 fn handle(node: Node) -> Vec<u8> {
-    let id: u64 = match node {
-        Node::Root => 0,
-        Node::Dir => 1,
-        Node::File(i) => 2 + i as u64,
-    };
     let mut fh = HANDLE_PREFIX.to_vec();
-    fh.extend_from_slice(&id.to_be_bytes());
+    fh.extend_from_slice(&node.id().to_be_bytes());
     fh
+}
+
+/// What a misbehaviour spoils.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Lookups,
+    Attributes,
+    Calls(Call),
 }
 
 /// What goes wrong with one reply on the wire, after its body is built.
@@ -327,10 +431,43 @@ impl Shared {
         match id {
             0 => Some(Node::Root),
             1 => Some(Node::Dir),
+            2 => Some(Node::OutDir),
+            n if n >= WRITTEN_BASE => {
+                let j = usize::try_from(n - WRITTEN_BASE).ok()?;
+                lock(&self.out).has_slot(j).then_some(Node::Written(j))
+            }
             n => {
-                let i = usize::try_from(n - 2).ok()?;
+                let i = usize::try_from(n - 3).ok()?;
                 (i < self.files.len()).then_some(Node::File(i))
             }
+        }
+    }
+
+    /// What the misbehaviour spoils.
+    fn target(&self) -> Target {
+        match self.misbehaviour {
+            Misbehaviour::GarbageHandle | Misbehaviour::OversizedHandle => Target::Lookups,
+            Misbehaviour::ChangingSize | Misbehaviour::HugeSize => Target::Attributes,
+            Misbehaviour::ReadTooLong | Misbehaviour::ReadShortNoEof => Target::Calls(Call::Read),
+            Misbehaviour::WriteShort | Misbehaviour::NoSpace => Target::Calls(Call::Write),
+            Misbehaviour::RestartBeforeCommit => Target::Calls(Call::Commit),
+            Misbehaviour::WrongXid
+            | Misbehaviour::TruncatedRecord
+            | Misbehaviour::HugeRecordMark
+            | Misbehaviour::LateReply(_)
+            | Misbehaviour::ResetMidReply => Target::Calls(self.call),
+        }
+    }
+
+    /// The fault on the wire of a spoilt reply: none for a misbehaviour of the reply's body.
+    fn wire(&self) -> Wire {
+        match self.misbehaviour {
+            Misbehaviour::WrongXid => Wire::WrongXid,
+            Misbehaviour::TruncatedRecord => Wire::Truncated,
+            Misbehaviour::HugeRecordMark => Wire::HugeMark,
+            Misbehaviour::LateReply(delay) => Wire::Late(delay),
+            Misbehaviour::ResetMidReply => Wire::Reset,
+            _ => Wire::Right,
         }
     }
 
@@ -353,7 +490,7 @@ impl Shared {
 
     /// Whether the misbehaviour is a LOOKUP's.
     fn spoils_lookups(&self) -> bool {
-        matches!(self.misbehaviour, Misbehaviour::GarbageHandle | Misbehaviour::OversizedHandle)
+        self.target() == Target::Lookups
     }
 
     fn spoilt(&self) {
@@ -383,8 +520,10 @@ impl Shared {
                 } else {
                     real
                 };
-                (1, 0o644, size, 3 + i as u64)
+                (1, 0o644, size, node.id() + 1)
             }
+            Node::OutDir => (2, 0o755, 4096, node.id() + 1),
+            Node::Written(j) => (1, 0o644, lock(&self.out).size(j), node.id() + 1),
         };
         out.u32(ftype).u32(mode).u32(1).u32(0).u32(0);
         out.u64(size).u64(size.next_multiple_of(4096));
@@ -443,6 +582,28 @@ impl Shared {
                 _ => None,
             },
             19 => r.opaque().map(|fh| self.fsinfo(fh)),
+            7 => match (r.opaque(), r.u64(), r.u32(), r.u32(), r.opaque()) {
+                (Some(fh), Some(offset), Some(_count), Some(stable), Some(data)) => {
+                    Some(self.write(fh, offset, stable, data, n_call))
+                }
+                _ => None,
+            },
+            8 => match (r.opaque(), r.opaque()) {
+                (Some(dir), Some(name)) => Some(self.create(dir, name)),
+                _ => None,
+            },
+            12 => match (r.opaque(), r.opaque()) {
+                (Some(dir), Some(name)) => Some(self.remove(dir, name)),
+                _ => None,
+            },
+            14 => match (r.opaque(), r.opaque(), r.opaque(), r.opaque()) {
+                (Some(from_dir), Some(from), Some(to_dir), Some(to)) => {
+                    Some(self.rename((from_dir, from), (to_dir, to), n_call))
+                }
+                _ => None,
+            },
+            18 => r.opaque().map(|fh| self.fsstat(fh)),
+            21 => r.opaque().map(|fh| self.commit(fh, n_call)),
             _ => Some(Answer::refused(PROC_UNAVAIL)),
         };
         answer.unwrap_or_else(|| Answer::refused(GARBAGE_ARGS))
@@ -466,9 +627,11 @@ impl Shared {
         let mut out = Out::default();
         let dir_node = self.node_of(dir);
         let found = match dir_node {
-            Some(Node::Root) => (name == HOSTILE_DIR.as_bytes()).then_some(Node::Dir),
+            Some(Node::Root) if name == HOSTILE_DIR.as_bytes() => Some(Node::Dir),
+            Some(Node::Root) => (name == HOSTILE_OUT_DIR.as_bytes()).then_some(Node::OutDir),
             Some(Node::Dir) => self.files.iter().position(|(n, _)| n.as_bytes() == name).map(Node::File),
-            Some(Node::File(_)) => {
+            Some(Node::OutDir) => lock(&self.out).find(name).map(Node::Written),
+            Some(Node::File(_) | Node::Written(_)) => {
                 out.u32(NFS3ERR_NOTDIR).u32(0);
                 return Answer::ok(out.0);
             }
@@ -520,6 +683,7 @@ impl Shared {
         let mut out = Out::default();
         let i = match self.node_of(fh) {
             Some(Node::File(i)) => i,
+            Some(Node::Written(j)) => return self.read_written(j, offset, count),
             Some(node) => {
                 out.u32(NFS3ERR_ISDIR);
                 self.post_op_attr(node, &mut out);
@@ -535,9 +699,7 @@ impl Shared {
             calls[i].reads += 1;
             calls[i].reads - 1
         };
-        let reads_spoilt = !self.spoils_lookups()
-            && !matches!(self.misbehaviour, Misbehaviour::ChangingSize | Misbehaviour::HugeSize);
-        let spoil = reads_spoilt && self.picks(n_call, Some(i), n_before);
+        let spoil = self.target() == Target::Calls(Call::Read) && self.picks(n_call, Some(i), n_before);
         if spoil {
             self.spoilt();
         }
@@ -554,15 +716,7 @@ impl Shared {
                     data.truncate((data.len() / 2).max(1));
                     eof = false;
                 }
-                Misbehaviour::WrongXid => wire = Wire::WrongXid,
-                Misbehaviour::TruncatedRecord => wire = Wire::Truncated,
-                Misbehaviour::HugeRecordMark => wire = Wire::HugeMark,
-                Misbehaviour::LateReply(delay) => wire = Wire::Late(delay),
-                Misbehaviour::ResetMidReply => wire = Wire::Reset,
-                Misbehaviour::GarbageHandle
-                | Misbehaviour::OversizedHandle
-                | Misbehaviour::ChangingSize
-                | Misbehaviour::HugeSize => {}
+                _ => wire = self.wire(),
             }
         }
         out.u32(NFS3_OK);
@@ -575,7 +729,7 @@ impl Shared {
     fn readdirplus(&self, dir: &[u8], cookie: u64) -> Answer {
         let mut out = Out::default();
         let dir_node = match self.node_of(dir) {
-            Some(node @ (Node::Root | Node::Dir)) => node,
+            Some(node @ (Node::Root | Node::Dir | Node::OutDir)) => node,
             Some(node) => {
                 out.u32(NFS3ERR_NOTDIR);
                 self.post_op_attr(node, &mut out);
@@ -586,9 +740,10 @@ impl Shared {
                 return Answer::ok(out.0);
             }
         };
-        let entries: Vec<(Node, &str)> = match dir_node {
-            Node::Root => vec![(Node::Dir, HOSTILE_DIR)],
-            _ => self.files.iter().enumerate().map(|(i, (name, _))| (Node::File(i), name.as_str())).collect(),
+        let entries: Vec<(Node, String)> = match dir_node {
+            Node::Root => vec![(Node::Dir, HOSTILE_DIR.into()), (Node::OutDir, HOSTILE_OUT_DIR.into())],
+            Node::OutDir => lock(&self.out).entries().map(|(j, name)| (Node::Written(j), name)).collect(),
+            _ => self.files.iter().enumerate().map(|(i, (name, _))| (Node::File(i), name.clone())).collect(),
         };
         out.u32(NFS3_OK);
         self.post_op_attr(dir_node, &mut out);

@@ -135,7 +135,7 @@ mod smb_proxy;
 pub use config::{AccessType, ExportSpec, Squash};
 pub use error::Error;
 pub use fault_proxy::FaultProxy;
-pub use hostile::{HostileServer, Misbehaviour, When, HOSTILE_DIR, HOSTILE_EXPORT};
+pub use hostile::{Call, HostileServer, Misbehaviour, When, HOSTILE_DIR, HOSTILE_EXPORT, HOSTILE_OUT_DIR};
 pub use server::{NfsServer, NfsServerBuilder, DEFAULT_STARTUP_TIMEOUT};
 pub use smb::SmbServer;
 pub use smb_proxy::{SmbMisbehaviour, SmbProxy};

@@ -530,6 +530,7 @@ pub fn decode_any_reply(record: &[u8]) {
     }
     // The portmapper's GETPORT result, as `portmap_port` reads it.
     let _ = XdrReader::new(body).u32();
+    super::writes::decode_write_replies(&reply);
 }
 
 pub(super) fn unpack<T: Unpack>(reply: &Reply) -> Result<T, NfsFailure> {
@@ -661,7 +662,7 @@ fn check_readdirplus(body: &[u8]) -> Result<(), NfsFailure> {
 
 /// Checks a LOOKUP3res's file handle against the 64 bytes NFSv3 allows and the bytes there,
 /// before nfs3_types decodes it (see [`check_readdirplus`]).
-fn check_lookup(body: &[u8]) -> Result<(), NfsFailure> {
+pub(super) fn check_lookup(body: &[u8]) -> Result<(), NfsFailure> {
     let mut r = XdrReader::new(body);
     let malformed =
         || NfsFailure::Protocol("malformed lookup reply: its file handle is not 0 to 64 bytes".into());
@@ -740,11 +741,17 @@ pub(crate) fn status_name(status: u32) -> &'static str {
         5 => "i/o error on the server (NFS3ERR_IO)",
         6 => "no such device (NFS3ERR_NXIO)",
         13 => "permission denied (NFS3ERR_ACCES)",
+        17 => "file exists (NFS3ERR_EXIST)",
+        18 => "cross-device link (NFS3ERR_XDEV)",
         20 => "not a directory (NFS3ERR_NOTDIR)",
         21 => "is a directory (NFS3ERR_ISDIR)",
         22 => "invalid argument (NFS3ERR_INVAL)",
         27 => "file too large (NFS3ERR_FBIG)",
+        28 => "no space left on device (NFS3ERR_NOSPC)",
+        30 => "read-only file system (NFS3ERR_ROFS)",
         63 => "name too long (NFS3ERR_NAMETOOLONG)",
+        66 => "directory not empty (NFS3ERR_NOTEMPTY)",
+        69 => "disk quota exceeded (NFS3ERR_DQUOT)",
         70 => "stale file handle (NFS3ERR_STALE)",
         10001 => "bad file handle (NFS3ERR_BADHANDLE)",
         10004 => "operation not supported (NFS3ERR_NOTSUPP)",

@@ -24,6 +24,7 @@ use nfs3_types::nfs3::{
 use nfs3_types::xdr_codec::Opaque;
 use playsim_core::StorageErrorKind;
 
+use super::channel::Reply;
 use super::client::{handle, unpack, NfsFailure, NfsPool};
 use super::storage::NfsStorage;
 use crate::write::{
@@ -54,6 +55,7 @@ impl NfsPool {
             how: createhow3::UNCHECKED(attributes),
         };
         let reply = self.call(NFS_PROGRAM::NFSPROC3_CREATE, &args).await?;
+        check_created(reply.body())?;
         match unpack::<CREATE3res>(&reply)? {
             Nfs3Result::Ok(ok) => match ok.obj {
                 Nfs3Option::Some(fh) => Ok(fh.data.to_vec()),
@@ -71,6 +73,7 @@ impl NfsPool {
             attributes,
         };
         let reply = self.call(NFS_PROGRAM::NFSPROC3_MKDIR, &args).await?;
+        check_created(reply.body())?;
         match unpack::<MKDIR3res>(&reply)? {
             Nfs3Result::Ok(ok) => match ok.obj {
                 Nfs3Option::Some(fh) => Ok(fh.data.to_vec()),
@@ -167,6 +170,36 @@ impl NfsPool {
             Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
         }
     }
+}
+
+/// Checks the file handle of a CREATE3res or MKDIR3res (a `post_op_fh3`) against the 64 bytes
+/// NFSv3 allows and the bytes there, before nfs3_types decodes it: it would reserve what the
+/// length claims first.
+fn check_created(body: &[u8]) -> Result<(), NfsFailure> {
+    let mut r = super::rpc::XdrReader::new(body);
+    let malformed =
+        || NfsFailure::Protocol("malformed create reply: its file handle is not 0 to 64 bytes".into());
+    if r.u32() == Some(0) && r.u32() == Some(1) {
+        let handle = r.opaque().ok_or_else(malformed)?;
+        if handle.len() > 64 {
+            return Err(malformed());
+        }
+    }
+    Ok(())
+}
+
+/// Runs every decoder of the write side over `reply`, for the `nfs_reply` fuzz target (see
+/// [`super::client::decode_any_reply`]).
+pub(super) fn decode_write_replies(reply: &Reply) {
+    if check_created(reply.body()).is_ok() {
+        let _ = unpack::<CREATE3res>(reply);
+        let _ = unpack::<MKDIR3res>(reply);
+    }
+    let _ = unpack::<WRITE3res>(reply);
+    let _ = unpack::<COMMIT3res>(reply);
+    let _ = unpack::<RENAME3res>(reply);
+    let _ = unpack::<REMOVE3res>(reply);
+    let _ = unpack::<FSSTAT3res>(reply);
 }
 
 /// The largest WRITE sent, whatever the server allows: 1 MiB, as the kernel's default wsize.
@@ -311,11 +344,39 @@ impl WriteStorage for NfsWriter {
 }
 
 /// The UNSTABLE writes of a file not yet committed: their bytes, kept to send again, and the
-/// verifier they were written under.
+/// verifiers they were written under.
 #[derive(Default)]
 struct Unstable {
     writes: Vec<(u64, WriteBytes)>,
-    verifier: Option<[u8; 8]>,
+    written_under: WrittenUnder,
+}
+
+/// The write verifiers a file's kept writes were written under. A COMMIT covers them only when
+/// they were all written under the verifier it answers: a server that restarted between two
+/// writes (its verifier changed) may have lost the first, even if the COMMIT's matches the
+/// second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum WrittenUnder {
+    #[default]
+    Nothing,
+    One([u8; 8]),
+    Several,
+}
+
+impl WrittenUnder {
+    /// With one more write, written under `verifier` (None: its WRITEs' verifiers differed).
+    fn and(self, verifier: Option<[u8; 8]>) -> WrittenUnder {
+        match (self, verifier) {
+            (WrittenUnder::Nothing, Some(v)) => WrittenUnder::One(v),
+            (WrittenUnder::One(a), Some(b)) if a == b => WrittenUnder::One(a),
+            _ => WrittenUnder::Several,
+        }
+    }
+
+    /// Whether a COMMIT answered with `committed` covers every kept write.
+    fn covered_by(self, committed: [u8; 8]) -> bool {
+        self == WrittenUnder::One(committed)
+    }
 }
 
 struct NfsWriteFile {
@@ -333,25 +394,37 @@ impl NfsWriteFile {
     }
 
     /// Sends `data` at `offset` as WRITEs of at most `wsize`, all in flight together; a short
-    /// write is finished with more. Returns the verifier of the last.
-    async fn send(&self, offset: u64, data: &[u8], stable: stable_how) -> Result<[u8; 8], WriteError> {
+    /// write is finished with more. Returns the verifier they were all written under, or None
+    /// when they differ (the server restarted among them).
+    async fn send(
+        &self,
+        offset: u64,
+        data: &[u8],
+        stable: stable_how,
+    ) -> Result<Option<[u8; 8]>, WriteError> {
         let chunks = data.chunks(self.wsize).enumerate().map(|(i, chunk)| {
             let at = offset + (i * self.wsize) as u64;
             self.send_chunk(at, chunk, stable)
         });
-        let mut verifier = [0; 8];
+        let mut under = WrittenUnder::Nothing;
         for result in futures_util::future::join_all(chunks).await {
-            verifier = result?;
+            under = under.and(result?);
         }
-        Ok(verifier)
+        Ok(match under {
+            WrittenUnder::One(verifier) => Some(verifier),
+            WrittenUnder::Nothing | WrittenUnder::Several => None,
+        })
     }
 
+    /// Sends one WRITE, and more while the server writes less than sent. Returns the verifier
+    /// they were all written under, or None when they differ.
     async fn send_chunk(
         &self,
         mut offset: u64,
         mut chunk: &[u8],
         stable: stable_how,
-    ) -> Result<[u8; 8], WriteError> {
+    ) -> Result<Option<[u8; 8]>, WriteError> {
+        let mut under = WrittenUnder::Nothing;
         loop {
             let written = self.storage.pool().write(&self.fh, offset, chunk, stable).await;
             let written = written.map_err(|e| self.storage.write_error(WriteOp::Write, &self.path, e))?;
@@ -359,9 +432,13 @@ impl NfsWriteFile {
                 let why = "the server wrote 0 bytes of a write";
                 return Err(WriteError::new(StorageErrorKind::Io, WriteOp::Write, &self.path, why));
             }
+            under = under.and(Some(written.verifier));
             let n = written.count as usize;
             if n >= chunk.len() {
-                return Ok(written.verifier);
+                return Ok(match under {
+                    WrittenUnder::One(verifier) => Some(verifier),
+                    WrittenUnder::Nothing | WrittenUnder::Several => None,
+                });
             }
             (offset, chunk) = (offset + n as u64, &chunk[n..]);
         }
@@ -370,9 +447,9 @@ impl NfsWriteFile {
     /// COMMITs the file; sends the kept writes again (FILE_SYNC) when the server's verifier
     /// changed since they were written.
     async fn commit(&self) -> Result<(), WriteError> {
-        let (writes, verifier) = {
+        let (writes, written_under) = {
             let unstable = self.unstable();
-            (unstable.writes.clone(), unstable.verifier)
+            (unstable.writes.clone(), unstable.written_under)
         };
         if writes.is_empty() {
             return Ok(());
@@ -380,7 +457,7 @@ impl NfsWriteFile {
         let committed = self.storage.pool().commit(&self.fh).await;
         let committed = committed.map_err(|e| self.storage.write_error(WriteOp::Sync, &self.path, e))?;
         self.counters.n_syncs.fetch_add(1, Ordering::Relaxed);
-        if verifier != Some(committed) {
+        if !written_under.covered_by(committed) {
             // The server restarted since (RFC 1813 § 3.3.7): what it had not written is lost.
             for (offset, data) in &writes {
                 self.send(*offset, data, stable_how::FILE_SYNC).await?;
@@ -390,6 +467,9 @@ impl NfsWriteFile {
         unstable
             .writes
             .retain(|(offset, data)| !writes.iter().any(|(o, d)| o == offset && Arc::ptr_eq(d, data)));
+        if unstable.writes.is_empty() {
+            unstable.written_under = WrittenUnder::Nothing;
+        }
         Ok(())
     }
 }
@@ -411,12 +491,8 @@ impl WriteFile for NfsWriteFile {
         self.counters.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
         if stability == Stability::Unstable {
             let mut unstable = self.unstable();
-            if unstable.verifier.is_some_and(|v| v != verifier) {
-                // A restart between two writes: commit will find it and send both again.
-                unstable.verifier = None;
-            } else {
-                unstable.verifier = Some(verifier);
-            }
+            // A restart between two writes makes it Several: commit then sends both again.
+            unstable.written_under = unstable.written_under.and(verifier);
             unstable.writes.push((offset, data.clone()));
         } else {
             self.counters.n_syncs.fetch_add(1, Ordering::Relaxed);
@@ -436,5 +512,42 @@ impl WriteFile for NfsWriteFile {
     /// Commits what is not committed yet, as the kernel client does at close.
     async fn close(self: Box<Self>) -> Result<(), WriteError> {
         self.commit().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_created, WrittenUnder};
+
+    /// A CREATE3res: NFS3_OK, a handle following, its length claim and `bytes` after it.
+    fn created(claim: u32, bytes: usize) -> Vec<u8> {
+        let mut body = [0u32, 1, claim].iter().flat_map(|v| v.to_be_bytes()).collect::<Vec<u8>>();
+        body.resize(body.len() + bytes, 0xa5);
+        body
+    }
+
+    #[test]
+    fn a_created_handle_longer_than_64_bytes_is_refused_before_decoding() {
+        assert!(check_created(&created(32, 32)).is_ok());
+        assert!(check_created(&created(0x7fff_ffff, 64)).is_err());
+        assert!(check_created(&created(68, 68)).is_err());
+        assert!(check_created(&created(32, 8)).is_err());
+        // An error status, or no handle: nothing to check.
+        assert!(check_created(&[0, 0, 0, 28]).is_ok());
+    }
+
+    #[test]
+    fn a_commit_covers_writes_only_when_all_were_written_under_its_verifier() {
+        let (a, b) = ([1; 8], [2; 8]);
+        assert!(!WrittenUnder::Nothing.covered_by(a));
+        assert!(WrittenUnder::Nothing.and(Some(a)).and(Some(a)).covered_by(a));
+        assert!(!WrittenUnder::Nothing.and(Some(a)).covered_by(b));
+        // A restart between the first write and the second: the COMMIT matches the second,
+        // and the first may be lost. This stayed covered when a third write came.
+        let restarted = WrittenUnder::Nothing.and(Some(a)).and(Some(b));
+        assert!(!restarted.covered_by(b));
+        assert!(!restarted.and(Some(b)).covered_by(b));
+        // A write whose WRITEs' verifiers differed among themselves.
+        assert!(!WrittenUnder::Nothing.and(None).and(Some(a)).covered_by(a));
     }
 }
