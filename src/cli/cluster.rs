@@ -168,13 +168,7 @@ impl Client {
                 found.clients = Some(size);
                 found
             }
-            Err(e) => {
-                self.close();
-                if rank == 0 {
-                    return Err(anyhow::anyhow!(e));
-                }
-                return Ok(ExitCode::FAILURE);
-            }
+            Err(e) => return Ok(self.fail(&e.to_string())),
         };
         if rank == 0 {
             CapacityText.render(&result, &mut std::io::stdout().lock())?;
@@ -202,13 +196,7 @@ impl Client {
         let is_root = self.cluster.is_root();
         let placement = match scenario.placement(self.cluster.size()) {
             Ok(p) => p,
-            Err(e) => {
-                self.close();
-                if is_root {
-                    return Err(anyhow::anyhow!(e));
-                }
-                return Ok(ExitCode::FAILURE);
-            }
+            Err(e) => return Ok(self.fail(&e.to_string())),
         };
         let dir =
             args.json_dir.clone().unwrap_or_else(|| PathBuf::from("target/scenarios").join(&scenario.name));
@@ -227,14 +215,19 @@ impl Client {
         match self.runtime.block_on(self.idle_round(media.err())) {
             RoundEnd::Root(merged) if merged.status == RunStatus::Failed => {
                 self.cluster.done(1, String::new());
-                self.close();
-                anyhow::bail!("{}", merged.error.unwrap_or_default());
+                return Ok(self.fail(&merged.error.unwrap_or_default()));
             }
             RoundEnd::Root(_) => self.cluster.done(0, String::new()),
             RoundEnd::Client(_, Some((0, _))) => {}
-            RoundEnd::Client(..) => {
-                self.close();
-                return Ok(ExitCode::FAILURE);
+            RoundEnd::Client(own, done) => {
+                // Rank 0 says why when its word came; when it did not, this client says so.
+                if done.is_none() {
+                    let own = own.error.map(|e| format!(" (its own: {e})")).unwrap_or_default();
+                    eprintln!(
+                        "playsim: client {rank}: stopping before the first run: rank 0's word on the setup never came{own}"
+                    );
+                }
+                return Ok(self.fail(""));
             }
         }
         let waves = placement.iter().map(Vec::len).max().unwrap_or(0);
@@ -294,6 +287,19 @@ impl Client {
         }
         self.close();
         Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    }
+
+    /// Ends a run that cannot go on, which every rank has found (a refused placement, a failed
+    /// setup): rank 0 prints `error`, the others nothing, and all exit with status 1. Rank 0
+    /// prints before MPI is finalised: the clients' MPI_Finalize waits for it (OpenMPI's
+    /// finalize is a fence), and once a client exits non-zero mpirun may kill rank 0 before a
+    /// message printed later reaches the terminal (the mpi test saw it lost under load).
+    fn fail(self, error: &str) -> ExitCode {
+        if self.cluster.is_root() && !error.is_empty() {
+            eprintln!("playsim: error: {error}");
+        }
+        self.close();
+        ExitCode::FAILURE
     }
 
     /// Ends this process's part in the run: MPI is finalised (unless a peer may be dead).
