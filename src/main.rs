@@ -43,8 +43,9 @@ enum Command {
     Capacity(Box<CapacityArgs>),
     /// Benchmark storage as frametest does: -w/-r 2k -n -t -f -q -b DIR, its drop rule and summary.
     Frametest(Box<cli::frametest::FrametestArgs>),
-    /// Record at a frame rate: generated frames encoded for real (DPX, EXR, TIFF) and written,
-    /// each renamed into place when complete; frames dropped by cause (encode, storage).
+    /// Record at a frame rate: generated frames encoded for real (DPX, EXR, TIFF, each renamed
+    /// into place when complete; or ProRes into one fragmented MOV) and written; frames dropped
+    /// by cause (encode, storage).
     Record(Box<cli::record::RecordArgs>),
     /// Show runs side by side from their JSON reports: fps, drops by cause, MB/s, latency,
     /// CPU per GB; each later run marked against the first.
@@ -256,7 +257,7 @@ pub(crate) fn parse_compression(s: &str) -> Result<String, String> {
 /// `generate --format`: a registered format that has a writer.
 pub(crate) fn parse_generate_format(s: &str) -> Result<&'static str, String> {
     playsim::media::writers()
-        .map(|(format, _)| format.name)
+        .map(|writer| writer.name)
         .find(|name| name.eq_ignore_ascii_case(s.trim()))
         .ok_or_else(|| {
             format!(
@@ -582,6 +583,7 @@ pub(crate) fn writer_format(
     bit_depth: Option<u8>,
     endian: Option<EndianArg>,
     compression: Option<&str>,
+    profile: Option<&str>,
     command: &str,
 ) -> anyhow::Result<(GenerateFormat, &'static playsim::media::FrameWriter)> {
     let bit_depth = bit_depth.map(|b| b.to_string());
@@ -594,10 +596,10 @@ pub(crate) fn writer_format(
         ("--bit-depth", "bit_depth", bit_depth.as_deref()),
         ("--endian", "endian", endian),
         ("--compression", "compression", compression),
+        ("--profile", "profile", profile),
     ];
     let writer = playsim::media::writers()
-        .find(|(entry, _)| entry.name == format)
-        .map(|(_, writer)| writer)
+        .find(|writer| writer.name == format)
         .context("--format names no writable format")?;
     let mut options = Vec::new();
     for (flag, key, value) in flags {
@@ -610,7 +612,7 @@ pub(crate) fn writer_format(
                 format,
                 format,
                 if takes.is_empty() {
-                    "none of --bit-depth, --endian, --compression".to_owned()
+                    "none of --bit-depth, --endian, --compression, --profile".to_owned()
                 } else {
                     takes.join(", ")
                 },
@@ -644,8 +646,18 @@ fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
         args.bit_depth,
         args.endian,
         args.compression.as_deref(),
+        None,
         "playsim generate DIR",
     )?;
+    if writer.clip {
+        anyhow::bail!(
+            "--format {} writes one clip, not a file a frame: record it, as fast as it encodes, with playsim record {} --format {} --fps max --frames {}",
+            writer.name,
+            args.dir.display(),
+            writer.name,
+            args.frames
+        );
+    }
     let opts = GenerateOptions {
         name: args.name,
         start_frame: args.start,

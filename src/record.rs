@@ -24,11 +24,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use playsim_core::{Clock, DecodedFrame, FramePreset, StorageError};
+use playsim_core::{Clock, DecodedFrame, FramePreset, FrameRate, StorageError, StorageErrorKind};
 use playsim_engine::frametest::IoFuture;
 use playsim_engine::record::{RecordConfig, RecordSink, Recorder, SyncPolicy, WrittenFrame};
 use playsim_engine::{CancelToken, EncodePool, FrameMaker, PreciseClock};
-use playsim_media::GenerateFormat;
+use playsim_media::{ClipMuxer, GenerateFormat};
 use playsim_report::record::{RecordInfo, RecordResult};
 use playsim_storage::transport::TransportOptions;
 use playsim_storage::write::{Stability, WriteFile, WriteStorage};
@@ -82,9 +82,14 @@ impl RecordRequest {
         }
     }
 
-    /// The real name of frame `position`'s file: `frame.0000012.dpx`.
+    /// The real name of frame `position`'s file: `frame.0000012.dpx`; for a clip format, the
+    /// one file's: `frame.mov`.
     pub fn file_name(&self, position: u64) -> String {
-        format!("{}.{position:07}.{}", self.name, self.format.extension())
+        if self.format.writer().clip {
+            format!("{}.{}", self.name, self.format.extension())
+        } else {
+            format!("{}.{position:07}.{}", self.name, self.format.extension())
+        }
     }
 
     /// The bytes the run will write at most: every frame at its known size, or at the
@@ -236,9 +241,13 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         fps: request.config.rate.map_or(0.0, |r| r.as_f64()),
         storage: storage.describe(),
     };
-    let sink = StorageRecordSink { storage, dir, request: request.clone() };
-    let recorder = Recorder::new(request.config.clone(), Arc::new(pool), Arc::new(sink), clock)
-        .map_err(RecordError::Settings)?;
+    let sink: Arc<dyn RecordSink> = if request.format.writer().clip {
+        Arc::new(ClipRecordSink::create(storage, &dir, request).await?)
+    } else {
+        Arc::new(StorageRecordSink { storage, dir, request: request.clone() })
+    };
+    let recorder =
+        Recorder::new(request.config.clone(), Arc::new(pool), sink, clock).map_err(RecordError::Settings)?;
     Ok(PreparedRecord { recorder, info, removed_partials })
 }
 
@@ -337,6 +346,189 @@ impl WrittenFrame for Written {
             }
             storage.rename(&partial, &done).await.map_err(storage_error)
         })
+    }
+}
+
+/// The alignment of O_DIRECT writes (`LocalWriteOptions::direct`).
+const DIRECT_ALIGN: usize = 4096;
+
+/// Writes every frame into one clip file (`NAME.mov`), appended in position order as the
+/// format's muxer gives it (a fragment a frame). The file is written under its real name, not
+/// a partial one: a fragmented MOV cut anywhere plays up to its last whole fragment, which is
+/// what a capture that crashed must keep, and the next run must not remove.
+///
+/// With `--direct`, writes must start on 4096-byte boundaries: each frame writes the whole
+/// blocks it completes, and the rest waits for the next frame; the last write, at the end,
+/// is the only short one.
+struct ClipRecordSink {
+    storage: Arc<dyn WriteStorage>,
+    path: PathBuf,
+    file: ClipFile,
+    state: std::sync::Mutex<ClipState>,
+    preallocate: bool,
+    align: usize,
+}
+
+/// The clip's file, shared with the frames written into it (for `--sync frame`); `None` once
+/// closed.
+type ClipFile = Arc<tokio::sync::Mutex<Option<Box<dyn WriteFile>>>>;
+
+struct ClipState {
+    muxer: Box<dyn ClipMuxer>,
+    /// Bytes muxed and not yet written (with `--direct`, less than a block), and the file
+    /// offset they start at.
+    carry: Vec<u8>,
+    offset: u64,
+}
+
+impl ClipRecordSink {
+    /// Creates the clip's file and its muxer (which gives the header, written with the first
+    /// frame).
+    async fn create(
+        storage: Arc<dyn WriteStorage>,
+        dir: &std::path::Path,
+        request: &RecordRequest,
+    ) -> Result<ClipRecordSink, RecordError> {
+        // A clip needs a rate: with --fps max, its frames are timed at 24 fps.
+        let rate = match request.config.rate {
+            Some(rate) => rate,
+            None => FrameRate::new(24, 1).map_err(|e| RecordError::Settings(e.to_string()))?,
+        };
+        let size = request.preset.dimensions();
+        let muxer = match request.format.encoder().clip_muxer(size, rate) {
+            Some(Ok(muxer)) => muxer,
+            Some(Err(e)) => return Err(RecordError::Destination(format!("cannot set up the clip: {e}"))),
+            None => return Err(RecordError::Settings(format!("{} writes no clip", request.format.name()))),
+        };
+        let path = dir.join(request.file_name(0));
+        let file = storage.create(&path).await.map_err(|e| RecordError::Destination(e.to_string()))?;
+        let carry = muxer.header().to_vec();
+        Ok(ClipRecordSink {
+            storage,
+            path,
+            file: Arc::new(tokio::sync::Mutex::new(Some(file))),
+            state: std::sync::Mutex::new(ClipState { muxer, carry, offset: 0 }),
+            preallocate: request.preallocate,
+            align: if request.direct { DIRECT_ALIGN } else { 1 },
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, ClipState> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Writes `bytes` after what is carried: the whole blocks of it (all of it, unless
+    /// `last` is false and writes are aligned), keeping the rest.
+    async fn append(&self, bytes: &[u8], last: bool) -> Result<(), StorageError> {
+        let (offset, out) = {
+            let mut state = self.state();
+            state.carry.extend_from_slice(bytes);
+            let n = if last { state.carry.len() } else { state.carry.len() / self.align * self.align };
+            let rest = state.carry.split_off(n);
+            let out = std::mem::replace(&mut state.carry, rest);
+            (state.offset, out)
+        };
+        if out.is_empty() {
+            return Ok(());
+        }
+        let len = out.len() as u64;
+        let file = self.file.lock().await;
+        let Some(file) = file.as_ref() else {
+            return Err(StorageError::new(
+                StorageErrorKind::Io,
+                format!("{} is closed", self.path.display()),
+            ));
+        };
+        let written = async {
+            if self.preallocate {
+                file.preallocate(offset + len).await?;
+            }
+            file.write_at(offset, Arc::from(out.clone()), Stability::Unstable).await
+        }
+        .await;
+        match written {
+            Ok(_) => {
+                self.state().offset = offset + len;
+                Ok(())
+            }
+            Err(e) => {
+                // Not written: carried again, so that the next frame's write covers it.
+                let mut state = self.state();
+                let mut again = out;
+                again.extend_from_slice(&state.carry);
+                state.carry = again;
+                Err(storage_error(e))
+            }
+        }
+    }
+}
+
+impl RecordSink for ClipRecordSink {
+    fn name(&self, _position: u64) -> String {
+        self.path.display().to_string()
+    }
+
+    fn write(
+        &self,
+        position: u64,
+        bytes: Arc<[u8]>,
+    ) -> IoFuture<'_, Result<Box<dyn WrittenFrame>, StorageError>> {
+        Box::pin(async move {
+            let fragment = self.state().muxer.frame(position, &bytes);
+            let fragment = fragment.map_err(|e| StorageError::new(StorageErrorKind::Io, e))?;
+            self.append(&fragment, false).await?;
+            Ok(Box::new(ClipFrame { file: Arc::clone(&self.file) }) as Box<dyn WrittenFrame>)
+        })
+    }
+
+    fn sync_all(&self) -> IoFuture<'_, Result<(), StorageError>> {
+        Box::pin(async move {
+            self.storage.sync_all(self.path.parent().unwrap_or(&self.path)).await.map_err(storage_error)
+        })
+    }
+
+    fn ordered(&self) -> bool {
+        true
+    }
+
+    /// Writes the muxer's trailer and what is carried, and closes the file.
+    fn finish(&self) -> IoFuture<'_, Result<(), StorageError>> {
+        Box::pin(async move {
+            let trailer = self.state().muxer.trailer();
+            let trailer = trailer.map_err(|e| StorageError::new(StorageErrorKind::Io, e))?;
+            let appended = self.append(&trailer, true).await;
+            let file = self.file.lock().await.take();
+            let closed = match file {
+                Some(file) => file.close().await.map_err(storage_error),
+                None => Ok(()),
+            };
+            appended.and(closed)
+        })
+    }
+
+    fn cpu_time(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.storage.stats().cpu_ns)
+    }
+}
+
+/// A frame appended to the clip: already in the file; a sync syncs the file.
+struct ClipFrame {
+    file: ClipFile,
+}
+
+impl WrittenFrame for ClipFrame {
+    fn sync(&self) -> IoFuture<'_, Result<(), StorageError>> {
+        Box::pin(async move {
+            let file = self.file.lock().await;
+            match file.as_ref() {
+                Some(file) => file.sync().await.map_err(storage_error),
+                None => Ok(()),
+            }
+        })
+    }
+
+    fn publish(self: Box<Self>) -> IoFuture<'static, Result<(), StorageError>> {
+        Box::pin(async { Ok(()) })
     }
 }
 

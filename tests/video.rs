@@ -536,3 +536,130 @@ fn probe_dimensions_takes_each_clips_size_from_its_container() -> Result<()> {
     }
     Ok(())
 }
+
+/// `playsim record --format prores` of `n` frames of 160x32 into `dest`, with `extra` flags.
+fn record_prores(dest: &Path, n: u64, extra: &[&str]) -> Result<Run> {
+    let done = run(playsim()
+        .arg("record")
+        .arg(dest)
+        .args(["--format", "prores", "--preset", SMALL_PRESET, "--frames", &n.to_string()])
+        .args(extra))?;
+    done.ensure_no_panic()?;
+    Ok(done)
+}
+
+/// The md5s of `ffmpeg -f framemd5` of `path`, and of `playsim decode --md5`.
+fn both_decodes(path: &Path) -> Result<(Vec<String>, Vec<String>)> {
+    let ffmpeg_md5s = framemd5_hashes(&ffmpeg(&["-i", path_str(path)?, "-f", "framemd5", "-"])?);
+    let done = run(playsim().arg("decode").arg(path).arg("--md5"))?;
+    done.ensure_code(0)?;
+    let playsim_md5s = decode_lines(&done)?.into_iter().map(|l| l.md5).collect();
+    Ok((ffmpeg_md5s, playsim_md5s))
+}
+
+/// `record --format prores` writes one fragmented MOV, `frame.mov`: ProRes 422 HQ (`apch`),
+/// 10-bit 4:2:2, at the rate asked, every frame there. FFmpeg's decode of it and playsim's are
+/// the same, md5 for md5 (issue 22's round trip for ProRes), and playsim plays it. With
+/// `--direct` (O_DIRECT: whole 4096-byte blocks until the last write) the file is the same.
+#[test]
+fn a_prores_recording_is_one_fragmented_mov_that_ffmpeg_and_playsim_decode_alike() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dest = tmp.path().join("ingest");
+    record_prores(&dest, 12, &["--fps", "24000/1001"])?.ensure_code(0)?;
+    let names: Vec<String> = std::fs::read_dir(&dest)?
+        .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_>>()?;
+    ensure!(names == ["frame.mov"], "{names:?}");
+    let clip = dest.join("frame.mov");
+    let probe = crate::util::run_tool(
+        "ffprobe",
+        "ffprobe (FFmpeg)",
+        &[
+            "-v",
+            "error",
+            "-show_entries",
+            "stream=codec_name,codec_tag_string,profile,pix_fmt,r_frame_rate,width",
+            "-of",
+            "compact",
+            path_str(&clip)?,
+        ],
+    )?;
+    for want in [
+        "codec_name=prores",
+        "profile=HQ",
+        "codec_tag_string=apch",
+        "pix_fmt=yuv422p10le",
+        "r_frame_rate=24000/1001",
+        "width=160",
+    ] {
+        ensure!(probe.contains(want), "ffprobe says {probe:?}, not {want}");
+    }
+    let (ffmpeg_md5s, playsim_md5s) = both_decodes(&clip)?;
+    ensure!(ffmpeg_md5s.len() == 12, "ffmpeg decodes {} frames", ffmpeg_md5s.len());
+    ensure!(ffmpeg_md5s == playsim_md5s, "ffmpeg {ffmpeg_md5s:?}\nplaysim {playsim_md5s:?}");
+    // Frames differ from each other: the generator's moving picture, with its index.
+    ensure!(ffmpeg_md5s[0] != ffmpeg_md5s[1], "frames 0 and 1 are the same picture");
+
+    let json = tmp.path().join("play.json");
+    let (done, report) = play(std::slice::from_ref(&clip), &["--fps", "24000/1001"], &json)?;
+    done.ensure_code(0)?;
+    ensure!(report.totals.presented == 12 && report.status == RunStatus::Complete, "{done}");
+
+    let direct = tmp.path().join("direct");
+    record_prores(&direct, 12, &["--fps", "24000/1001", "--direct"])?.ensure_code(0)?;
+    let (a, b) = (std::fs::read(&clip)?, std::fs::read(direct.join("frame.mov"))?);
+    ensure!(a == b, "with --direct the clip is {} bytes against {}", b.len(), a.len());
+    Ok(())
+}
+
+/// A clip cut short, as a crash or a full disk leaves it, plays up to its last whole fragment:
+/// FFmpeg decodes the frames before the cut, the same pictures as in the whole clip. Ctrl-C
+/// mid-recording leaves a clip holding every frame it counted as written.
+#[test]
+fn a_prores_clip_cut_short_or_interrupted_keeps_its_whole_frames() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dest = tmp.path().join("whole");
+    record_prores(&dest, 12, &["--fps", "max"])?.ensure_code(0)?;
+    let whole = std::fs::read(dest.join("frame.mov"))?;
+    let (all, _) = both_decodes(&dest.join("frame.mov"))?;
+    let cut = tmp.path().join("cut.mov");
+    std::fs::write(&cut, &whole[..whole.len() * 6 / 10])?;
+    let kept = framemd5_hashes(&ffmpeg(&["-i", path_str(&cut)?, "-f", "framemd5", "-"])?);
+    ensure!((5..12).contains(&kept.len()), "{} frames decode from 60% of the clip", kept.len());
+    ensure!(kept[..] == all[..kept.len()], "the cut clip's frames differ from the whole one's");
+
+    let stopped = tmp.path().join("stopped");
+    let json = tmp.path().join("r.json");
+    let mut cmd = playsim();
+    cmd.arg("record")
+        .arg(&stopped)
+        .args(["--format", "prores", "--preset", SMALL_PRESET, "--fps", "24", "--frames", "2400", "--json"])
+        .arg(&json);
+    let done = crate::util::interrupt_after(&mut cmd, tmp.path(), std::time::Duration::from_millis(1500))?;
+    done.ensure_no_panic()?;
+    ensure!(done.code == Some(130), "{done}");
+    let figures: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+    let written = figures["frames_written"].as_u64().unwrap_or(0);
+    ensure!(written >= 1, "{figures}");
+    let decoded =
+        framemd5_hashes(&ffmpeg(&["-i", path_str(&stopped.join("frame.mov"))?, "-f", "framemd5", "-"])?);
+    ensure!(decoded.len() as u64 == written, "{} frames decode of {written} written", decoded.len());
+    Ok(())
+}
+
+/// `generate --format prores` is refused with the record command that makes a clip; a bad
+/// profile is refused with the valid ones.
+#[test]
+fn prores_is_made_by_record_and_its_profile_is_checked() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let done = run(playsim()
+        .arg("generate")
+        .arg(tmp.path().join("g"))
+        .args(["--format", "prores", "--frames", "4"]))?;
+    done.ensure_code(2).or_else(|_| done.ensure_code(1))?;
+    ensure!(done.stderr.contains("writes one clip") && done.stderr.contains("playsim record"), "{done}");
+    let bad = record_prores(&tmp.path().join("r"), 2, &["--profile", "ultra"])?;
+    ensure!(bad.code != Some(0), "{bad}");
+    ensure!(bad.stderr.contains("proxy, lt, standard or hq") && bad.stderr.contains("--profile hq"), "{bad}");
+    Ok(())
+}

@@ -39,7 +39,8 @@ pub struct RecordArgs {
     /// Frames to record [default: 10 seconds' worth at --fps, 240 with max].
     #[arg(long, value_parser = parse::positive, allow_hyphen_values = true)]
     frames: Option<u64>,
-    /// File format: any format playsim can write (dpx, exr, tiff).
+    /// File format: any format playsim can write (dpx, exr, tiff; prores, one fragmented MOV
+    /// holding every frame, NAME.mov).
     #[arg(long, default_value = "dpx", value_parser = crate::parse_generate_format)]
     format: &'static str,
     /// Frame size: hd, uhd, 2k, 4k, 2k-dci, 4k-dci, 6k, 8k-dci, 8k-uhd or WxH.
@@ -48,6 +49,9 @@ pub struct RecordArgs {
     /// EXR compression: none, rle, zips, zip, piz, pxr24, b44 or b44a [default: piz].
     #[arg(long, value_parser = crate::parse_compression)]
     compression: Option<String>,
+    /// ProRes profile: proxy, lt, standard or hq [default: hq].
+    #[arg(long)]
+    profile: Option<String>,
     /// Bits per sample: DPX 8, 10 or 16 [default: 10]; TIFF 8 or 16 [default: 16].
     #[arg(long, value_parser = parse::bit_depth, allow_hyphen_values = true)]
     bit_depth: Option<u8>,
@@ -111,6 +115,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         args.bit_depth,
         args.endian,
         args.compression.as_deref(),
+        args.profile.as_deref(),
         "playsim record DEST",
     )?;
     let n_frames = args.frames.unwrap_or_else(|| {

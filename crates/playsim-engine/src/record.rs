@@ -132,6 +132,20 @@ pub trait RecordSink: Send + Sync + 'static {
     /// Makes everything written durable, once, after the last frame (`--sync end`).
     fn sync_all(&self) -> IoFuture<'_, Result<(), StorageError>>;
 
+    /// Whether frames must reach [`RecordSink::write`] in position order, one at a time: a
+    /// clip (one file holding every frame, as a MOV) appends them. Then a frame waits for its
+    /// turn, after every earlier frame is written, failed or dropped, before it takes a
+    /// writer; that wait is storage's time.
+    fn ordered(&self) -> bool {
+        false
+    }
+
+    /// Ends the run's output, after the last frame and before the end sync: a clip writes its
+    /// index and closes its file. A failure is the run's.
+    fn finish(&self) -> IoFuture<'_, Result<(), StorageError>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// CPU time its writes and syncs have taken so far, where it can be measured.
     fn cpu_time(&self) -> Duration {
         Duration::ZERO
@@ -178,7 +192,9 @@ impl Recorder {
     pub async fn run(self) -> RecordRun {
         let Recorder { config, encoder, sink, clock, cancel } = self;
         let origin = clock.now();
+        let order = sink.ordered().then(Order::default);
         let shared = Arc::new(Shared {
+            order,
             encoder,
             sink,
             clock: Arc::clone(&clock),
@@ -220,6 +236,7 @@ impl Recorder {
                 }
                 None => {
                     rec.cause = Some(shared.charged_stage(rec.due_ns));
+                    shared.done_with(k);
                     if let Some(slot) = usize::try_from(k).ok().and_then(|i| records.get_mut(i)) {
                         *slot = Some(rec);
                     }
@@ -232,6 +249,9 @@ impl Recorder {
         }
         while let Some(done) = tasks.join_next().await {
             keep(&mut records, &mut failure, done);
+        }
+        if let Err(e) = shared.sink.finish().await {
+            failure.get_or_insert(format!("cannot finish the recording: {}", e.message));
         }
         let mut end_sync_ns = None;
         if shared.sync == SyncPolicy::End {
@@ -261,8 +281,48 @@ struct QueuedTimes {
     encoded_ns: Option<u64>,
 }
 
+/// The write order of an ordered sink ([`RecordSink::ordered`]): the next position to write,
+/// and the later ones already done with (dropped, failed, or written).
+#[derive(Default)]
+struct Order {
+    state: Mutex<(u64, std::collections::BTreeSet<u64>)>,
+    turn: tokio::sync::Notify,
+}
+
+impl Order {
+    /// Waits until every frame before `position` is done with.
+    async fn wait_for_turn(&self, position: u64) {
+        loop {
+            let notified = self.turn.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).0 >= position {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Notes that `position` is done with, and moves the turn past every position done.
+    fn done_with(&self, position: u64) {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (next, done) = &mut *state;
+        if position < *next {
+            return;
+        }
+        done.insert(position);
+        while done.remove(next) {
+            *next += 1;
+        }
+        drop(state);
+        self.turn.notify_waiters();
+    }
+}
+
 /// What the frame tasks share.
 struct Shared {
+    /// The write order, for an ordered sink.
+    order: Option<Order>,
     encoder: Arc<dyn EncodeExecutor>,
     sink: Arc<dyn RecordSink>,
     clock: Arc<dyn Clock>,
@@ -292,6 +352,13 @@ impl Shared {
             }
         } else {
             queued.insert(position, QueuedTimes { arrived_ns: at_ns, encoded_ns: None });
+        }
+    }
+
+    /// Notes that frame `position` will not be written (again), for an ordered sink's turn.
+    fn done_with(&self, position: u64) {
+        if let Some(order) = &self.order {
+            order.done_with(position);
         }
     }
 
@@ -341,6 +408,9 @@ impl Shared {
             if let Some(at) = rec.encoded_ns {
                 self.mark(position, at, true);
             }
+            if let Some(order) = &self.order {
+                order.wait_for_turn(position).await;
+            }
             let Ok(writer) = Arc::clone(&self.writers).acquire_owned().await else {
                 return self.failed(rec, RecordCause::Storage, "no writer was left to run it".into());
             };
@@ -375,6 +445,7 @@ impl Shared {
             }
         }
         .await;
+        self.done_with(position);
         self.leave(position);
         drop(queue_slot);
         rec
@@ -437,6 +508,10 @@ mod tests {
         slow: Vec<(u64, Duration)>,
         fail: Vec<u64>,
         published: Mutex<Vec<u64>>,
+        /// Whether it asks for its writes in order, as a clip does.
+        ordered: bool,
+        /// How many published frames there were when `finish` was called, each time.
+        finished: Mutex<Vec<usize>>,
     }
 
     struct ScriptedFrame {
@@ -472,6 +547,16 @@ mod tests {
                 tokio::time::sleep(50 * MS).await;
                 Ok(())
             })
+        }
+
+        fn ordered(&self) -> bool {
+            self.ordered
+        }
+
+        fn finish(&self) -> IoFuture<'_, Result<(), StorageError>> {
+            let published = self.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
+            self.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(published);
+            Box::pin(async { Ok(()) })
         }
     }
 
@@ -512,7 +597,14 @@ mod tests {
     }
 
     fn sink(cost: Duration, slow: Vec<(u64, Duration)>, fail: Vec<u64>) -> Arc<ScriptedSink> {
-        Arc::new(ScriptedSink { cost, slow, fail, published: Mutex::default() })
+        Arc::new(ScriptedSink {
+            cost,
+            slow,
+            fail,
+            published: Mutex::default(),
+            ordered: false,
+            finished: Mutex::default(),
+        })
     }
 
     async fn record(
@@ -545,6 +637,32 @@ mod tests {
         assert_eq!(out.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len(), 25);
         assert!(!run.interrupted && run.failure.is_none());
         assert_eq!(run.end_ns, 24 * 40 * MS_NS + 30 * MS_NS);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_ordered_sink_gets_its_frames_in_order_past_slow_encodes_and_drops() {
+        // A clip: 2 encoders, frame 2's encode takes 150 ms, so frames 3 and 4 are encoded
+        // first and wait for their turn, and the queue of 3 fills: frames that arrive then are
+        // dropped, and the turn moves past them. Every write comes in position order, and
+        // `finish` comes once, after the last.
+        let mut cfg = config(20, Some(25), 3);
+        (cfg.encoders, cfg.writers) = (2, 2);
+        let out = Arc::new(ScriptedSink {
+            ordered: true,
+            ..Arc::into_inner(sink(5 * MS, vec![], vec![])).expect("one owner")
+        });
+        let run = record(cfg, encoder(10 * MS, vec![(2, 150 * MS)]), Arc::clone(&out)).await;
+        let published = out.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        assert!(published.windows(2).all(|w| w[0] < w[1]), "{published:?}");
+        let dropped = positions(&run, RecordOutcome::Dropped, Some(RecordCause::Encode));
+        let dropped_storage = positions(&run, RecordOutcome::Dropped, Some(RecordCause::Storage));
+        assert!(!dropped.is_empty() || !dropped_storage.is_empty(), "nothing dropped");
+        assert_eq!(published.len() + dropped.len() + dropped_storage.len(), 20);
+        assert_eq!(published.last(), Some(&19));
+        assert_eq!(
+            *out.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+            [published.len()]
+        );
     }
 
     #[tokio::test(start_paused = true)]

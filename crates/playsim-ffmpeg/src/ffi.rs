@@ -63,3 +63,25 @@ pub(crate) fn decode_error_flags(picture: &ffmpeg_next::util::frame::Video) -> i
     // SAFETY: the frame pointer is valid while `picture` is borrowed; one integer field is read.
     unsafe { (*picture.as_ptr()).decode_error_flags }
 }
+
+/// Cuts the muxer's current fragment and pushes its bytes through the output's AVIO context:
+/// `av_write_frame(ctx, NULL)`, which the MOV muxer takes, with `movflags=frag_custom`, as
+/// "write the fragment now", then `avio_flush`.
+pub(crate) fn flush_fragment(
+    output: &mut ffmpeg_next::format::context::Output,
+) -> Result<(), ffmpeg_next::Error> {
+    // SAFETY: the context pointer is valid while `output` is borrowed mutably; a NULL packet
+    // is av_write_frame's documented flush request; `pb` is the output's own AVIO context,
+    // set by output_to_stream and alive as long as the context.
+    unsafe {
+        let ctx = output.as_mut_ptr();
+        let status = ffi::av_write_frame(ctx, std::ptr::null_mut());
+        if status < 0 {
+            return Err(ffmpeg_next::Error::from(status));
+        }
+        if !(*ctx).pb.is_null() {
+            ffi::avio_flush((*ctx).pb);
+        }
+    }
+    Ok(())
+}

@@ -28,6 +28,8 @@
 // alike and can refuse a video file naming the feature.
 #[cfg(feature = "ffmpeg")]
 mod decode;
+#[cfg(feature = "ffmpeg")]
+mod encode;
 mod error;
 // The FFmpeg calls ffmpeg-next does not wrap: the one module allowed `unsafe`, each block
 // with a `// SAFETY:` line.
@@ -45,6 +47,8 @@ mod storage_io;
 
 #[cfg(feature = "ffmpeg")]
 pub use decode::{DecodeMode, VideoDecoder};
+#[cfg(feature = "ffmpeg")]
+pub use encode::{MovMuxer, ProresEncoder, ProresProfile};
 pub use error::Error;
 
 /// The name FFmpeg's own threads (a decoder's frame or slice threads) are given when the

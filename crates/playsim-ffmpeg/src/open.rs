@@ -53,7 +53,7 @@ pub async fn open(
 /// Sets FFmpeg up once: its error strings (without them ffmpeg-next's errors print
 /// empty), and no log lines, since FFmpeg prints every decode error on stderr and
 /// playsim reports them itself, per frame.
-fn init_ffmpeg() {
+pub(crate) fn init_ffmpeg() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // init() only fills the error strings and registers devices; it cannot fail on FFmpeg 5.

@@ -91,6 +91,13 @@ pub fn generate_sequence(
     if opts.n_frames == 0 {
         return Err(invalid("no frames to write (n_frames is 0)".to_owned()));
     }
+    if opts.format.writer().clip {
+        return Err(invalid(format!(
+            "{} writes one clip, not a file a frame: record it with playsim record DIR --format {} --fps max",
+            opts.format.name(),
+            opts.format.name()
+        )));
+    }
     if opts.name.is_empty() || opts.name.contains(['/', '\\', '%', '\0']) {
         return Err(invalid(format!("name '{}' must be non-empty, without '/', '\\' or '%'", opts.name)));
     }

@@ -57,7 +57,9 @@ pub use source::SequenceSource;
 pub use synthetic::{
     read_frame_index, render_frame, render_frame_f32, GRAIN_F32, MIN_CODE_HEIGHT, MIN_CODE_WIDTH,
 };
+#[cfg(feature = "ffmpeg")]
+pub use writer::PRORES_WRITER;
 pub use writer::{
-    writable_names, writers, FrameEncoder, FrameWriter, GenerateFormat, GenerateFormatError, OptionError,
-    ParseOptions, WriterOption, DPX_WRITER, EXR_WRITER, TIFF_WRITER,
+    writable_names, writers, ClipMuxer, FrameEncoder, FrameWriter, GenerateFormat, GenerateFormatError,
+    OptionError, ParseOptions, WriterOption, DPX_WRITER, EXR_WRITER, TIFF_WRITER,
 };

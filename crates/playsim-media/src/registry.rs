@@ -16,6 +16,8 @@ use playsim_core::{
     Decoder, FileBytes, FormatDescriptor, FrameExtent, IoBuf, Probe, Source, Storage, StorageFile,
 };
 
+#[cfg(feature = "ffmpeg")]
+use crate::writer::PRORES_WRITER;
 use crate::writer::{FrameWriter, DPX_WRITER, EXR_WRITER, TIFF_WRITER};
 use crate::{Error, Sequence, SequenceSource};
 
@@ -137,7 +139,7 @@ const FORMATS: &[Format] = &[
     .with_writer(&EXR_WRITER),
     Format::sequence(playsim_tiff::FORMAT, |_| Arc::new(playsim_tiff::TiffDecoder)).with_writer(&TIFF_WRITER),
     #[cfg(feature = "ffmpeg")]
-    Format::container(VIDEO, open_video),
+    Format::container(VIDEO, open_video).with_writer(&PRORES_WRITER),
     #[cfg(not(feature = "ffmpeg"))]
     Format::needs_feature(VIDEO, "ffmpeg", true),
 ];

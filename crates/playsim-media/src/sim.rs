@@ -225,7 +225,7 @@ impl SimUrl {
             }
             (name, None) => {
                 let name = name.unwrap_or("dpx");
-                if !writers().any(|(f, w)| w.in_sim && f.name == name) {
+                if !writers().any(|w| w.in_sim && w.name == name) {
                     return Err(field(
                         "format",
                         format!("it is {} (or give frame_bytes=N)", writable_names(|w| w.in_sim)),
@@ -234,8 +234,8 @@ impl SimUrl {
                 let parsed = GenerateFormat::parse(name, &format_options).map_err(|e| match e {
                     GenerateFormatError::UnknownOption { key, .. } => {
                         let takers: Vec<&str> = writers()
-                            .filter(|(_, w)| w.in_sim && w.option(&key).is_some())
-                            .map(|(f, _)| f.name)
+                            .filter(|w| w.in_sim && w.option(&key).is_some())
+                            .map(|w| w.name)
                             .collect();
                         field(&key, format!("it applies only to format={}", takers.join(" or format=")))
                     }
@@ -457,7 +457,7 @@ impl SimFrames {
 /// The keys of every registered writer's options, each once, in table order.
 fn format_keys() -> Vec<&'static str> {
     let mut keys: Vec<&'static str> = Vec::new();
-    for (_, writer) in writers() {
+    for writer in writers() {
         for option in writer.options {
             if !keys.contains(&option.key) {
                 keys.push(option.key);

@@ -46,11 +46,18 @@ pub struct OptionError {
 /// Parses a writer's options (`key=value` pairs, each key one of the writer's) into its encoder.
 pub type ParseOptions = fn(&[(&str, &str)]) -> Result<Arc<dyn FrameEncoder>, OptionError>;
 
-/// How a sequence format writes test frames.
+/// How a format writes test frames: one file each (a sequence), or one file holding them all
+/// (a clip).
 #[derive(Clone, Copy, Debug)]
 pub struct FrameWriter {
+    /// The name `--format` takes: the format's (`dpx`), or the codec's for a container
+    /// (`prores`).
+    pub name: &'static str,
     /// The extension of the files written, without the dot (`tif` for TIFF).
     pub extension: &'static str,
+    /// Whether it writes one file holding every frame (a MOV), through
+    /// [`FrameEncoder::clip_muxer`], rather than one file a frame.
+    pub clip: bool,
     /// The options it takes, in the order they are listed.
     pub options: &'static [WriterOption],
     /// Whether `playsim generate` writes RGBA even without `--alpha` (EXR).
@@ -113,6 +120,31 @@ pub trait FrameEncoder: Send + Sync + fmt::Debug {
     fn file_bytes(&self, _size: (u32, u32), _alpha: bool) -> Option<u64> {
         None
     }
+
+    /// For a clip format ([`FrameWriter::clip`]): the muxer of a file of frames of `size` at
+    /// `rate`, each from [`FrameEncoder::encode_frame`]; `None` for a sequence format.
+    fn clip_muxer(
+        &self,
+        _size: (u32, u32),
+        _rate: playsim_core::FrameRate,
+    ) -> Option<Result<Box<dyn ClipMuxer>, String>> {
+        None
+    }
+}
+
+/// One file holding every frame (a video container), muxed as the frames come: its first
+/// bytes, then each frame's bytes in position order (a gap in the positions is a gap in the
+/// clip's time), then its last. Each piece is written as it is given, so the file on disk
+/// grows a whole frame at a time.
+pub trait ClipMuxer: Send {
+    /// The bytes before the first frame.
+    fn header(&self) -> &[u8];
+
+    /// Frame `position`'s bytes in the container, from its encoded frame `packet`.
+    fn frame(&mut self, position: u64, packet: &[u8]) -> Result<Vec<u8>, String>;
+
+    /// The bytes after the last frame.
+    fn trailer(&mut self) -> Result<Vec<u8>, String>;
 }
 
 /// Why a format and its options cannot make frames.
@@ -163,7 +195,7 @@ impl GenerateFormat {
     /// The format named `name` (as in the table, any case) with `options`, each key one the
     /// format's writer takes; options not given keep their defaults.
     pub fn parse(name: &str, options: &[(&str, &str)]) -> Result<GenerateFormat, GenerateFormatError> {
-        let Some((format, writer)) = writers().find(|(f, _)| f.name.eq_ignore_ascii_case(name.trim())) else {
+        let Some(writer) = writers().find(|w| w.name.eq_ignore_ascii_case(name.trim())) else {
             return Err(GenerateFormatError::Unknown {
                 name: name.to_owned(),
                 writable: writable_names(|_| true),
@@ -173,18 +205,18 @@ impl GenerateFormat {
         for (key, _) in options {
             if writer.option(key).is_none() {
                 return Err(GenerateFormatError::UnknownOption {
-                    format: format.name,
+                    format: writer.name,
                     key: (*key).to_owned(),
                     takes: writer.keys(),
                 });
             }
         }
         let encoder = (writer.parse)(options).map_err(|error| GenerateFormatError::Value {
-            format: format.name,
+            format: writer.name,
             example: writer.option(&error.key).map_or("", |o| o.example),
             error,
         })?;
-        Ok(GenerateFormat { name: format.name, writer, encoder })
+        Ok(GenerateFormat { name: writer.name, writer, encoder })
     }
 
     /// The format's name, e.g. `dpx`.
@@ -228,14 +260,14 @@ impl Default for GenerateFormat {
     }
 }
 
-/// The registered formats that have a writer, with it.
-pub fn writers() -> impl Iterator<Item = (&'static crate::Format, &'static FrameWriter)> {
-    crate::formats().iter().filter_map(|f| f.writer.map(|w| (f, w)))
+/// The writers of the registered formats, in table order.
+pub fn writers() -> impl Iterator<Item = &'static FrameWriter> {
+    crate::formats().iter().filter_map(|f| f.writer)
 }
 
-/// The names of the writable formats that `keep` keeps, joined by ", ".
+/// The names of the writers that `keep` keeps, joined by ", ".
 pub fn writable_names(keep: impl Fn(&FrameWriter) -> bool) -> String {
-    writers().filter(|(_, w)| keep(w)).map(|(f, _)| f.name).collect::<Vec<_>>().join(", ")
+    writers().filter(|w| keep(w)).map(|w| w.name).collect::<Vec<_>>().join(", ")
 }
 
 fn bad(key: &str, value: &str, reason: &str) -> OptionError {
@@ -288,7 +320,9 @@ const ENDIAN_HELP: &str = "byte order: big or little";
 
 /// DPX's writer: 8-, 10- or 16-bit RGB(A) of [`render_frame`]'s pixels.
 pub const DPX_WRITER: FrameWriter = FrameWriter {
+    name: "dpx",
     extension: "dpx",
+    clip: false,
     options: &[
         WriterOption {
             key: "bit_depth",
@@ -380,7 +414,9 @@ impl DpxOptions {
 /// EXR's writer: scanline half-float files of [`render_frame_f32`]'s pixels, written with
 /// the `exr` crate, one thread per file.
 pub const EXR_WRITER: FrameWriter = FrameWriter {
+    name: "exr",
     extension: "exr",
+    clip: false,
     options: &[WriterOption {
         key: "compression",
         default: "piz",
@@ -455,7 +491,9 @@ impl FrameEncoder for ExrOptions {
 /// TIFF's writer: uncompressed files of [`render_frame`]'s pixels, in strips of 16 rows, as
 /// film scans often arrive.
 pub const TIFF_WRITER: FrameWriter = FrameWriter {
+    name: "tiff",
     extension: "tif",
+    clip: false,
     options: &[
         WriterOption {
             key: "bit_depth",
@@ -527,6 +565,90 @@ impl FrameEncoder for TiffOptions {
     }
 }
 
+/// ProRes 422 in a fragmented MOV, through FFmpeg (`prores_ks`, the `mov` muxer): a clip, one
+/// file holding every frame. The generator's 16-bit RGB is converted to 10-bit Y'CbCr 4:2:2
+/// (BT.709) first, as a camera or an ingest server's encoder would.
+#[cfg(feature = "ffmpeg")]
+pub const PRORES_WRITER: FrameWriter = FrameWriter {
+    name: "prores",
+    extension: "mov",
+    clip: true,
+    options: &[WriterOption {
+        key: "profile",
+        default: "hq",
+        help: "proxy, lt, standard or hq",
+        example: "hq",
+        always_in_command: true,
+    }],
+    rgba_by_default: false,
+    in_sim: false,
+    parse: parse_prores,
+};
+
+/// ProRes's typed options: the encoder of its profile.
+#[cfg(feature = "ffmpeg")]
+#[derive(Debug)]
+struct ProresOptions {
+    encoder: playsim_ffmpeg::ProresEncoder,
+}
+
+#[cfg(feature = "ffmpeg")]
+fn parse_prores(options: &[(&str, &str)]) -> Result<Arc<dyn FrameEncoder>, OptionError> {
+    let profile = match get(options, "profile") {
+        None => playsim_ffmpeg::ProresProfile::default(),
+        Some(value) => playsim_ffmpeg::ProresProfile::parse(value)
+            .ok_or_else(|| bad("profile", value, "it is proxy, lt, standard or hq"))?,
+    };
+    Ok(Arc::new(ProresOptions { encoder: playsim_ffmpeg::ProresEncoder::new(profile) }))
+}
+
+#[cfg(feature = "ffmpeg")]
+impl FrameEncoder for ProresOptions {
+    fn render(&self, number: u64, (width, height): (u32, u32), _alpha: bool, frame: &mut DecodedFrame) {
+        render_frame(width, height, number, false, frame);
+    }
+
+    fn encode_frame(&self, frame: &DecodedFrame, out: &mut Vec<u8>) -> Result<(), String> {
+        self.encoder.encode(frame, out)
+    }
+
+    fn settings(&self) -> Vec<(&'static str, String)> {
+        vec![("profile", self.encoder.profile().name().to_owned())]
+    }
+
+    fn describe(&self, _alpha: bool) -> String {
+        format!("{}, 10-bit 4:2:2, fragmented MOV", self.encoder.profile().describe())
+    }
+
+    fn sample_bytes(&self, size: (u32, u32)) -> u64 {
+        self.encoder.profile().max_frame_bytes(size)
+    }
+
+    fn clip_muxer(
+        &self,
+        size: (u32, u32),
+        rate: playsim_core::FrameRate,
+    ) -> Option<Result<Box<dyn ClipMuxer>, String>> {
+        let muxer = playsim_ffmpeg::MovMuxer::new(self.encoder.profile(), size, rate);
+        Some(muxer.map(|m| Box::new(m) as Box<dyn ClipMuxer>))
+    }
+}
+
+#[cfg(feature = "ffmpeg")]
+impl ClipMuxer for playsim_ffmpeg::MovMuxer {
+    fn header(&self) -> &[u8] {
+        playsim_ffmpeg::MovMuxer::header(self)
+    }
+
+    fn frame(&mut self, position: u64, packet: &[u8]) -> Result<Vec<u8>, String> {
+        playsim_ffmpeg::MovMuxer::frame(self, position, packet)
+    }
+
+    fn trailer(&mut self) -> Result<Vec<u8>, String> {
+        playsim_ffmpeg::MovMuxer::trailer(self)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -534,24 +656,27 @@ mod tests {
 
     #[test]
     fn every_registered_writer_parses_its_defaults_and_examples() {
-        for (format, writer) in writers() {
+        for writer in writers() {
             let pairs: Vec<(&str, &str)> = writer.options.iter().map(|o| (o.key, o.example)).collect();
-            let with_examples = GenerateFormat::parse(format.name, &pairs).unwrap();
-            let defaults = GenerateFormat::parse(format.name, &[]).unwrap();
+            let with_examples = GenerateFormat::parse(writer.name, &pairs).unwrap();
+            let defaults = GenerateFormat::parse(writer.name, &[]).unwrap();
             let settings: Vec<(&str, String)> =
                 writer.options.iter().map(|o| (o.key, o.default.to_owned())).collect();
-            assert_eq!(defaults.settings(), settings, "{}", format.name);
-            assert_eq!(with_examples.name(), format.name);
+            assert_eq!(defaults.settings(), settings, "{}", writer.name);
+            assert_eq!(with_examples.name(), writer.name);
         }
-        assert_eq!(writable_names(|_| true), "dpx, exr, tiff");
+        let video = if cfg!(feature = "ffmpeg") { ", prores" } else { "" };
+        assert_eq!(writable_names(|_| true), format!("dpx, exr, tiff{video}"));
         assert_eq!(GenerateFormat::default(), GenerateFormat::parse("dpx", &[]).unwrap());
     }
 
     #[test]
     fn refusals_name_the_key_and_show_an_example() {
         type Pairs<'a> = &'a [(&'a str, &'a str)];
+        let video = if cfg!(feature = "ffmpeg") { ", prores" } else { "" };
+        let webp = format!("format 'webp': playsim writes dpx, exr, tiff{video} (for example dpx)");
         let cases: [(&str, Pairs, &str); 5] = [
-            ("webp", &[], "format 'webp': playsim writes dpx, exr, tiff (for example dpx)"),
+            ("webp", &[], &webp),
             (
                 "dpx",
                 &[("compression", "piz")],
