@@ -96,34 +96,59 @@ fn result(request: &CapacityRequest, found: Found) -> Capacity {
     }
 }
 
+/// A trial's outcome, as the search sees it.
+pub(crate) trait Attempt: Clone {
+    /// Whether the candidate held: nothing dropped.
+    fn passed(&self) -> bool;
+}
+
+impl Attempt for Trial {
+    fn passed(&self) -> bool {
+        self.passed
+    }
+}
+
+/// What [`search_by`] found: the largest candidate that passed (0 for none), the first that
+/// failed with its failing trial, and every trial in the order run.
+pub(crate) struct Searched<T> {
+    pub best: u32,
+    pub failed_at: Option<(u32, T)>,
+    pub trials: Vec<(u32, T)>,
+}
+
 /// The search itself, over any trial: doubling from 1 until a candidate fails (or `max`
 /// passes), then bisection between the last pass and the first failure. A candidate passes
-/// when `trials_per` trials in a row have no drop.
-pub(crate) async fn search<F, Fut>(max: u32, trials_per: u32, mut trial: F) -> Result<Found, Error>
+/// when `trials_per` trials in a row pass.
+pub(crate) async fn search_by<T, F, Fut>(
+    max: u32,
+    trials_per: u32,
+    mut trial: F,
+) -> Result<Searched<T>, Error>
 where
+    T: Attempt,
     F: FnMut(u32) -> Fut,
-    Fut: std::future::Future<Output = Result<Trial, Error>>,
+    Fut: std::future::Future<Output = Result<T, Error>>,
 {
     let mut trials = Vec::new();
-    let mut try_candidate = async |candidate: u32, trials: &mut Vec<Trial>| -> Result<Option<Trial>, Error> {
+    let mut try_candidate = async |candidate: u32, trials: &mut Vec<(u32, T)>| -> Result<Option<T>, Error> {
         for _ in 0..trials_per {
             let result = trial(candidate).await?;
-            let passed = result.passed;
-            trials.push(result.clone());
+            let passed = result.passed();
+            trials.push((candidate, result.clone()));
             if !passed {
                 return Ok(Some(result));
             }
         }
         Ok(None)
     };
-    let mut failed_at: Option<(u32, Trial)> = None;
+    let mut failed_at: Option<(u32, T)> = None;
     let mut passed = 0;
     let mut candidate = 1;
     loop {
         match try_candidate(candidate, &mut trials).await? {
             None => passed = candidate,
-            Some(drops) => {
-                failed_at = Some((candidate, drops));
+            Some(failed) => {
+                failed_at = Some((candidate, failed));
                 break;
             }
         }
@@ -132,28 +157,40 @@ where
         }
         candidate = (candidate * 2).min(max);
     }
-    if let Some((mut high, mut high_drops)) = failed_at {
+    if let Some((mut high, mut high_failed)) = failed_at {
         let mut low = passed;
         while high - low > 1 {
             let middle = low + (high - low) / 2;
             match try_candidate(middle, &mut trials).await? {
                 None => low = middle,
-                Some(drops) => {
+                Some(failed) => {
                     high = middle;
-                    high_drops = drops;
+                    high_failed = failed;
                 }
             }
         }
         passed = low;
-        failed_at = Some((high, high_drops));
+        failed_at = Some((high, high_failed));
     }
+    Ok(Searched { best: passed, failed_at, trials })
+}
+
+/// The search over playback trials ([`search_by`]), with the margin of the answer and the
+/// cause of the first failure.
+pub(crate) async fn search<F, Fut>(max: u32, trials_per: u32, trial: F) -> Result<Found, Error>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Result<Trial, Error>>,
+{
+    let Searched { best, failed_at, trials } = search_by(max, trials_per, trial).await?;
+    let trials: Vec<Trial> = trials.into_iter().map(|(_, t)| t).collect();
     let margin_ms = trials
         .iter()
-        .filter(|t| t.candidate == passed)
+        .filter(|t| t.candidate == best)
         .map(|t| t.worst_slack_ms)
         .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.min(s))));
     Ok(Found {
-        best: passed,
+        best,
         limit: failed_at.as_ref().map(|(_, failed)| main_cause(&failed.dropped)),
         margin_ms,
         first_drop: failed_at.and_then(|(_, failed)| failed.first_drop),

@@ -29,7 +29,9 @@ use playsim_engine::frametest::IoFuture;
 use playsim_engine::record::{RecordConfig, RecordSink, Recorder, SyncPolicy, WrittenFrame};
 use playsim_engine::{CancelToken, EncodePool, FrameMaker, PreciseClock};
 use playsim_media::{ClipMuxer, GenerateFormat};
-use playsim_report::record::{RecordInfo, RecordResult};
+use playsim_report::record::{
+    RecordCapacity, RecordCapacityBy, RecordInfo, RecordResult, RecordRun, RecordTrial,
+};
 use playsim_storage::transport::TransportOptions;
 use playsim_storage::write::{Stability, WriteFile, WriteStorage};
 
@@ -56,6 +58,9 @@ pub struct RecordRequest {
     pub preallocate: bool,
     /// The transports' settings (playsim's NFS and SMB clients).
     pub transport: TransportOptions,
+    /// Streams recorded at once, each at the rate into `stream-NN` in the destination, all
+    /// through one encode pool; 1 records into the destination itself.
+    pub streams: u32,
 }
 
 impl RecordRequest {
@@ -79,6 +84,17 @@ impl RecordRequest {
             direct: false,
             preallocate: false,
             transport: TransportOptions::new(),
+            streams: 1,
+        }
+    }
+
+    /// The directory stream `stream` records into: the destination with one stream, its
+    /// `stream-NN` (from 01) with several.
+    pub fn stream_dir(&self, dest: &std::path::Path, stream: u32) -> PathBuf {
+        if self.streams > 1 {
+            dest.join(format!("stream-{:02}", stream + 1))
+        } else {
+            dest.to_path_buf()
         }
     }
 
@@ -105,7 +121,7 @@ impl RecordRequest {
                 samples
             }
         });
-        per_frame.saturating_mul(self.config.n_frames)
+        per_frame.saturating_mul(self.config.n_frames).saturating_mul(u64::from(self.streams.max(1)))
     }
 
     /// The settings as flags, for the report.
@@ -117,6 +133,7 @@ impl RecordRequest {
             SyncPolicy::Frame => "frame",
             SyncPolicy::End => "end",
         };
+        let streams = if self.streams > 1 { format!(" --streams {}", self.streams) } else { String::new() };
         format!(
             "--fps {rate} --frames {} -q {} --encoders {} --writers {} --sync {sync}{}",
             c.n_frames,
@@ -125,6 +142,7 @@ impl RecordRequest {
             c.writers,
             if self.direct { " --direct" } else { "" }
         ) + if self.preallocate { " --preallocate" } else { "" }
+            + &streams
     }
 }
 
@@ -164,7 +182,9 @@ pub enum RecordError {
 
 /// A record run ready to go: the destination checked, the encoder's threads started.
 pub struct PreparedRecord {
-    recorder: Recorder,
+    /// One a stream, sharing the cancel token.
+    recorders: Vec<Recorder>,
+    cancel: Arc<CancelToken>,
     info: RecordInfo,
     /// Stale partial files of an earlier run that were removed.
     pub removed_partials: Vec<String>,
@@ -173,12 +193,28 @@ pub struct PreparedRecord {
 impl PreparedRecord {
     /// The token that stops the run (Ctrl-C).
     pub fn canceller(&self) -> Arc<CancelToken> {
-        self.recorder.canceller()
+        Arc::clone(&self.cancel)
     }
 
-    /// Records every frame; the result holds every frame's times.
+    /// Records every frame of every stream at once; the result holds every frame's times.
     pub async fn run(self) -> RecordResult {
-        RecordResult { info: self.info, run: self.recorder.run().await }
+        let mut streams = tokio::task::JoinSet::new();
+        for (stream, recorder) in self.recorders.into_iter().enumerate() {
+            streams.spawn(async move { (stream, recorder.run().await) });
+        }
+        let n = streams.len();
+        let mut runs: Vec<RecordRun> = (0..n)
+            .map(|stream| RecordRun {
+                failure: Some(format!("stream {} ended without its figures (its task panicked)", stream + 1)),
+                ..RecordRun::default()
+            })
+            .collect();
+        while let Some(done) = streams.join_next().await {
+            if let Ok((stream, run)) = done {
+                runs[stream] = run;
+            }
+        }
+        RecordResult { info: self.info, run: RecordRun::merge(runs) }
     }
 }
 
@@ -231,8 +267,12 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
     }
     let size = request.preset.dimensions();
     let maker = GeneratorMaker { format: request.format.clone(), size, alpha: request.alpha };
-    let pool = EncodePool::new(request.config.encoders, Arc::new(maker))
-        .map_err(|e| RecordError::Destination(format!("cannot start the encoders: {e}")))?;
+    // One pool for every stream: --encoders is the machine's encode threads, as play's decode
+    // pool is shared by its streams.
+    let pool: Arc<EncodePool> = Arc::new(
+        EncodePool::new(request.config.encoders, Arc::new(maker))
+            .map_err(|e| RecordError::Destination(format!("cannot start the encoders: {e}")))?,
+    );
     let info = RecordInfo {
         destination: shown,
         format: format!("{} {}", request.format.name(), request.format.encoder().describe(request.alpha)),
@@ -240,15 +280,30 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         parameters: request.parameters(),
         fps: request.config.rate.map_or(0.0, |r| r.as_f64()),
         storage: storage.describe(),
+        streams: request.streams.max(1),
     };
-    let sink: Arc<dyn RecordSink> = if request.format.writer().clip {
-        Arc::new(ClipRecordSink::create(storage, &dir, request).await?)
-    } else {
-        Arc::new(StorageRecordSink { storage, dir, request: request.clone() })
-    };
-    let recorder =
-        Recorder::new(request.config.clone(), Arc::new(pool), sink, clock).map_err(RecordError::Settings)?;
-    Ok(PreparedRecord { recorder, info, removed_partials })
+    let cancel = Arc::new(CancelToken::default());
+    let mut recorders = Vec::new();
+    for stream in 0..request.streams.max(1) {
+        let stream_dir = request.stream_dir(&dir, stream);
+        if stream_dir != dir {
+            storage.create_dir_all(&stream_dir).await.map_err(write_failed)?;
+        }
+        let sink: Arc<dyn RecordSink> = if request.format.writer().clip {
+            Arc::new(ClipRecordSink::create(Arc::clone(&storage), &stream_dir, request).await?)
+        } else {
+            Arc::new(StorageRecordSink {
+                storage: Arc::clone(&storage),
+                dir: stream_dir,
+                request: request.clone(),
+            })
+        };
+        let recorder = Recorder::new(request.config.clone(), pool.clone(), sink, Arc::clone(&clock))
+            .map_err(RecordError::Settings)?
+            .with_canceller(Arc::clone(&cancel));
+        recorders.push(recorder);
+    }
+    Ok(PreparedRecord { recorders, cancel, info, removed_partials })
 }
 
 /// Whether `name` is a partial file record mode writes: `.NAME.partial`.
@@ -547,4 +602,121 @@ mod tests {
         assert!(!is_partial(".partial"));
         assert!(!is_partial("frame.partial"));
     }
+}
+
+/// A `record --capacity` search: what to vary, how long each trial records, how many trials a
+/// candidate must pass, and the largest candidate.
+#[derive(Clone, Debug)]
+pub struct RecordCapacityRequest {
+    /// The run to scale: its destination (trials record into `capacity-trial` in it), format,
+    /// size and settings. With `by` streams, its rate is each stream's.
+    pub record: RecordRequest,
+    /// Streams at the rate, or the rate of one stream.
+    pub by: RecordCapacityBy,
+    /// Recording time of each trial.
+    pub window: std::time::Duration,
+    /// Trials a candidate must pass.
+    pub trials: u32,
+    /// The largest candidate.
+    pub max: u32,
+}
+
+impl crate::capacity::Attempt for RecordTrial {
+    fn passed(&self) -> bool {
+        self.passed
+    }
+}
+
+/// Searches the most streams at the rate, or the highest rate of one stream, that record with
+/// no frame dropped or failed: candidates 1, 2, 4, ... then bisection, as `capacity` does for
+/// playback. Each trial records `window` into `capacity-trial` in the destination, whose files
+/// are removed after it, so the search needs the space of one trial only. `progress` is told
+/// of each trial as it ends.
+pub async fn record_capacity(
+    request: &RecordCapacityRequest,
+    progress: impl Fn(&RecordTrial),
+) -> Result<RecordCapacity, RecordError> {
+    let base = &request.record;
+    if request.window < std::time::Duration::from_secs(1) || request.trials == 0 || request.max == 0 {
+        return Err(RecordError::Settings(
+            "--capacity needs a --window of at least 1 s, --trials 1 or more and --max 1 or more (for example --capacity streams --window 10s --trials 2 --max 16)".into(),
+        ));
+    }
+    let rate = match (request.by, base.config.rate) {
+        (RecordCapacityBy::Streams, None) => {
+            return Err(RecordError::Settings(
+                "--capacity streams needs each stream's rate: give --fps, for example --capacity streams --fps 24".into(),
+            ))
+        }
+        (_, rate) => rate,
+    };
+    let trial_dir = base.destination.join("capacity-trial");
+    let info = std::sync::Mutex::new(None);
+    let trial = |candidate: u32| {
+        let mut run = base.clone();
+        run.destination = trial_dir.clone();
+        run.force = true;
+        let rate = match request.by {
+            RecordCapacityBy::Streams => {
+                run.streams = candidate;
+                rate
+            }
+            RecordCapacityBy::Fps => FrameRate::new(candidate, 1).ok(),
+        };
+        run.config.rate = rate;
+        run.config.n_frames = rate.map_or(1, |r| r.frames_in(request.window).max(1));
+        let (info, progress) = (&info, &progress);
+        async move {
+            let prepared = prepare_record(&run).await.map_err(|e| crate::Error::Engine(e.to_string()))?;
+            let result = prepared.run().await;
+            let figures = playsim_report::record::figures(&result);
+            remove_recorded(&run).await.map_err(|e| crate::Error::Engine(e.to_string()))?;
+            let trial = RecordTrial::of(candidate, &figures);
+            progress(&trial);
+            info.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(result.info);
+            Ok(trial)
+        }
+    };
+    let searched = crate::capacity::search_by(request.max, request.trials, trial)
+        .await
+        .map_err(|e| RecordError::Destination(e.to_string()))?;
+    let mut info = info.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).unwrap_or_default();
+    info.destination = base.destination.display().to_string();
+    info.streams = base.streams.max(1);
+    Ok(RecordCapacity {
+        info,
+        by: request.by,
+        fps: match request.by {
+            RecordCapacityBy::Streams => rate.map(|r| r.as_f64()),
+            RecordCapacityBy::Fps => None,
+        },
+        window_s: request.window.as_secs_f64(),
+        trials_per_candidate: request.trials,
+        max: request.max,
+        best: searched.best,
+        limit: searched.failed_at.map(|(_, t)| t.limit()),
+        trials: searched.trials.into_iter().map(|(_, t)| t).collect(),
+    })
+}
+
+/// Removes the files a record run wrote in its destination (and its stream directories'),
+/// through its transport.
+async fn remove_recorded(request: &RecordRequest) -> Result<(), RecordError> {
+    let failed = |e: String| RecordError::Destination(format!("cannot clear the trial's files: {e}"));
+    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
+    let location = crate::location::open(&request.destination, request.transport.clone(), &clock)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let Some(storage) = location.writer_storage(false).await else { return Ok(()) };
+    let storage = storage.map_err(|e| failed(e.to_string()))?;
+    let index = location.index_storage().map_err(|e| failed(e.to_string()))?;
+    let dir = location.path().to_path_buf();
+    for stream in 0..request.streams.max(1) {
+        let stream_dir = request.stream_dir(&dir, stream);
+        let entries = index.list_dir(&stream_dir).await.map_err(|e| failed(e.message))?;
+        for entry in entries.iter().filter(|e| e.kind == playsim_core::EntryKind::File) {
+            storage.remove(&stream_dir.join(&entry.name)).await.map_err(|e| failed(e.to_string()))?;
+        }
+    }
+    Ok(())
 }

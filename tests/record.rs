@@ -118,6 +118,9 @@ fn bad_flags_and_too_little_space_are_refused_with_what_to_do() -> Result<()> {
         (&["--fps", "fast"][..], "for example --fps 24"),
         (&["--on-error", "retry"][..], "for example --on-error continue"),
         (&["--format", "exr", "--bit-depth", "10"][..], "does not apply to --format exr"),
+        (&["--capacity", "channels"][..], "for example --capacity streams --fps 24"),
+        (&["--capacity", "streams", "--fps", "max"][..], "for example --capacity streams --fps 24"),
+        (&["--streams", "0"][..], "for example"),
     ] {
         let done = record(&dest, flags)?;
         ensure!(done.code == Some(2) || done.code == Some(1), "{flags:?}: {done}");
@@ -226,4 +229,72 @@ impl Drop for Unmount {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
     }
+}
+
+/// `--streams 2`: two streams at once, each into its own directory (`stream-01`,
+/// `stream-02`), every frame the generator's bytes; the JSON counts each stream.
+#[test]
+fn streams_record_at_once_each_into_its_own_directory() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dest = tmp.path().join("capture");
+    let json = tmp.path().join("r.json");
+    let done = record(
+        &dest,
+        &["--streams", "2", "--fps", "max", "--frames", "6", "--json", &json.to_string_lossy()],
+    )?;
+    done.ensure_code(0)?;
+    ensure!(done.stdout.contains("2 streams at once"), "{done}");
+    ensure!(names(&dest)? == ["stream-01", "stream-02"], "{:?}", names(&dest)?);
+    let reference = tmp.path().join("generated");
+    generate(&reference, SMALL, 6, &[])?;
+    for stream in ["stream-01", "stream-02"] {
+        let files = names(&dest.join(stream))?;
+        ensure!(files == names(&reference)?, "{stream}: {files:?}");
+        for file in &files {
+            let same = std::fs::read(dest.join(stream).join(file))? == std::fs::read(reference.join(file))?;
+            ensure!(same, "{stream}/{file} differs from the generator's");
+        }
+    }
+    let f = figures(&json)?;
+    ensure!(f["frames_written"] == 12 && f["info"]["streams"] == 2, "{f}");
+    ensure!(f["per_stream"][1]["frames_written"] == 6, "{f}");
+    Ok(())
+}
+
+/// `--capacity fps` of a small frame, up to 4 fps: every candidate records with no drop (1, 2
+/// and 4), so the answer is the most tried, with no limit; each trial's files are removed
+/// after it.
+#[test]
+fn capacity_searches_record_runs_and_clears_each_trial() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dest = tmp.path().join("capacity");
+    let json = tmp.path().join("c.json");
+    let done = record(
+        &dest,
+        &[
+            "--capacity",
+            "fps",
+            "--window",
+            "1s",
+            "--trials",
+            "1",
+            "--max",
+            "4",
+            "--json",
+            &json.to_string_lossy(),
+        ],
+    )?;
+    done.ensure_code(0)?;
+    ensure!(done.stdout.contains("Capacity: 4 fps or more"), "{done}");
+    let c = figures(&json)?;
+    let candidates: Vec<u64> =
+        c["trials"].as_array().context("trials")?.iter().filter_map(|t| t["candidate"].as_u64()).collect();
+    ensure!(candidates == [1, 2, 4] && c["best"] == 4 && c["limit"].is_null(), "{c}");
+    ensure!(c["trials"][2]["frames_written"] == 4, "{c}");
+    ensure!(
+        names(&dest.join("capacity-trial"))?.is_empty(),
+        "files left: {:?}",
+        names(&dest.join("capacity-trial"))?
+    );
+    Ok(())
 }

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use playsim::engine::record::{OnError, RecordConfig, SyncPolicy};
-use playsim::record::{prepare_record, RecordRequest};
+use playsim::record::{prepare_record, record_capacity, RecordCapacityRequest, RecordRequest};
 use playsim::report::record;
+use playsim::report::record::RecordCapacityBy;
 use playsim::settings::{parse, NfsKnobs, Settings, SmbKnobs};
 use playsim::storage::transport::TransportOptions;
 use playsim::{FramePreset, FrameRate};
@@ -91,6 +92,24 @@ pub struct RecordArgs {
     /// that a full disk fails the frame at once. NFSv3 cannot: there it does nothing.
     #[arg(long)]
     preallocate: bool,
+    /// Streams recorded at once, each at --fps into DEST/stream-NN, through one encode pool of
+    /// --encoders threads.
+    #[arg(long, default_value_t = 1, value_parser = parse_slots)]
+    streams: u32,
+    /// Search this machine's capacity instead of one run: the most streams at --fps
+    /// (streams), or the highest rate of one stream (fps), that record with no frame dropped
+    /// or failed. Trials record into DEST/capacity-trial, cleared after each.
+    #[arg(long, value_parser = parse_capacity_by)]
+    capacity: Option<RecordCapacityBy>,
+    /// Recording time of each capacity trial.
+    #[arg(long, default_value = "10s", value_parser = playsim::settings::units::parse_duration, allow_hyphen_values = true)]
+    window: std::time::Duration,
+    /// Capacity trials a candidate must pass.
+    #[arg(long, default_value_t = 2, value_parser = parse::count, allow_hyphen_values = true)]
+    trials: u32,
+    /// The largest capacity candidate tried.
+    #[arg(long, default_value_t = 64, value_parser = parse::count, allow_hyphen_values = true)]
+    max: u32,
     /// Write the figures as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -143,10 +162,36 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         force: args.force,
         direct: args.direct,
         preallocate: args.preallocate,
+        streams: args.streams,
         ..RecordRequest::new(&args.dest, format, args.preset, config)
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
+    if let Some(by) = args.capacity {
+        let search = RecordCapacityRequest {
+            record: request,
+            by,
+            window: args.window,
+            trials: args.trials,
+            max: args.max,
+        };
+        let found = runtime.block_on(record_capacity(&search, |t| {
+            eprintln!(
+                "playsim: trial of {}: {} ({} of {} written, {:.2} fps)",
+                t.candidate,
+                if t.passed { "passed" } else { "dropped" },
+                t.frames_written,
+                t.frames_arrived,
+                t.fps
+            );
+        }))?;
+        print!("{}", record::capacity_summary(&found));
+        if let Some(path) = &args.json {
+            std::fs::write(path, record::capacity_json(&found))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let prepared = runtime.block_on(prepare_record(&request))?;
     for name in &prepared.removed_partials {
         eprintln!("playsim: removed {name}, a partial frame an interrupted run left");
@@ -208,5 +253,15 @@ fn parse_on_error(s: &str) -> Result<OnError, String> {
         "stop" => Ok(OnError::Stop),
         "continue" => Ok(OnError::Continue),
         _ => Err(format!("'{s}' is not stop or continue (for example --on-error continue)")),
+    }
+}
+
+fn parse_capacity_by(s: &str) -> Result<RecordCapacityBy, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "streams" => Ok(RecordCapacityBy::Streams),
+        "fps" => Ok(RecordCapacityBy::Fps),
+        _ => Err(format!(
+            "'{s}' is not what --capacity varies: streams or fps (for example --capacity streams --fps 24)"
+        )),
     }
 }

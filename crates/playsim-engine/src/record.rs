@@ -188,6 +188,12 @@ impl Recorder {
         Arc::clone(&self.cancel)
     }
 
+    /// The run, stopped by `cancel` instead of a token of its own: streams recorded at once
+    /// share one, so that Ctrl-C, or a failed write with [`OnError::Stop`], stops them all.
+    pub fn with_canceller(self, cancel: Arc<CancelToken>) -> Recorder {
+        Recorder { cancel, ..self }
+    }
+
     /// Runs every frame and returns their records. Must run inside a tokio runtime.
     pub async fn run(self) -> RecordRun {
         let Recorder { config, encoder, sink, clock, cancel } = self;

@@ -62,6 +62,10 @@ pub enum RecordOutcome {
 /// One frame's times, in nanoseconds from the start of the run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RecordFrame {
+    /// The stream it belongs to, from 0 (`--streams`: each stream records into a directory of
+    /// its own).
+    #[serde(default)]
+    pub stream: u32,
     /// Its position in the run (its frame number), from 0.
     pub position: u64,
     /// When it arrived, on the clock.
@@ -123,6 +127,14 @@ pub struct RecordInfo {
     pub fps: f64,
     /// How the files are written: `local files (page cache)`, `nfs:// export /srv (...)`.
     pub storage: String,
+    /// Streams recorded at once, each at the rate into a directory of its own (`--streams`);
+    /// 1 for one.
+    #[serde(default = "one")]
+    pub streams: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// A record run with what was run.
@@ -194,6 +206,175 @@ pub struct RecordFigures {
     pub failure: Option<String>,
     /// Whether the run stopped before every frame arrived.
     pub interrupted: bool,
+    /// Each stream's counts, with `--streams` above 1 (empty for one stream).
+    #[serde(default)]
+    pub per_stream: Vec<StreamFigures>,
+}
+
+/// One stream's counts, when several record at once.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StreamFigures {
+    /// The stream, from 0.
+    pub stream: u32,
+    /// Frames written and published.
+    pub frames_written: u64,
+    /// Frames dropped, all causes.
+    pub frames_dropped: u64,
+    /// Frames whose encode or write failed.
+    pub frames_failed: u64,
+}
+
+/// What `record --capacity` varies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordCapacityBy {
+    /// Streams recorded at once, each at the rate.
+    #[default]
+    Streams,
+    /// The rate of one stream, in whole frames per second.
+    Fps,
+}
+
+/// One trial of a `record --capacity` search: a record run of the candidate.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordTrial {
+    /// Streams, or frames per second, tried.
+    pub candidate: u32,
+    /// Every frame written: none dropped, none failed.
+    pub passed: bool,
+    /// Frames that arrived, over every stream.
+    pub frames_arrived: u64,
+    /// Frames written.
+    pub frames_written: u64,
+    /// Dropped because the source was late.
+    pub dropped_input: u64,
+    /// Dropped with encode the stage that held the queue.
+    pub dropped_encode: u64,
+    /// Dropped with storage the stage that held the queue.
+    pub dropped_storage: u64,
+    /// Frames whose encode or write failed.
+    pub frames_failed: u64,
+    /// Frames written per second, over every stream.
+    pub fps: f64,
+    /// Megabytes (10^6 bytes) written per second.
+    pub mb_per_s: f64,
+}
+
+impl RecordTrial {
+    /// The trial of `candidate` from its run's figures.
+    pub fn of(candidate: u32, f: &RecordFigures) -> RecordTrial {
+        RecordTrial {
+            candidate,
+            passed: f.frames_dropped == 0 && f.frames_failed == 0 && f.failure.is_none(),
+            frames_arrived: f.frames_arrived,
+            frames_written: f.frames_written,
+            dropped_input: f.dropped_input,
+            dropped_encode: f.dropped_encode,
+            dropped_storage: f.dropped_storage,
+            frames_failed: f.frames_failed,
+            fps: f.fps,
+            mb_per_s: f.mb_per_s,
+        }
+    }
+
+    /// The stage with the most drops (failed writes count as storage's).
+    pub fn limit(&self) -> RecordCause {
+        let causes = [
+            (RecordCause::Storage, self.dropped_storage + self.frames_failed),
+            (RecordCause::Encode, self.dropped_encode),
+            (RecordCause::Input, self.dropped_input),
+        ];
+        causes.iter().max_by_key(|(_, n)| *n).map_or(RecordCause::Storage, |(cause, _)| *cause)
+    }
+}
+
+/// The result of `record --capacity`: the most streams at the rate, or the highest rate of one
+/// stream, that recorded with no frame dropped or failed, and what stopped the next.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordCapacity {
+    /// The run that was scaled (its destination, format, size, settings).
+    pub info: RecordInfo,
+    /// What was varied.
+    pub by: RecordCapacityBy,
+    /// The rate of each stream, when streams were varied.
+    pub fps: Option<f64>,
+    /// Seconds of recording in each trial.
+    pub window_s: f64,
+    /// Trials a candidate must pass.
+    pub trials_per_candidate: u32,
+    /// The largest candidate tried.
+    pub max: u32,
+    /// The answer: the largest candidate that passed, 0 for none.
+    pub best: u32,
+    /// What dropped frames in the first candidate that failed; none when `max` passed.
+    pub limit: Option<RecordCause>,
+    /// Every trial, in the order run.
+    pub trials: Vec<RecordTrial>,
+}
+
+/// The capacity result as text.
+pub fn capacity_summary(c: &RecordCapacity) -> String {
+    let mut out = String::new();
+    let what = match c.by {
+        RecordCapacityBy::Streams => format!("streams at {} fps", c.fps.unwrap_or(0.0)),
+        RecordCapacityBy::Fps => "fps of one stream".to_owned(),
+    };
+    let _ = writeln!(
+        out,
+        "Record capacity: {} {}, {} to {}",
+        c.info.format, c.info.size, what, c.info.destination
+    );
+    let _ = writeln!(
+        out,
+        "  {} s a trial, {} trial(s) a candidate, at most {}; written as {}",
+        c.window_s, c.trials_per_candidate, c.max, c.info.storage
+    );
+    let _ = writeln!(
+        out,
+        "  candidate  passed  written/arrived  encode  storage  input  failed      fps     MB/s"
+    );
+    for t in &c.trials {
+        let _ = writeln!(
+            out,
+            "  {:>9}  {:>6}  {:>15}  {:>6}  {:>7}  {:>5}  {:>6}  {:>7.2}  {:>7.1}",
+            t.candidate,
+            if t.passed { "yes" } else { "no" },
+            format!("{}/{}", t.frames_written, t.frames_arrived),
+            t.dropped_encode,
+            t.dropped_storage,
+            t.dropped_input,
+            t.frames_failed,
+            t.fps,
+            t.mb_per_s
+        );
+    }
+    let unit = match c.by {
+        RecordCapacityBy::Streams => "stream(s)",
+        RecordCapacityBy::Fps => "fps",
+    };
+    match c.limit {
+        Some(limit) => {
+            let _ = writeln!(out, "Capacity: {} {unit}; beyond it, frames drop on {}", c.best, limit.name());
+        }
+        None => {
+            let _ = writeln!(out, "Capacity: {} {unit} or more (the most tried, --max, passed)", c.best);
+        }
+    }
+    out
+}
+
+/// The capacity result as JSON.
+pub fn capacity_json(c: &RecordCapacity) -> String {
+    serde_json::to_string_pretty(c).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// The JSON schema of [`RecordCapacity`] (`record --capacity --json`), pinned by
+/// `schema/record-capacity.schema.json`.
+pub fn capacity_schema() -> String {
+    let schema = schemars::schema_for!(RecordCapacity);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// The run's figures.
@@ -237,6 +418,38 @@ pub fn figures(result: &RecordResult) -> RecordFigures {
         write_cpu_s_per_gb: per_gb(run.write_cpu_ns, bytes),
         failure: run.failure.clone(),
         interrupted: run.interrupted,
+        per_stream: if result.info.streams > 1 {
+            (0..result.info.streams)
+                .map(|stream| StreamFigures {
+                    stream,
+                    frames_written: count(&|r| r.stream == stream && r.outcome == RecordOutcome::Written),
+                    frames_dropped: count(&|r| r.stream == stream && r.outcome == RecordOutcome::Dropped),
+                    frames_failed: count(&|r| r.stream == stream && r.outcome == RecordOutcome::Failed),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+impl RecordRun {
+    /// The runs of streams recorded at once, as one: every frame's record, marked with its
+    /// stream; the last end; the first failure. The CPU figures are the largest, since the
+    /// streams share one encode pool and one storage, which count for all of them.
+    pub fn merge(runs: Vec<RecordRun>) -> RecordRun {
+        let mut merged = RecordRun::default();
+        for (stream, run) in runs.into_iter().enumerate() {
+            let stream = u32::try_from(stream).unwrap_or(u32::MAX);
+            merged.records.extend(run.records.into_iter().map(|r| RecordFrame { stream, ..r }));
+            merged.end_ns = merged.end_ns.max(run.end_ns);
+            merged.end_sync_ns = merged.end_sync_ns.max(run.end_sync_ns);
+            merged.interrupted |= run.interrupted;
+            merged.failure = merged.failure.or(run.failure);
+            merged.encode_cpu_ns = merged.encode_cpu_ns.max(run.encode_cpu_ns);
+            merged.write_cpu_ns = merged.write_cpu_ns.max(run.write_cpu_ns);
+        }
+        merged
     }
 }
 
@@ -282,6 +495,21 @@ pub fn summary(result: &RecordResult) -> String {
     let _ = writeln!(out, "  size {}, {}", f.info.size, f.info.parameters);
     if !f.info.storage.is_empty() {
         let _ = writeln!(out, "  written as {}", f.info.storage);
+    }
+    if !f.per_stream.is_empty() {
+        let each: Vec<String> = f
+            .per_stream
+            .iter()
+            .map(|s| {
+                format!("{} ({} dropped, {} failed)", s.frames_written, s.frames_dropped, s.frames_failed)
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {} streams at once; written per stream: {}",
+            f.per_stream.len(),
+            each.join(", ")
+        );
     }
     let _ = writeln!(
         out,
@@ -342,6 +570,7 @@ mod tests {
         let due = position * 40_000_000;
         let written = outcome == RecordOutcome::Written;
         RecordFrame {
+            stream: 0,
             position,
             due_ns: due,
             encode_started_ns: written.then_some(due + 1_000_000),
@@ -355,6 +584,39 @@ mod tests {
             cause,
             error: None,
         }
+    }
+
+    #[test]
+    fn streams_recorded_at_once_merge_into_one_run_counted_per_stream() {
+        let a = RecordRun {
+            records: vec![frame(0, RecordOutcome::Written, None), frame(1, RecordOutcome::Written, None)],
+            end_ns: 80_000_000,
+            encode_cpu_ns: 5,
+            ..RecordRun::default()
+        };
+        let b = RecordRun {
+            records: vec![
+                frame(0, RecordOutcome::Written, None),
+                frame(1, RecordOutcome::Dropped, Some(RecordCause::Encode)),
+            ],
+            end_ns: 90_000_000,
+            encode_cpu_ns: 7,
+            failure: Some("stopped".into()),
+            ..RecordRun::default()
+        };
+        let run = RecordRun::merge(vec![a, b]);
+        assert_eq!(run.records.iter().map(|r| r.stream).collect::<Vec<_>>(), [0, 0, 1, 1]);
+        assert_eq!((run.end_ns, run.encode_cpu_ns, run.failure.as_deref()), (90_000_000, 7, Some("stopped")));
+        let info = RecordInfo { streams: 2, ..RecordInfo::default() };
+        let f = figures(&RecordResult { info, run });
+        assert_eq!((f.frames_written, f.dropped_encode), (3, 1));
+        assert_eq!(
+            f.per_stream.iter().map(|s| (s.frames_written, s.frames_dropped)).collect::<Vec<_>>(),
+            [(2, 0), (1, 1)]
+        );
+        let trial = RecordTrial::of(2, &f);
+        assert!(!trial.passed);
+        assert_eq!(trial.limit(), RecordCause::Encode);
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub const SCHEMAS: &[SchemaFile] = &[
     ("capacity.schema.json", capacity_schema),
     ("frametest.schema.json", crate::frametest::figures_schema),
     ("record.schema.json", crate::record::figures_schema),
+    ("record-capacity.schema.json", crate::record::capacity_schema),
 ];
 
 /// The JSON schema of [`Report`], pretty-printed, ending with a newline.
