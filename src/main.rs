@@ -584,6 +584,7 @@ pub(crate) fn writer_format(
     endian: Option<EndianArg>,
     compression: Option<&str>,
     profile: Option<&str>,
+    ffmpeg_encoder: Option<&str>,
     command: &str,
 ) -> anyhow::Result<(GenerateFormat, &'static playsim::media::FrameWriter)> {
     let bit_depth = bit_depth.map(|b| b.to_string());
@@ -597,6 +598,7 @@ pub(crate) fn writer_format(
         ("--endian", "endian", endian),
         ("--compression", "compression", compression),
         ("--profile", "profile", profile),
+        ("--ffmpeg-encoder", "encoder", ffmpeg_encoder),
     ];
     let writer = playsim::media::writers()
         .find(|writer| writer.name == format)
@@ -605,8 +607,7 @@ pub(crate) fn writer_format(
     for (flag, key, value) in flags {
         let Some(value) = value else { continue };
         if writer.option(key).is_none() {
-            let takes: Vec<String> =
-                writer.options.iter().map(|o| format!("--{}", o.key.replace('_', "-"))).collect();
+            let takes: Vec<String> = writer.options.iter().map(|o| flag_of(o.key)).collect();
             anyhow::bail!(
                 "{flag} does not apply to --format {} ({} takes {}; for example: {command} --format {} {})",
                 format,
@@ -617,18 +618,14 @@ pub(crate) fn writer_format(
                     takes.join(", ")
                 },
                 format,
-                writer.options.first().map_or(String::new(), |o| format!(
-                    "--{} {}",
-                    o.key.replace('_', "-"),
-                    o.example
-                )),
+                writer.options.first().map_or(String::new(), |o| format!("{} {}", flag_of(o.key), o.example)),
             );
         }
         options.push((key, value));
     }
     let format = GenerateFormat::parse(format, &options).map_err(|e| match e {
         playsim::media::GenerateFormatError::Value { format, error, example } => {
-            let flag = format!("--{}", error.key.replace('_', "-"));
+            let flag = flag_of(&error.key);
             anyhow::anyhow!(
                 "{flag} '{}' with --format {format}: {} (for example {flag} {example})",
                 error.value,
@@ -640,12 +637,22 @@ pub(crate) fn writer_format(
     Ok((format, writer))
 }
 
+/// The command-line flag of a writer's option: `bit_depth` is `--bit-depth`; ProRes's
+/// `encoder` is `--ffmpeg-encoder` (`--encoders` is record's encode threads).
+fn flag_of(key: &str) -> String {
+    match key {
+        "encoder" => "--ffmpeg-encoder".to_owned(),
+        key => format!("--{}", key.replace('_', "-")),
+    }
+}
+
 fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
     let (format, writer) = writer_format(
         args.format,
         args.bit_depth,
         args.endian,
         args.compression.as_deref(),
+        None,
         None,
         "playsim generate DIR",
     )?;

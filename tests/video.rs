@@ -661,5 +661,13 @@ fn prores_is_made_by_record_and_its_profile_is_checked() -> Result<()> {
     let bad = record_prores(&tmp.path().join("r"), 2, &["--profile", "ultra"])?;
     ensure!(bad.code != Some(0), "{bad}");
     ensure!(bad.stderr.contains("proxy, lt, standard or hq") && bad.stderr.contains("--profile hq"), "{bad}");
+    let bad = record_prores(&tmp.path().join("r"), 2, &["--ffmpeg-encoder", "apple"])?;
+    ensure!(bad.code != Some(0), "{bad}");
+    ensure!(bad.stderr.contains("prores_ks or prores_aw") && bad.stderr.contains("--ffmpeg-encoder prores_aw"), "{bad}");
+    // prores_aw writes the same kind of clip.
+    let aw = tmp.path().join("aw");
+    record_prores(&aw, 3, &["--ffmpeg-encoder", "prores_aw", "--fps", "max"])?.ensure_code(0)?;
+    let (ffmpeg_md5s, playsim_md5s) = both_decodes(&aw.join("frame.mov"))?;
+    ensure!(ffmpeg_md5s.len() == 3 && ffmpeg_md5s == playsim_md5s, "{ffmpeg_md5s:?} {playsim_md5s:?}");
     Ok(())
 }

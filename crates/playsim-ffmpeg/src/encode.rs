@@ -19,8 +19,31 @@ use playsim_core::{DecodedFrame, FrameRate, PixelFormat};
 
 use crate::ffi;
 
-/// FFmpeg's ProRes encoder: the one that writes every profile, with Apple's fourccs.
-const PRORES_ENCODER: &str = "prores_ks";
+/// Which of FFmpeg's two ProRes encoders.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProresCodec {
+    /// `prores_ks`: rate-controlled to Apple's target sizes; what FFmpeg users deliver with.
+    #[default]
+    Ks,
+    /// `prores_aw`: about 8 times faster here, with frames up to twice Apple's sizes (no rate
+    /// control to speak of), nearer a hardware encoder's speed.
+    Aw,
+}
+
+impl ProresCodec {
+    /// FFmpeg's name: `prores_ks`, `prores_aw`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProresCodec::Ks => "prores_ks",
+            ProresCodec::Aw => "prores_aw",
+        }
+    }
+
+    /// The encoder named `name` (any case).
+    pub fn parse(name: &str) -> Option<ProresCodec> {
+        [ProresCodec::Ks, ProresCodec::Aw].into_iter().find(|c| c.name().eq_ignore_ascii_case(name.trim()))
+    }
+}
 
 /// A ProRes 422 profile (10-bit 4:2:2), as Apple names them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -77,9 +100,10 @@ impl ProresProfile {
     }
 
     /// Apple's target rate, in bits per pixel at 29.97 fps (Apple's white paper: HQ is 220
-    /// Mb/s at 1920x1080 29.97), as an upper bound of a frame's bytes: the encoder stays under
-    /// it for all but pathological pictures; twice that is the bound used here.
-    pub fn max_frame_bytes(self, (width, height): (u32, u32)) -> u64 {
+    /// Mb/s at 1920x1080 29.97), as an upper bound of a frame's bytes: `prores_ks` stays under
+    /// it for all but pathological pictures; twice that is the bound used here (`prores_aw`,
+    /// which hardly controls its rate, is given four times).
+    pub fn max_frame_bytes(self, codec: ProresCodec, (width, height): (u32, u32)) -> u64 {
         let mbps_1080: u64 = match self {
             ProresProfile::Proxy => 45,
             ProresProfile::Lt => 102,
@@ -87,8 +111,12 @@ impl ProresProfile {
             ProresProfile::Hq => 220,
         };
         let pixels = u64::from(width) * u64::from(height);
-        // bits a frame at 1080p29.97, scaled by the pixels, doubled, in bytes, plus headers.
-        2 * mbps_1080 * 1_000_000 * 1001 / 30_000 * pixels / (1920 * 1080) / 8 + 4096
+        let times = match codec {
+            ProresCodec::Ks => 2,
+            ProresCodec::Aw => 4,
+        };
+        // bits a frame at 1080p29.97, scaled by the pixels, times the margin, in bytes, plus headers.
+        times * mbps_1080 * 1_000_000 * 1001 / 30_000 * pixels / (1920 * 1080) / 8 + 4096
     }
 }
 
@@ -101,24 +129,33 @@ struct Context {
 /// Encodes RGB frames as ProRes, each on one FFmpeg context of the pool.
 pub struct ProresEncoder {
     profile: ProresProfile,
+    codec: ProresCodec,
     pool: Mutex<Vec<Context>>,
 }
 
 impl std::fmt::Debug for ProresEncoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProresEncoder").field("profile", &self.profile).finish_non_exhaustive()
+        f.debug_struct("ProresEncoder")
+            .field("profile", &self.profile)
+            .field("codec", &self.codec)
+            .finish_non_exhaustive()
     }
 }
 
 impl ProresEncoder {
-    /// An encoder of `profile`; contexts are opened as frames need them.
-    pub fn new(profile: ProresProfile) -> ProresEncoder {
-        ProresEncoder { profile, pool: Mutex::new(Vec::new()) }
+    /// An encoder of `profile` through `codec`; contexts are opened as frames need them.
+    pub fn new(profile: ProresProfile, codec: ProresCodec) -> ProresEncoder {
+        ProresEncoder { profile, codec, pool: Mutex::new(Vec::new()) }
     }
 
     /// Its profile.
     pub fn profile(&self) -> ProresProfile {
         self.profile
+    }
+
+    /// Its FFmpeg encoder.
+    pub fn codec(&self) -> ProresCodec {
+        self.codec
     }
 
     /// Encodes `frame` (RGB or RGBA, 16 bits a channel; alpha is dropped) into `out`, one
@@ -139,7 +176,9 @@ impl ProresEncoder {
         };
         let mut context = match taken {
             Some(context) => context,
-            None => Context { size, encoder: open_encoder(self.profile, size, Rational::new(1, 24))? },
+            None => {
+                Context { size, encoder: open_encoder(self.profile, self.codec, size, Rational::new(1, 24))? }
+            }
         };
         let mut picture = ffmpeg_next::frame::Video::new(Pixel::YUV422P10LE, size.0, size.1);
         rgb_to_yuv422p10(frame, channels, &mut picture);
@@ -160,22 +199,23 @@ impl ProresEncoder {
     }
 }
 
-/// Opens `prores_ks` for `profile` at `size`, one thread, `time_base`.
+/// Opens `codec` for `profile` at `size`, one thread, `time_base`.
 fn open_encoder(
     profile: ProresProfile,
+    codec: ProresCodec,
     size: (u32, u32),
     time_base: Rational,
 ) -> Result<encoder::Video, String> {
     crate::open::init_ffmpeg();
-    let codec = encoder::find_by_name(PRORES_ENCODER)
-        .ok_or_else(|| format!("this FFmpeg has no {PRORES_ENCODER} encoder"))?;
+    let name = codec.name();
+    let codec = encoder::find_by_name(name).ok_or_else(|| format!("this FFmpeg has no {name} encoder"))?;
     let mut context = codec::context::Context::new_with_codec(codec);
     context.set_threading(threading::Config {
         kind: threading::Type::Slice,
         count: 1,
         ..threading::Config::default()
     });
-    let mut video = context.encoder().video().map_err(|e| format!("{PRORES_ENCODER}: {e}"))?;
+    let mut video = context.encoder().video().map_err(|e| format!("{name}: {e}"))?;
     video.set_width(size.0);
     video.set_height(size.1);
     video.set_format(Pixel::YUV422P10LE);
@@ -184,9 +224,7 @@ fn open_encoder(
     options.set("profile", profile.ffmpeg_profile());
     options.set("vendor", "apl0");
     options.set("thread_type", "slice");
-    video
-        .open_with(options)
-        .map_err(|e| format!("cannot open {PRORES_ENCODER} at {}x{}: {e}", size.0, size.1))
+    video.open_with(options).map_err(|e| format!("cannot open {name} at {}x{}: {e}", size.0, size.1))
 }
 
 /// BT.709 luma weights, scaled by 2^16 (they add up to 65536).
@@ -271,21 +309,26 @@ impl std::fmt::Debug for MovMuxer {
 }
 
 impl MovMuxer {
-    /// A MOV of `profile` frames at `size` and `rate`; writes the header.
-    pub fn new(profile: ProresProfile, size: (u32, u32), rate: FrameRate) -> Result<MovMuxer, String> {
+    /// A MOV of `profile` frames from `codec` at `size` and `rate`; writes the header.
+    pub fn new(
+        profile: ProresProfile,
+        codec: ProresCodec,
+        size: (u32, u32),
+        rate: FrameRate,
+    ) -> Result<MovMuxer, String> {
         let (num, den) = (i32::try_from(rate.num()), i32::try_from(rate.den()));
         let (Ok(num), Ok(den)) = (num, den) else { return Err(format!("rate {rate} is too fine for MOV")) };
         let frame_tick = Rational::new(den, num);
         // The stream's parameters (codec, fourcc, size, pixel format) are an opened encoder's.
-        let template = open_encoder(profile, size, frame_tick)?;
+        let template = open_encoder(profile, codec, size, frame_tick)?;
         let collected = Collected::default();
         let io =
             StreamIo::from_write(collected.clone()).map_err(|e| format!("cannot set up the muxer: {e}"))?;
         let mut output = ffmpeg_next::format::output_to_stream(io, None, Some("mov"))
             .map_err(|e| format!("cannot set up the mov muxer: {e}"))?;
         {
-            let codec = encoder::find_by_name(PRORES_ENCODER)
-                .ok_or_else(|| format!("this FFmpeg has no {PRORES_ENCODER} encoder"))?;
+            let codec = encoder::find_by_name(codec.name())
+                .ok_or_else(|| format!("this FFmpeg has no {} encoder", codec.name()))?;
             let mut stream = output.add_stream(codec).map_err(|e| format!("cannot add the stream: {e}"))?;
             stream.set_parameters(&template);
             stream.set_time_base(frame_tick);
@@ -359,12 +402,18 @@ mod tests {
 
     #[test]
     fn a_frame_encodes_and_muxes_into_fragments_that_start_with_moof() {
-        let encoder = ProresEncoder::new(ProresProfile::Hq);
+        for codec in [ProresCodec::Aw, ProresCodec::Ks] {
+            let encoder = ProresEncoder::new(ProresProfile::Hq, codec);
+            let mut packet = Vec::new();
+            encoder.encode(&gray(20_000, 64, 32), &mut packet).unwrap();
+            // A ProRes frame: its size, then 'icpf'.
+            assert_eq!(&packet[4..8], b"icpf", "{codec:?}");
+        }
+        let encoder = ProresEncoder::new(ProresProfile::Hq, ProresCodec::Ks);
         let mut packet = Vec::new();
         encoder.encode(&gray(20_000, 64, 32), &mut packet).unwrap();
-        // A ProRes frame: its size, then 'icpf'.
-        assert_eq!(&packet[4..8], b"icpf");
-        let mut muxer = MovMuxer::new(ProresProfile::Hq, (64, 32), FrameRate::new(24, 1).unwrap()).unwrap();
+        let rate = FrameRate::new(24, 1).unwrap();
+        let mut muxer = MovMuxer::new(ProresProfile::Hq, ProresCodec::Ks, (64, 32), rate).unwrap();
         assert_eq!(&muxer.header()[4..8], b"ftyp");
         let fragment = muxer.frame(0, &packet).unwrap();
         assert_eq!(&fragment[4..8], b"moof");

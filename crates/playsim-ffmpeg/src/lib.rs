@@ -48,7 +48,7 @@ mod storage_io;
 #[cfg(feature = "ffmpeg")]
 pub use decode::{DecodeMode, VideoDecoder};
 #[cfg(feature = "ffmpeg")]
-pub use encode::{MovMuxer, ProresEncoder, ProresProfile};
+pub use encode::{MovMuxer, ProresCodec, ProresEncoder, ProresProfile};
 pub use error::Error;
 
 /// The name FFmpeg's own threads (a decoder's frame or slice threads) are given when the

@@ -573,13 +573,22 @@ pub const PRORES_WRITER: FrameWriter = FrameWriter {
     name: "prores",
     extension: "mov",
     clip: true,
-    options: &[WriterOption {
-        key: "profile",
-        default: "hq",
-        help: "proxy, lt, standard or hq",
-        example: "hq",
-        always_in_command: true,
-    }],
+    options: &[
+        WriterOption {
+            key: "profile",
+            default: "hq",
+            help: "proxy, lt, standard or hq",
+            example: "hq",
+            always_in_command: true,
+        },
+        WriterOption {
+            key: "encoder",
+            default: "prores_ks",
+            help: "FFmpeg's prores_ks (Apple's sizes) or prores_aw (about 8x faster, larger frames)",
+            example: "prores_aw",
+            always_in_command: false,
+        },
+    ],
     rgba_by_default: false,
     in_sim: false,
     parse: parse_prores,
@@ -599,7 +608,12 @@ fn parse_prores(options: &[(&str, &str)]) -> Result<Arc<dyn FrameEncoder>, Optio
         Some(value) => playsim_ffmpeg::ProresProfile::parse(value)
             .ok_or_else(|| bad("profile", value, "it is proxy, lt, standard or hq"))?,
     };
-    Ok(Arc::new(ProresOptions { encoder: playsim_ffmpeg::ProresEncoder::new(profile) }))
+    let codec = match get(options, "encoder") {
+        None => playsim_ffmpeg::ProresCodec::default(),
+        Some(value) => playsim_ffmpeg::ProresCodec::parse(value)
+            .ok_or_else(|| bad("encoder", value, "it is prores_ks or prores_aw"))?,
+    };
+    Ok(Arc::new(ProresOptions { encoder: playsim_ffmpeg::ProresEncoder::new(profile, codec) }))
 }
 
 #[cfg(feature = "ffmpeg")]
@@ -613,15 +627,22 @@ impl FrameEncoder for ProresOptions {
     }
 
     fn settings(&self) -> Vec<(&'static str, String)> {
-        vec![("profile", self.encoder.profile().name().to_owned())]
+        vec![
+            ("profile", self.encoder.profile().name().to_owned()),
+            ("encoder", self.encoder.codec().name().to_owned()),
+        ]
     }
 
     fn describe(&self, _alpha: bool) -> String {
-        format!("{}, 10-bit 4:2:2, fragmented MOV", self.encoder.profile().describe())
+        format!(
+            "{} ({}), 10-bit 4:2:2, fragmented MOV",
+            self.encoder.profile().describe(),
+            self.encoder.codec().name()
+        )
     }
 
     fn sample_bytes(&self, size: (u32, u32)) -> u64 {
-        self.encoder.profile().max_frame_bytes(size)
+        self.encoder.profile().max_frame_bytes(self.encoder.codec(), size)
     }
 
     fn clip_muxer(
@@ -629,7 +650,7 @@ impl FrameEncoder for ProresOptions {
         size: (u32, u32),
         rate: playsim_core::FrameRate,
     ) -> Option<Result<Box<dyn ClipMuxer>, String>> {
-        let muxer = playsim_ffmpeg::MovMuxer::new(self.encoder.profile(), size, rate);
+        let muxer = playsim_ffmpeg::MovMuxer::new(self.encoder.profile(), self.encoder.codec(), size, rate);
         Some(muxer.map(|m| Box::new(m) as Box<dyn ClipMuxer>))
     }
 }
