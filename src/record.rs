@@ -27,7 +27,9 @@ use std::sync::Arc;
 use playsim_core::{Clock, DecodedFrame, FramePreset, FrameRate, StorageError, StorageErrorKind};
 use playsim_engine::frametest::IoFuture;
 use playsim_engine::record::{RecordConfig, RecordSink, Recorder, SyncPolicy, WrittenFrame};
-use playsim_engine::{CancelToken, EncodePool, FrameMaker, PreciseClock};
+use playsim_engine::{
+    CancelToken, EncodeExecutor, EncodeJob, EncodePool, FrameMaker, JobFuture, PreciseClock,
+};
 use playsim_media::{ClipMuxer, GenerateFormat};
 use playsim_report::record::{
     RecordCapacity, RecordCapacityBy, RecordInfo, RecordResult, RecordRun, RecordTrial,
@@ -61,6 +63,10 @@ pub struct RecordRequest {
     /// Streams recorded at once, each at the rate into `stream-NN` in the destination, all
     /// through one encode pool; 1 records into the destination itself.
     pub streams: u32,
+    /// Encode every frame (the default); false writes frame 0's bytes for every frame, encoded
+    /// once before the run (`--encode off`): the storage's side alone, as frametest's blank
+    /// frames, through record's files, names and renames.
+    pub encode: bool,
 }
 
 impl RecordRequest {
@@ -85,6 +91,7 @@ impl RecordRequest {
             preallocate: false,
             transport: TransportOptions::new(),
             streams: 1,
+            encode: true,
         }
     }
 
@@ -133,7 +140,11 @@ impl RecordRequest {
             SyncPolicy::Frame => "frame",
             SyncPolicy::End => "end",
         };
-        let streams = if self.streams > 1 { format!(" --streams {}", self.streams) } else { String::new() };
+        let mut streams =
+            if self.streams > 1 { format!(" --streams {}", self.streams) } else { String::new() };
+        if !self.encode {
+            streams.push_str(" --encode off");
+        }
         format!(
             "--fps {rate} --frames {} -q {} --encoders {} --writers {} --sync {sync}{}",
             c.n_frames,
@@ -282,6 +293,16 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         storage: storage.describe(),
         streams: request.streams.max(1),
     };
+    let pre_encoded = if request.encode {
+        None
+    } else {
+        let maker = GeneratorMaker { format: request.format.clone(), size, alpha: request.alpha };
+        let (mut scratch, mut bytes) = (DecodedFrame::default(), Vec::new());
+        maker
+            .make(0, &mut scratch, &mut bytes)
+            .map_err(|e| RecordError::Settings(format!("cannot encode frame 0: {e}")))?;
+        Some(Arc::new(EncodedOnce { bytes: Arc::from(bytes) }))
+    };
     let cancel = Arc::new(CancelToken::default());
     let mut recorders = Vec::new();
     for stream in 0..request.streams.max(1) {
@@ -298,7 +319,11 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
                 request: request.clone(),
             })
         };
-        let recorder = Recorder::new(request.config.clone(), pool.clone(), sink, Arc::clone(&clock))
+        let encoder: Arc<dyn EncodeExecutor> = match &pre_encoded {
+            Some(once) => Arc::clone(once) as Arc<dyn EncodeExecutor>,
+            None => pool.clone(),
+        };
+        let recorder = Recorder::new(request.config.clone(), encoder, sink, Arc::clone(&clock))
             .map_err(RecordError::Settings)?
             .with_canceller(Arc::clone(&cancel));
         recorders.push(recorder);
@@ -321,6 +346,23 @@ struct GeneratorMaker {
 impl FrameMaker for GeneratorMaker {
     fn make(&self, position: u64, scratch: &mut DecodedFrame, out: &mut Vec<u8>) -> Result<(), String> {
         self.format.encoder().encode(position, self.size, self.alpha, scratch, out)
+    }
+}
+
+/// `--encode off`: every frame is frame 0's bytes, encoded once before the run; a job costs
+/// nothing but handing them over (shared, not copied).
+struct EncodedOnce {
+    bytes: Arc<[u8]>,
+}
+
+impl EncodeExecutor for EncodedOnce {
+    fn encode(&self, mut job: EncodeJob) -> JobFuture<Option<EncodeJob>> {
+        job.result = Ok(Arc::clone(&self.bytes));
+        Box::pin(std::future::ready(Some(job)))
+    }
+
+    fn cpu_time(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
     }
 }
 

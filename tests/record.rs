@@ -298,3 +298,22 @@ fn capacity_searches_record_runs_and_clears_each_trial() -> Result<()> {
     );
     Ok(())
 }
+
+/// `--encode off`: every file is frame 0's bytes, encoded once; the encode stage costs nothing.
+#[test]
+fn encode_off_writes_frame_0s_bytes_for_every_frame() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dest = tmp.path().join("capture");
+    let done = record(&dest, &["--encode", "off", "--fps", "max", "--frames", "3"])?;
+    done.ensure_code(0)?;
+    ensure!(done.stdout.contains("--encode off") && done.stdout.contains("Frames written: 3 of 3"), "{done}");
+    let reference = tmp.path().join("generated");
+    generate(&reference, SMALL, 1, &[])?;
+    let frame_0 = std::fs::read(reference.join("frame.0000000.dpx"))?;
+    for name in names(&dest)? {
+        ensure!(std::fs::read(dest.join(&name))? == frame_0, "{name} is not frame 0's bytes");
+    }
+    let bad = record(&dest, &["--encode", "maybe"])?;
+    ensure!(bad.code == Some(2) && bad.stderr.contains("for example --encode off"), "{bad}");
+    Ok(())
+}

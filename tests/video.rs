@@ -663,7 +663,10 @@ fn prores_is_made_by_record_and_its_profile_is_checked() -> Result<()> {
     ensure!(bad.stderr.contains("proxy, lt, standard or hq") && bad.stderr.contains("--profile hq"), "{bad}");
     let bad = record_prores(&tmp.path().join("r"), 2, &["--ffmpeg-encoder", "apple"])?;
     ensure!(bad.code != Some(0), "{bad}");
-    ensure!(bad.stderr.contains("prores_ks or prores_aw") && bad.stderr.contains("--ffmpeg-encoder prores_aw"), "{bad}");
+    ensure!(
+        bad.stderr.contains("prores_ks or prores_aw") && bad.stderr.contains("--ffmpeg-encoder prores_aw"),
+        "{bad}"
+    );
     // prores_aw writes the same kind of clip.
     let aw = tmp.path().join("aw");
     record_prores(&aw, 3, &["--ffmpeg-encoder", "prores_aw", "--fps", "max"])?.ensure_code(0)?;

@@ -96,6 +96,10 @@ pub struct RecordArgs {
     /// that a full disk fails the frame at once. NFSv3 cannot: there it does nothing.
     #[arg(long)]
     preallocate: bool,
+    /// Encode every frame (on), or write frame 0's bytes for every frame, encoded once before
+    /// the run (off): the storage's side alone, as frametest's blank frames.
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    encode: bool,
     /// Streams recorded at once, each at --fps into DEST/stream-NN, through one encode pool of
     /// --encoders threads.
     #[arg(long, default_value_t = 1, value_parser = parse_slots)]
@@ -168,6 +172,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         direct: args.direct,
         preallocate: args.preallocate,
         streams: args.streams,
+        encode: args.encode,
         ..RecordRequest::new(&args.dest, format, args.preset, config)
     };
     let runtime =
@@ -268,5 +273,13 @@ fn parse_capacity_by(s: &str) -> Result<RecordCapacityBy, String> {
         _ => Err(format!(
             "'{s}' is not what --capacity varies: streams or fps (for example --capacity streams --fps 24)"
         )),
+    }
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{s}' is on or off (for example --encode off)")),
     }
 }
