@@ -106,8 +106,8 @@ struct Report {
 }
 
 /// The bench's sections, in the order they run.
-const SECTIONS: [&str; 10] =
-    ["dpx", "exr", "video", "io", "nfs", "smb", "engine", "pipeline", "fidelity", "mpi"];
+const SECTIONS: [&str; 11] =
+    ["dpx", "exr", "video", "io", "record", "nfs", "smb", "engine", "pipeline", "fidelity", "mpi"];
 
 /// `cargo xtask bench [--short] [SECTION...]`.
 #[derive(clap::Args)]
@@ -116,7 +116,7 @@ pub struct BenchArgs {
     /// shorter runs. Its ratios are printed like the full suite's, and mean less.
     #[arg(long)]
     short: bool,
-    /// Run only these sections (dpx, exr, video, io, nfs, smb, engine, pipeline, fidelity, mpi) [default: all].
+    /// Run only these sections (dpx, exr, video, io, record, nfs, smb, engine, pipeline, fidelity, mpi) [default: all].
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(SECTIONS))]
     sections: Vec<String>,
 }
@@ -181,6 +181,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if wanted("io") {
         rows.extend(crate::bench_io::run(&bench)?);
+    }
+    if wanted("record") {
+        rows.extend(crate::bench_record::run(&bench)?);
     }
     if wanted("nfs") {
         rows.extend(crate::bench_nfs::run(&bench)?);

@@ -10,6 +10,7 @@ mod bench_io;
 mod bench_mpi;
 mod bench_nfs;
 mod bench_pipeline;
+mod bench_record;
 mod bench_smb;
 mod bench_unpack;
 mod deps;
