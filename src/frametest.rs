@@ -281,9 +281,9 @@ async fn prepare_writes(
     };
     let header = layout.header().map_err(|e| Error::Engine(e.to_string()))?;
     // The transport's own writer: local files, or playsim's NFS client for nfs:// (whose
-    // directory must exist: the transport's open checks it).
+    // directory is made if missing).
     let options = TransportOptions::new().with(request.nfs.clone()).with(request.smb.clone());
-    let location = crate::location::open(requested, options, clock).await?;
+    let location = crate::location::open(requested, crate::record::writing(&options), clock).await?;
     let storage = location.writer_storage(false).await.ok_or_else(|| {
         Error::Engine(format!(
             "cannot write to {}: playsim's {} client only reads; mount the share and write to its path, {example}",

@@ -237,7 +237,7 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
     request.config.validate().map_err(RecordError::Settings)?;
     let shown = request.destination.display().to_string();
     let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
-    let location = crate::location::open(&request.destination, request.transport.clone(), &clock)
+    let location = crate::location::open(&request.destination, writing(&request.transport), &clock)
         .await
         .map_err(|e| RecordError::Destination(e.to_string()))?;
     let storage = location.writer_storage(request.direct).await.ok_or_else(|| {
@@ -329,6 +329,15 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         recorders.push(recorder);
     }
     Ok(PreparedRecord { recorders, cancel, info, removed_partials })
+}
+
+/// `transport` for a destination that may not exist yet (made by the writer).
+pub(crate) fn writing(transport: &TransportOptions) -> TransportOptions {
+    let mut options = transport.clone();
+    let mut nfs = options.get::<playsim_storage::nfs::NfsOptions>();
+    nfs.create_missing = true;
+    options.set(nfs);
+    options
 }
 
 /// Whether `name` is a partial file record mode writes: `.NAME.partial`.

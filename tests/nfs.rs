@@ -472,6 +472,38 @@ fn record_writes_a_sequence_through_playsims_nfs_client() -> Result<()> {
         run(playsim().args(["record", &url, "--preset", SMALL_PRESET, "--fps", "max", "--frames", "2"]))?;
     again.ensure_code(1)?;
     ensure!(again.stderr.contains("is not empty (12 entries"), "{again}");
+
+    // A destination that does not exist yet is made (MKDIR), as a local one is; and ProRes
+    // goes the same way, one clip.
+    let new_url = server.url("recorded-new");
+    let made = run(playsim().args([
+        "record",
+        &new_url,
+        "--preset",
+        SMALL_PRESET,
+        "--fps",
+        "max",
+        "--frames",
+        "3",
+        "--streams",
+        "2",
+    ]))?;
+    made.ensure_code(0)?;
+    for stream in ["stream-01", "stream-02"] {
+        let n = std::fs::read_dir(server.export_dir().join("recorded-new").join(stream))?.count();
+        ensure!(n == 3, "{stream}: {n} files\n{made}");
+    }
+    #[cfg(feature = "ffmpeg")]
+    {
+        let clip_url = server.url("recorded-prores");
+        let clip = run(playsim()
+            .args(["record", &clip_url, "--format", "prores", "--preset", SMALL_PRESET])
+            .args(["--fps", "max", "--frames", "4"]))?;
+        clip.ensure_code(0)?;
+        let decoded = run(playsim().args(["decode", "--md5"]).arg(server.url("recorded-prores/frame.mov")))?;
+        decoded.ensure_code(0)?;
+        ensure!(decoded.stdout.lines().count() == 4, "{decoded}");
+    }
     Ok(())
 }
 

@@ -85,6 +85,10 @@ pub struct NfsOptions {
     pub timeout: Duration,
     /// Host name resolution; `None` asks the system.
     pub resolver: Option<Resolver>,
+    /// The URL names a directory to write into, which may not exist yet: only its place in
+    /// the export is checked at connect, and the writer makes it (`create_dir_all`). Set by
+    /// `record` and `frametest -w`, not by the user.
+    pub create_missing: bool,
 }
 
 impl Default for NfsOptions {
@@ -95,6 +99,7 @@ impl Default for NfsOptions {
             in_flight: DEFAULT_IN_FLIGHT as u32,
             timeout: DEFAULT_TIMEOUT,
             resolver: None,
+            create_missing: false,
         }
     }
 }
@@ -107,6 +112,7 @@ impl fmt::Debug for NfsOptions {
             .field("in_flight", &self.in_flight)
             .field("timeout", &self.timeout)
             .field("resolver", &self.resolver.as_ref().map(|_| "custom"))
+            .field("create_missing", &self.create_missing)
             .finish()
     }
 }

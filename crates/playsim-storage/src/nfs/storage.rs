@@ -301,6 +301,9 @@ impl NfsStorage {
         let path = if path.is_empty() { "/" } else { path };
         match self.inner.node(path).await {
             Ok(_) => Ok(()),
+            Err(_) if self.inner.options.create_missing && url::is_path_prefix(&self.inner.export, path) => {
+                Ok(())
+            }
             Err(e) if e.kind == StorageErrorKind::NotFound => {
                 let parent = path.rsplit_once('/').map_or("/", |(p, _)| if p.is_empty() { "/" } else { p });
                 if parent != path && self.inner.node(parent).await.is_ok() && !is_missing_plain_file(path) {
