@@ -237,11 +237,11 @@ impl Drop for Unmount {
 fn streams_record_at_once_each_into_its_own_directory() -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let dest = tmp.path().join("capture");
-    let json = tmp.path().join("r.json");
-    let done = record(
-        &dest,
-        &["--streams", "2", "--fps", "max", "--frames", "6", "--json", &json.to_string_lossy()],
-    )?;
+    let (json, csv) = (tmp.path().join("r.json"), tmp.path().join("t.csv"));
+    let (json_arg, csv_arg) = (json.to_string_lossy(), csv.to_string_lossy());
+    let flags =
+        ["--streams", "2", "--fps", "max", "--frames", "6", "--json", &json_arg, "--timeline", &csv_arg];
+    let done = record(&dest, &flags)?;
     done.ensure_code(0)?;
     ensure!(done.stdout.contains("2 streams at once"), "{done}");
     ensure!(names(&dest)? == ["stream-01", "stream-02"], "{:?}", names(&dest)?);
@@ -258,6 +258,14 @@ fn streams_record_at_once_each_into_its_own_directory() -> Result<()> {
     let f = figures(&json)?;
     ensure!(f["frames_written"] == 12 && f["info"]["streams"] == 2, "{f}");
     ensure!(f["per_stream"][1]["frames_written"] == 6, "{f}");
+    // The timeline: a header and a line a frame, stream by stream.
+    let timeline = std::fs::read_to_string(&csv)?;
+    let lines: Vec<&str> = timeline.lines().collect();
+    ensure!(lines.len() == 13 && lines[0].starts_with("stream,position,due_ms"), "{timeline}");
+    ensure!(
+        lines[7].starts_with("1,0,") && lines.iter().skip(1).all(|l| l.contains(",written,")),
+        "{timeline}"
+    );
     Ok(())
 }
 

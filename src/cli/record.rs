@@ -121,6 +121,10 @@ pub struct RecordArgs {
     /// Write the figures as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write every frame's times as CSV (stream, position, each stage in ms from the start,
+    /// bytes, outcome, cause, error).
+    #[arg(long, value_name = "FILE")]
+    timeline: Option<PathBuf>,
     /// playsim's NFS client for nfs:// destinations (`--nconnect`, `--nfs-timeout`): the
     /// settings list's group, as `play` has it.
     #[command(flatten)]
@@ -132,9 +136,12 @@ pub struct RecordArgs {
 
 /// Runs `playsim record`.
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
-    if let Some(refused) =
-        crate::cli::refuse_unwritable_outputs(args.json.iter().map(|p| ("--json", p.as_path())))
-    {
+    if let Some(refused) = crate::cli::refuse_unwritable_outputs(
+        args.json
+            .iter()
+            .map(|p| ("--json", p.as_path()))
+            .chain(args.timeline.iter().map(|p| ("--timeline", p.as_path()))),
+    ) {
         return Ok(refused);
     }
     let (format, writer) = crate::writer_format(
@@ -217,6 +224,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     print!("{}", record::summary(&result));
     if let Some(path) = &args.json {
         std::fs::write(path, record::json(&result))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.timeline {
+        std::fs::write(path, record::timeline_csv(&result))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(if result.run.failure.is_some() {

@@ -312,6 +312,43 @@ pub struct RecordCapacity {
     pub trials: Vec<RecordTrial>,
 }
 
+/// Every frame's times as CSV, one line a frame in stream and position order: its stream and
+/// position, each stage's time in milliseconds from the run's start (empty for a stage it never
+/// reached), its bytes, outcome, cause and error. The timeline a capture engineer plots to see
+/// where a stall began.
+pub fn timeline_csv(result: &RecordResult) -> String {
+    let mut out = String::from(
+        "stream,position,due_ms,encode_started_ms,encoded_ms,write_started_ms,written_ms,synced_ms,done_ms,bytes,outcome,cause,error\n",
+    );
+    let ms = |ns: Option<u64>| ns.map_or_else(String::new, |ns| format!("{:.3}", ns as f64 / 1e6));
+    let mut records: Vec<&RecordFrame> = result.run.records.iter().collect();
+    records.sort_by_key(|r| (r.stream, r.position));
+    for r in records {
+        let outcome = match r.outcome {
+            RecordOutcome::Written => "written",
+            RecordOutcome::Dropped => "dropped",
+            RecordOutcome::Failed => "failed",
+        };
+        let error = r.error.as_deref().map(|e| format!("\"{}\"", e.replace('"', "\"\""))).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{outcome},{},{error}",
+            r.stream,
+            r.position,
+            ms(Some(r.due_ns)),
+            ms(r.encode_started_ns),
+            ms(r.encoded_ns),
+            ms(r.write_started_ns),
+            ms(r.written_ns),
+            ms(r.synced_ns),
+            ms(r.done_ns),
+            r.bytes,
+            r.cause.map_or("", RecordCause::name),
+        );
+    }
+    out
+}
+
 /// The capacity result as text.
 pub fn capacity_summary(c: &RecordCapacity) -> String {
     let mut out = String::new();
@@ -617,6 +654,19 @@ mod tests {
         let trial = RecordTrial::of(2, &f);
         assert!(!trial.passed);
         assert_eq!(trial.limit(), RecordCause::Encode);
+        let mut failed = frame(2, RecordOutcome::Failed, Some(RecordCause::Storage));
+        failed.error = Some("frame 2 (a \"b\"): no space".into());
+        let csv = timeline_csv(&RecordResult {
+            info: RecordInfo::default(),
+            run: RecordRun {
+                records: vec![failed, frame(0, RecordOutcome::Written, None)],
+                ..RecordRun::default()
+            },
+        });
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[1], "0,0,0.000,1.000,11.000,11.000,31.000,,32.000,1000000,written,,");
+        assert_eq!(lines[2], "0,2,80.000,,,,,,,0,failed,storage,\"frame 2 (a \"\"b\"\"): no space\"");
     }
 
     #[test]
