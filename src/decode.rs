@@ -162,7 +162,11 @@ impl Lines<'_> {
 /// Reads the bytes of one frame into `buf`: a whole file, or a byte range of a video file,
 /// read through `storage`. A frame larger than the engine's frame limit is refused before
 /// anything is allocated for it.
-async fn read_extent(storage: &dyn Storage, extent: &FrameExtent, buf: &mut IoBuf) -> Result<(), String> {
+pub(crate) async fn read_extent(
+    storage: &dyn Storage,
+    extent: &FrameExtent,
+    buf: &mut IoBuf,
+) -> Result<(), String> {
     let (path, offset, len) = match extent {
         FrameExtent::File { path } => (path.as_path(), 0, None),
         FrameExtent::Range { path, offset, len } => (path.as_path(), *offset, Some(*len)),

@@ -31,6 +31,8 @@ use playsim_engine::{
     CancelToken, EncodeExecutor, EncodeJob, EncodePool, FrameMaker, JobFuture, PreciseClock,
 };
 use playsim_media::{ClipMuxer, GenerateFormat};
+
+mod source;
 use playsim_report::record::{
     RecordCapacity, RecordCapacityBy, RecordInfo, RecordResult, RecordRun, RecordTrial,
 };
@@ -67,6 +69,10 @@ pub struct RecordRequest {
     /// once before the run (`--encode off`): the storage's side alone, as frametest's blank
     /// frames, through record's files, names and renames.
     pub encode: bool,
+    /// Frames from this sequence or video, read through its transport and decoded ahead of the
+    /// clock (`--source`), instead of the generator: an ingest or a transcode. Their size is
+    /// the source's.
+    pub source: Option<PathBuf>,
 }
 
 impl RecordRequest {
@@ -92,6 +98,7 @@ impl RecordRequest {
             transport: TransportOptions::new(),
             streams: 1,
             encode: true,
+            source: None,
         }
     }
 
@@ -195,6 +202,8 @@ pub enum RecordError {
 pub struct PreparedRecord {
     /// One a stream, sharing the cancel token.
     recorders: Vec<Recorder>,
+    /// The source's feed, with `--source`: the run starts once its window is full.
+    feed: Option<Arc<source::SourceFeed>>,
     cancel: Arc<CancelToken>,
     info: RecordInfo,
     /// Stale partial files of an earlier run that were removed.
@@ -209,6 +218,9 @@ impl PreparedRecord {
 
     /// Records every frame of every stream at once; the result holds every frame's times.
     pub async fn run(self) -> RecordResult {
+        if let Some(feed) = &self.feed {
+            feed.preroll().await;
+        }
         let mut streams = tokio::task::JoinSet::new();
         for (stream, recorder) in self.recorders.into_iter().enumerate() {
             streams.spawn(async move { (stream, recorder.run().await) });
@@ -235,6 +247,21 @@ impl PreparedRecord {
 /// a URL of a transport that writes (`nfs://`).
 pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, RecordError> {
     request.config.validate().map_err(RecordError::Settings)?;
+    let source = match &request.source {
+        Some(path) => Some(open_record_source(request, path).await?),
+        None => None,
+    };
+    let sized;
+    let request = match &source {
+        Some(opened) => {
+            sized = RecordRequest {
+                preset: FramePreset::Custom { width: opened.size.0, height: opened.size.1 },
+                ..request.clone()
+            };
+            &sized
+        }
+        None => request,
+    };
     let shown = request.destination.display().to_string();
     let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
     let location = crate::location::open(&request.destination, writing(&request.transport), &clock)
@@ -277,11 +304,15 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         }
     }
     let size = request.preset.dimensions();
-    let maker = GeneratorMaker { format: request.format.clone(), size, alpha: request.alpha };
+    let maker: Arc<dyn FrameMaker> = match &source {
+        // The source's frames come decoded: the encode stage only encodes.
+        Some(_) => Arc::new(EncodeOnly { format: request.format.clone() }),
+        None => Arc::new(GeneratorMaker { format: request.format.clone(), size, alpha: request.alpha }),
+    };
     // One pool for every stream: --encoders is the machine's encode threads, as play's decode
     // pool is shared by its streams.
     let pool: Arc<EncodePool> = Arc::new(
-        EncodePool::new(request.config.encoders, Arc::new(maker))
+        EncodePool::new(request.config.encoders, maker)
             .map_err(|e| RecordError::Destination(format!("cannot start the encoders: {e}")))?,
     );
     let info = RecordInfo {
@@ -303,6 +334,11 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
             .map_err(|e| RecordError::Settings(format!("cannot encode frame 0: {e}")))?;
         Some(Arc::new(EncodedOnce { bytes: Arc::from(bytes) }))
     };
+    let feed = source.map(|opened| {
+        // Frames decoded ahead: the queue's worth and one more, as a capture card buffers.
+        let window = u64::from(request.config.queue) + 1;
+        source::SourceFeed::start(opened.source, opened.storage, request.config.n_frames, window)
+    });
     let cancel = Arc::new(CancelToken::default());
     let mut recorders = Vec::new();
     for stream in 0..request.streams.max(1) {
@@ -326,9 +362,13 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         let recorder = Recorder::new(request.config.clone(), encoder, sink, Arc::clone(&clock))
             .map_err(RecordError::Settings)?
             .with_canceller(Arc::clone(&cancel));
+        let recorder = match &feed {
+            Some(feed) => recorder.with_feed(Arc::clone(feed) as Arc<dyn playsim_engine::record::FrameFeed>),
+            None => recorder,
+        };
         recorders.push(recorder);
     }
-    Ok(PreparedRecord { recorders, cancel, info, removed_partials })
+    Ok(PreparedRecord { recorders, feed, cancel, info, removed_partials })
 }
 
 /// `transport` for a destination that may not exist yet (made by the writer).
@@ -343,6 +383,76 @@ pub(crate) fn writing(transport: &TransportOptions) -> TransportOptions {
 /// Whether `name` is a partial file record mode writes: `.NAME.partial`.
 fn is_partial(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(".partial") && name.len() > ".partial".len() + 1
+}
+
+/// A `--source` opened: its frames, the storage they are read through, and their size.
+struct OpenedSource {
+    source: Arc<dyn playsim_core::Source>,
+    storage: Arc<dyn playsim_core::Storage>,
+    size: (u32, u32),
+}
+
+/// Opens `path` as record's source and checks, on its first frame, that the destination's
+/// format can encode what it decodes to.
+async fn open_record_source(
+    request: &RecordRequest,
+    path: &std::path::Path,
+) -> Result<OpenedSource, RecordError> {
+    let shown = path.display();
+    let refuse = |why: String| RecordError::Settings(format!("--source {shown}: {why}"));
+    if request.streams > 1 {
+        return Err(refuse("one stream only; give --streams 1 (or no --streams)".into()));
+    }
+    if !request.encode {
+        return Err(refuse(
+            "--encode off writes the generator's frame 0; a source's frames are encoded: leave --encode on"
+                .into(),
+        ));
+    }
+    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
+    let options = playsim_media::DecodeOptions::default();
+    let location = crate::location::open(path, request.transport.clone().with(options.clone()), &clock)
+        .await
+        .map_err(|e| refuse(e.to_string()))?;
+    let storage = location.index_storage().map_err(|e| refuse(e.to_string()))?;
+    let source =
+        crate::location::open_source(location.as_ref(), &options).await.map_err(|e| refuse(e.to_string()))?;
+    if source.n_frames() == 0 {
+        return Err(refuse("it has no frames".into()));
+    }
+    let decoder = source.decoder();
+    if decoder.in_order().is_some() {
+        return Err(refuse(
+            "long-GOP video (H.264, HEVC) decodes in order, which a record source cannot yet; give an image sequence or an intra-only clip (ProRes, DNxHR)".into(),
+        ));
+    }
+    let mut encoded = playsim_core::IoBuf::default();
+    let extent = source.extent(0);
+    crate::decode::read_extent(storage.as_ref(), &extent, &mut encoded)
+        .await
+        .map_err(|e| refuse(format!("its first frame: {e}")))?;
+    let mut frame = DecodedFrame::default();
+    decoder.decode(&encoded, &mut frame).map_err(|e| refuse(format!("its first frame: {e}")))?;
+    let mut out = Vec::new();
+    request.format.encoder().encode_frame(&frame, &mut out).map_err(|e| {
+        refuse(format!(
+            "its frames decode to {:?}, which --format {} cannot encode: {e}",
+            frame.format,
+            request.format.name()
+        ))
+    })?;
+    Ok(OpenedSource { source, storage, size: (frame.width, frame.height) })
+}
+
+/// A source's frames, which come decoded: encoded by the format's writer, as they are.
+struct EncodeOnly {
+    format: GenerateFormat,
+}
+
+impl FrameMaker for EncodeOnly {
+    fn make(&self, _position: u64, frame: &mut DecodedFrame, out: &mut Vec<u8>) -> Result<(), String> {
+        self.format.encoder().encode_frame(frame, out)
+    }
 }
 
 /// The generator's frames, encoded by the format's writer.

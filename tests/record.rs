@@ -325,3 +325,62 @@ fn encode_off_writes_frame_0s_bytes_for_every_frame() -> Result<()> {
     ensure!(bad.code == Some(2) && bad.stderr.contains("for example --encode off"), "{bad}");
     Ok(())
 }
+
+/// `--source`: frames read and decoded ahead of the clock from a sequence, then encoded and
+/// written. DPX to DPX (an ingest) decodes to the source's pixels; a frame missing from the
+/// source is an input drop, and the run goes on; DPX to ProRes (a transcode) is one clip of
+/// every frame.
+#[test]
+fn a_source_is_ingested_and_its_late_or_missing_frames_are_input_drops() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let source = tmp.path().join("source");
+    generate(&source, SMALL, 8, &[])?;
+    let ingest = tmp.path().join("ingest");
+    let json = tmp.path().join("i.json");
+    let done = record(
+        &ingest,
+        &[
+            "--source",
+            &source.to_string_lossy(),
+            "--fps",
+            "24",
+            "--frames",
+            "8",
+            "--json",
+            &json.to_string_lossy(),
+        ],
+    )?;
+    done.ensure_code(0)?;
+    ensure!(done.stdout.contains("Frames written: 8 of 8") && done.stdout.contains("input"), "{done}");
+    ensure!(md5s(&ingest)? == md5s(&source)?, "the ingested frames decode differently from the source's");
+
+    // Frame 3 gone from the source: an input drop, charged as such, and the rest written.
+    std::fs::remove_file(source.join("frame.0000003.dpx"))?;
+    let gap = tmp.path().join("gap");
+    let done = record(
+        &gap,
+        &[
+            "--source",
+            &source.to_string_lossy(),
+            "--fps",
+            "24",
+            "--frames",
+            "8",
+            "--json",
+            &json.to_string_lossy(),
+        ],
+    )?;
+    done.ensure_code(0)?;
+    let f = figures(&json)?;
+    ensure!(f["dropped_input"] == 1 && f["frames_written"] == 7, "{f}\n{done}");
+    ensure!(done.stderr.contains("frame.0000003.dpx"), "the missing frame is not named:\n{done}");
+
+    for (flags, expected) in
+        [(&["--streams", "2"][..], "one stream only"), (&["--encode", "off"][..], "leave --encode on")]
+    {
+        let refused =
+            record(&tmp.path().join("no"), &[&["--source", &source.to_string_lossy()][..], flags].concat())?;
+        ensure!(refused.code == Some(1) && refused.stderr.contains(expected), "{flags:?}: {refused}");
+    }
+    Ok(())
+}

@@ -96,6 +96,11 @@ pub struct RecordArgs {
     /// that a full disk fails the frame at once. NFSv3 cannot: there it does nothing.
     #[arg(long)]
     preallocate: bool,
+    /// Frames from this sequence or intra-only video (a local path or a URL: nfs://, smb://,
+    /// ...), read and decoded ahead of the clock, instead of the generator: an ingest (DPX to
+    /// DPX) or a transcode (DPX to ProRes). A frame not decoded when due is an input drop.
+    #[arg(long, value_name = "SOURCE")]
+    source: Option<PathBuf>,
     /// Encode every frame (on), or write frame 0's bytes for every frame, encoded once before
     /// the run (off): the storage's side alone, as frametest's blank frames.
     #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
@@ -180,6 +185,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         preallocate: args.preallocate,
         streams: args.streams,
         encode: args.encode,
+        source: args.source,
         ..RecordRequest::new(&args.dest, format, args.preset, config)
     };
     let runtime =

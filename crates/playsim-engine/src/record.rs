@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use playsim_core::{BufPool, Clock, DecodedFrame, FrameRate, StorageError};
+use playsim_core::{BufPool, Clock, DecodedFrame, FrameRate, PooledBuf, StorageError};
 /// The run's records are the report model's: the engine fills them, the report renders them.
 pub use playsim_report::record::{RecordCause, RecordFrame, RecordOutcome, RecordRun};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -152,6 +152,22 @@ pub trait RecordSink: Send + Sync + 'static {
     }
 }
 
+/// Where frames come from when they are not generated: a source read through a transport and
+/// decoded ahead of the clock, as a capture card's input or an ingest's read side. A frame it
+/// has not decoded when the frame is due is an `input` drop.
+pub trait FrameFeed: Send + Sync + 'static {
+    /// Frame `position`, decoded, moved into `into` (whose buffer the feed may keep), if it is
+    /// ready now; false when the source could not supply it in time. Called once per position,
+    /// in order, at the frame's arrival; the feed need not keep a frame it was not asked for
+    /// in time.
+    fn take(&self, position: u64, into: &mut DecodedFrame) -> bool;
+
+    /// CPU time the feed's reads and decodes have taken so far.
+    fn cpu_time(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
 /// A frame's file, written under its temporary name.
 pub trait WrittenFrame: Send + Sync {
     /// Makes its data durable (`--sync frame`).
@@ -164,6 +180,7 @@ pub trait WrittenFrame: Send + Sync {
 /// The record runner: see the [module](self) for the rule.
 pub struct Recorder {
     config: RecordConfig,
+    feed: Option<Arc<dyn FrameFeed>>,
     encoder: Arc<dyn EncodeExecutor>,
     sink: Arc<dyn RecordSink>,
     clock: Arc<dyn Clock>,
@@ -179,7 +196,13 @@ impl Recorder {
         clock: Arc<dyn Clock>,
     ) -> Result<Recorder, String> {
         config.validate()?;
-        Ok(Recorder { config, encoder, sink, clock, cancel: Arc::default() })
+        Ok(Recorder { config, feed: None, encoder, sink, clock, cancel: Arc::default() })
+    }
+
+    /// The run, its frames taken from `feed` at their arrival (a frame not ready then is an
+    /// `input` drop) and given to the encoder as they are, instead of rendered in the encode.
+    pub fn with_feed(self, feed: Arc<dyn FrameFeed>) -> Recorder {
+        Recorder { feed: Some(feed), ..self }
     }
 
     /// The token that stops the run (Ctrl-C): no frame arrives after it, and the run ends
@@ -196,7 +219,7 @@ impl Recorder {
 
     /// Runs every frame and returns their records. Must run inside a tokio runtime.
     pub async fn run(self) -> RecordRun {
-        let Recorder { config, encoder, sink, clock, cancel } = self;
+        let Recorder { config, feed, encoder, sink, clock, cancel } = self;
         let origin = clock.now();
         let order = sink.ordered().then(Order::default);
         let shared = Arc::new(Shared {
@@ -235,13 +258,26 @@ impl Recorder {
                 },
             };
             let mut rec = RecordFrame { position: k, due_ns: shared.now_ns(), ..RecordFrame::default() };
-            match permit {
-                Some(permit) => {
-                    shared.mark(k, rec.due_ns, false);
-                    tasks.spawn(Arc::clone(&shared).frame(rec, permit));
+            // The source's frame, when there is a source: not ready now is an input drop, whatever
+            // the queue.
+            let mut fed = None;
+            if let Some(feed) = &feed {
+                let mut frame = shared.scratch.get();
+                if feed.take(k, &mut frame) {
+                    fed = Some(frame);
+                } else {
+                    rec.cause = Some(RecordCause::Input);
                 }
-                None => {
-                    rec.cause = Some(shared.charged_stage(rec.due_ns));
+            }
+            match permit {
+                Some(permit) if rec.cause.is_none() => {
+                    shared.mark(k, rec.due_ns, false);
+                    tasks.spawn(Arc::clone(&shared).frame(rec, fed, permit));
+                }
+                _ => {
+                    if rec.cause.is_none() {
+                        rec.cause = Some(shared.charged_stage(rec.due_ns));
+                    }
                     shared.done_with(k);
                     if let Some(slot) = usize::try_from(k).ok().and_then(|i| records.get_mut(i)) {
                         *slot = Some(rec);
@@ -275,6 +311,7 @@ impl Recorder {
             interrupted: k < n,
             failure: cancel.failure().or(failure),
             encode_cpu_ns: duration_ns(shared.encoder.cpu_time()),
+            input_cpu_ns: feed.as_ref().map_or(0, |f| duration_ns(f.cpu_time())),
             write_cpu_ns: duration_ns(shared.sink.cpu_time()),
         }
     }
@@ -392,14 +429,20 @@ impl Shared {
 
     /// One frame: an encoder, the encode, a writer, the write, the sync, the publish. Its
     /// queue slot is released when it is done.
-    async fn frame(self: Arc<Self>, mut rec: RecordFrame, queue_slot: OwnedSemaphorePermit) -> RecordFrame {
+    async fn frame(
+        self: Arc<Self>,
+        mut rec: RecordFrame,
+        fed: Option<PooledBuf<DecodedFrame>>,
+        queue_slot: OwnedSemaphorePermit,
+    ) -> RecordFrame {
         let position = rec.position;
         let rec = async {
             let Ok(encoder) = Arc::clone(&self.encoders).acquire_owned().await else {
                 return self.failed(rec, RecordCause::Encode, "no encoder was left to run it".into());
             };
             rec.encode_started_ns = Some(self.now_ns());
-            let job = EncodeJob { position, scratch: self.scratch.get(), result: Err(String::new()) };
+            let scratch = fed.unwrap_or_else(|| self.scratch.get());
+            let job = EncodeJob { position, scratch, result: Err(String::new()) };
             let done = self.encoder.encode(job).await;
             rec.encoded_ns = Some(self.now_ns());
             drop(encoder);
@@ -498,7 +541,9 @@ mod tests {
             Box::pin(async move {
                 tokio::time::sleep(cost).await;
                 let mut job = job;
-                job.result = Ok(Arc::from(vec![7u8; 1000]));
+                // A fed frame (see ScriptedFeed) gives its width in bytes; a generated one 1000.
+                let len = if job.scratch.width > 0 { job.scratch.width as usize } else { 1000 };
+                job.result = Ok(Arc::from(vec![7u8; len]));
                 Some(job)
             })
         }
@@ -643,6 +688,39 @@ mod tests {
         assert_eq!(out.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len(), 25);
         assert!(!run.interrupted && run.failure.is_none());
         assert_eq!(run.end_ns, 24 * 40 * MS_NS + 30 * MS_NS);
+    }
+
+    /// A source whose frames `missing` are not decoded in time; every other frame is given
+    /// with its position + 100 as its width.
+    struct ScriptedFeed {
+        missing: Vec<u64>,
+    }
+
+    impl FrameFeed for ScriptedFeed {
+        fn take(&self, position: u64, into: &mut DecodedFrame) -> bool {
+            into.width = u32::try_from(position).unwrap_or(0) + 100;
+            !self.missing.contains(&position)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_frame_the_source_has_not_ready_is_an_input_drop_and_fed_frames_are_encoded() {
+        let (enc, out) = (encoder(10 * MS, vec![]), sink(5 * MS, vec![], vec![]));
+        let sink_dyn: Arc<dyn RecordSink> = Arc::new(Arc::clone(&out));
+        let feed = Arc::new(ScriptedFeed { missing: vec![3, 4, 9] });
+        let run = Recorder::new(config(12, Some(25), 4), enc, sink_dyn, Arc::new(TokioClock::new()))
+            .expect("valid settings")
+            .with_feed(feed)
+            .run()
+            .await;
+        assert_eq!(positions(&run, RecordOutcome::Dropped, Some(RecordCause::Input)), [3, 4, 9]);
+        assert_eq!(positions(&run, RecordOutcome::Written, None).len(), 9);
+        // The encoder got the source's frame, not a rendered one.
+        assert!(run
+            .records
+            .iter()
+            .filter(|r| r.outcome == RecordOutcome::Written)
+            .all(|r| r.bytes == r.position + 100));
     }
 
     #[tokio::test(start_paused = true)]

@@ -108,6 +108,9 @@ pub struct RecordRun {
     pub failure: Option<String>,
     /// CPU time the encodes took (the generator's render included).
     pub encode_cpu_ns: u64,
+    /// CPU time a source's reads and decodes took (`--source`); 0 for the generator.
+    #[serde(default)]
+    pub input_cpu_ns: u64,
     /// CPU time of the threads doing the writes and syncs, where the storage measures it.
     pub write_cpu_ns: u64,
 }
@@ -200,6 +203,9 @@ pub struct RecordFigures {
     pub end_sync_ms: Option<f64>,
     /// Encode CPU seconds per GB written.
     pub encode_cpu_s_per_gb: f64,
+    /// A source's read and decode CPU seconds per GB written (`--source`).
+    #[serde(default)]
+    pub input_cpu_s_per_gb: f64,
     /// Write CPU seconds per GB written (the writing threads', where measured).
     pub write_cpu_s_per_gb: f64,
     /// The stop's reason, when the run stopped early.
@@ -452,6 +458,7 @@ pub fn figures(result: &RecordResult) -> RecordFigures {
         ),
         end_sync_ms: run.end_sync_ns.map(|ns| ns as f64 / 1e6),
         encode_cpu_s_per_gb: per_gb(run.encode_cpu_ns, bytes),
+        input_cpu_s_per_gb: per_gb(run.input_cpu_ns, bytes),
         write_cpu_s_per_gb: per_gb(run.write_cpu_ns, bytes),
         failure: run.failure.clone(),
         interrupted: run.interrupted,
@@ -484,6 +491,7 @@ impl RecordRun {
             merged.interrupted |= run.interrupted;
             merged.failure = merged.failure.or(run.failure);
             merged.encode_cpu_ns = merged.encode_cpu_ns.max(run.encode_cpu_ns);
+            merged.input_cpu_ns = merged.input_cpu_ns.max(run.input_cpu_ns);
             merged.write_cpu_ns = merged.write_cpu_ns.max(run.write_cpu_ns);
         }
         merged
@@ -582,9 +590,14 @@ pub fn summary(result: &RecordResult) -> String {
     if let Some(ms) = f.end_sync_ms {
         let _ = writeln!(out, "End sync: {ms:.2} ms");
     }
+    let input = if f.input_cpu_s_per_gb > 0.0 {
+        format!("input {:.3} s, ", f.input_cpu_s_per_gb)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "CPU per GB written: encode {:.3} s, write {:.3} s",
+        "CPU per GB written: {input}encode {:.3} s, write {:.3} s",
         f.encode_cpu_s_per_gb, f.write_cpu_s_per_gb
     );
     let failed: Vec<&str> = result.run.records.iter().filter_map(|r| r.error.as_deref()).take(5).collect();
