@@ -65,7 +65,7 @@ pub enum FrametestMode {
 pub struct FrametestRequest {
     /// `-w` or `-r`.
     pub mode: FrametestMode,
-    /// The directory of the files (an `nfs://` URL for reads).
+    /// The directory of the files: a local path, or an `nfs://` or `smb://` URL.
     pub dir: PathBuf,
     /// `-n`: frames in all; `None` reads every file found (required for writes).
     pub n_frames: Option<u64>,
@@ -97,9 +97,9 @@ pub struct FrametestRequest {
     pub cold: bool,
     /// `--fsync`: flush each written file before closing it (the time counts in close).
     pub fsync: bool,
-    /// playsim's NFS client, for `nfs://` reads.
+    /// playsim's NFS client, for `nfs://` directories.
     pub nfs: NfsOptions,
-    /// playsim's SMB client (its credentials file), for `smb://` reads.
+    /// playsim's SMB client (its credentials file), for `smb://` directories.
     pub smb: SmbOptions,
 }
 
@@ -246,7 +246,7 @@ async fn prepare_writes(
         crate::location::transports().find(&requested.to_string_lossy()).map_err(Error::Storage)?;
     if !transport.holds_files() {
         return Err(Error::Engine(format!(
-            "cannot write to {}: {} storage holds no files; write to a local path or an nfs:// URL, {example}",
+            "cannot write to {}: {} storage holds no files; write to a local path, an nfs:// or an smb:// URL, {example}",
             requested.display(),
             transport.name()
         )));
@@ -280,8 +280,8 @@ async fn prepare_writes(
         file_bytes: size.file_bytes,
     };
     let header = layout.header().map_err(|e| Error::Engine(e.to_string()))?;
-    // The transport's own writer: local files, or playsim's NFS client for nfs:// (whose
-    // directory is made if missing).
+    // The transport's own writer: local files, or playsim's NFS or SMB client for nfs:// or
+    // smb:// (an nfs:// directory is made if missing; an smb:// one must exist).
     let options = TransportOptions::new().with(request.nfs.clone()).with(request.smb.clone());
     let location = crate::location::open(requested, crate::record::writing(&options), clock).await?;
     let storage = location.writer_storage(false).await.ok_or_else(|| {
@@ -334,7 +334,7 @@ async fn prepare_reads(
     let transport = crate::location::transports().find(&dir.to_string_lossy()).map_err(Error::Storage)?;
     if !transport.holds_files() {
         return Err(Error::Engine(format!(
-            "frametest reads frame files from a directory, a local path or an nfs:// URL, not {shown}: \
+            "frametest reads frame files from a directory, a local path, an nfs:// or an smb:// URL, not {shown}: \
              for simulated storage use playsim play, or {write_first}"
         )));
     }

@@ -244,7 +244,7 @@ impl PreparedRecord {
 /// Checks the destination (made if missing, where its transport can make it; refused if it
 /// holds files, without `--force`; refused if it lacks the space), removes the partial files an
 /// interrupted run left, and starts the encoder's threads. The destination is a local path or
-/// a URL of a transport that writes (`nfs://`).
+/// a URL of a transport that writes (`nfs://`, `smb://`).
 pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, RecordError> {
     request.config.validate().map_err(RecordError::Settings)?;
     let source = match &request.source {
@@ -269,7 +269,7 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         .map_err(|e| RecordError::Destination(e.to_string()))?;
     let storage = location.writer_storage(request.direct).await.ok_or_else(|| {
         RecordError::Destination(format!(
-            "{shown}: this transport only reads; record to a local path, a mount or an nfs:// URL"
+            "{shown}: this transport only reads; record to a local path, a mount, an nfs:// or an smb:// URL"
         ))
     })?;
     let storage = storage.map_err(|e| RecordError::Destination(e.to_string()))?;

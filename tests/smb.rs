@@ -1,7 +1,9 @@
 //! `smb://` sources against a real Samba on loopback: bit-exact playback of FFmpeg-written DPX
 //! and EXR and a ProRes `.mov`, discovery by pattern and by file, one line for a bad share, a
 //! wrong password and an unreachable port, a password that never shows, and the smbd child of
-//! the run's connections stopped mid-run.
+//! the run's connections stopped mid-run. And `smb://` destinations: `record` and `frametest -w`
+//! through playsim's SMB client into the server's writable share, byte for byte, signed,
+//! unsigned or encrypted as the URL says.
 //!
 //! The read tests share one server; the fault test starts its own.
 
@@ -15,7 +17,8 @@ use playsim::report::{Report, RunStatus};
 use playsim_testserver::SmbServer;
 
 use crate::util::{
-    ffmpeg, playsim, read_report, record_reliability, Background, ReliabilityRow, ReliabilityTable, Run,
+    ffmpeg, file_names, generate, playsim, read_report, record_reliability, Background, ReliabilityRow,
+    ReliabilityTable, Run, SMALL_PRESET,
 };
 
 /// The longest any one playsim command of these tests may take: a hang fails the test.
@@ -344,4 +347,239 @@ fn frametest_reads_a_share_over_smb() -> Result<()> {
     ensure!(read.stdout.contains("Overall:"), "no summary:\n{read}");
     ensure!(!read.stdout.contains(server.password()), "the password shows:\n{read}");
     Ok(())
+}
+
+/// `playsim record` of `n_frames` small DPX frames to `url` (a directory of the writable share),
+/// with the server's credentials; checks that no output holds the password.
+fn record(server: &SmbServer, url: &str, n_frames: u64, json: &Path) -> Result<Run> {
+    let frames = n_frames.to_string();
+    let done = run_limited(
+        playsim()
+            .args(["record", url, "--preset", SMALL_PRESET, "--fps", "max", "--frames", &frames, "--json"])
+            .arg(json)
+            .arg("--smb-credentials")
+            .arg(server.credentials_file()),
+    )?;
+    let password = server.password();
+    ensure!(!done.stdout.contains(password) && !done.stderr.contains(password), "output holds the password");
+    if json.exists() {
+        ensure!(!std::fs::read_to_string(json)?.contains(password), "the JSON holds the password");
+    }
+    Ok(done)
+}
+
+/// Every file of `dest` (the share's directory on disk) is byte for byte `playsim generate`'s
+/// frame of the same name, and there are `n_frames` of them, none partial.
+fn ensure_generated(dest: &Path, n_frames: u64, tmp: &Path) -> Result<()> {
+    let reference = tmp.join("generated");
+    generate(&reference, SMALL_PRESET, n_frames, &[])?;
+    let names = file_names(dest)?;
+    ensure!(names.len() as u64 == n_frames && names.iter().all(|n| !n.ends_with(".partial")), "{names:?}");
+    ensure!(names == file_names(&reference)?, "{names:?}");
+    for name in &names {
+        let (got, want) = (std::fs::read(dest.join(name))?, std::fs::read(reference.join(name))?);
+        ensure!(got == want, "{name}: {} bytes on the server against {} generated", got.len(), want.len());
+    }
+    Ok(())
+}
+
+/// `playsim record` to an `smb://` directory, through playsim's own client (CREATE, WRITE, CLOSE,
+/// rename): every frame is on the server under its real name, byte for byte the generator's,
+/// with no partial file; the same directory again is refused as not empty.
+#[test]
+fn record_writes_a_sequence_through_playsims_smb_client() -> Result<()> {
+    let shared = shared()?;
+    let server = &shared.server;
+    let dest = server.export_dir().join("recorded");
+    std::fs::create_dir_all(&dest)?;
+    let tmp = tempfile::tempdir()?;
+    let url = server.writable_url("recorded");
+    let done = record(server, &url, 12, &tmp.path().join("record.json"))?;
+    done.ensure_code(0)?;
+    ensure!(done.stdout.contains("Frames written: 12 of 12"), "{done}");
+    ensure!(done.stdout.contains("written as smb:// share rw on 127.0.0.1:"), "{done}");
+    ensure_generated(&dest, 12, tmp.path())?;
+    let creds = credentials(server);
+    let reference = tmp.path().join("generated");
+    ensure!(
+        md5s(&url, &as_args(&creds))? == md5s(&reference.to_string_lossy(), &[])?,
+        "the recorded sequence decodes differently"
+    );
+
+    let again = record(server, &url, 2, &tmp.path().join("again.json"))?;
+    again.ensure_code(1)?;
+    ensure!(again.stderr.contains("is not empty (12 entries"), "{again}");
+    Ok(())
+}
+
+/// The writer's session is set up as the URL asks, as the reader's is: `sign=off` unsigned,
+/// `seal=on` encrypted, the default signed; each records the same bytes.
+#[test]
+fn record_over_smb_signs_and_seals_as_the_url_says() -> Result<()> {
+    let shared = shared()?;
+    let server = &shared.server;
+    let cases = [
+        ("rec-unsigned", "?sign=off", "signing off, encryption off"),
+        ("rec-sealed", "?seal=on", "signing by encryption, encryption Aes128Gcm"),
+        ("rec-signed", "", "signing AesGmac, encryption off"),
+    ];
+    for (dir, query, protection) in cases {
+        let dest = server.export_dir().join(dir);
+        std::fs::create_dir_all(&dest)?;
+        let tmp = tempfile::tempdir()?;
+        let done =
+            record(server, &server.writable_url(&format!("{dir}{query}")), 3, &tmp.path().join("r.json"))?;
+        done.ensure_code(0)?;
+        ensure!(done.stdout.contains("Frames written: 3 of 3"), "{dir}: {done}");
+        ensure!(done.stdout.contains(protection), "{dir}: expected {protection:?}:\n{done}");
+        ensure_generated(&dest, 3, tmp.path()).with_context(|| dir.to_owned())?;
+    }
+    Ok(())
+}
+
+/// `playsim frametest -w` to an `smb://` directory writes frametest's files through playsim's
+/// own client, and `-r` reads them back over it.
+#[test]
+fn frametest_writes_and_reads_back_over_smb() -> Result<()> {
+    let shared = shared()?;
+    let server = &shared.server;
+    let dest = server.export_dir().join("ft-written");
+    std::fs::create_dir_all(&dest)?;
+    let url = server.writable_url("ft-written");
+    let creds = credentials(server);
+    let creds = as_args(&creds);
+    let write =
+        run_limited(playsim().args(["frametest", "-w", "hd", "-n", "4", "-t", "2", &url]).args(&creds))?;
+    write.ensure_code(0)?;
+    ensure!(write.stdout.contains("Frames transferred: 4"), "{write}");
+    for i in 0..4 {
+        let file = dest.join(format!("frame{i:06}.dpx"));
+        let bytes = std::fs::metadata(&file).with_context(|| format!("{}", file.display()))?.len();
+        ensure!(bytes == 1920 * 1080 * 4 + 65_536, "{} is {bytes} bytes", file.display());
+    }
+    let read = run_limited(playsim().args(["frametest", "-r", "hd", "-t", "2", &url]).args(&creds))?;
+    read.ensure_code(0)?;
+    ensure!(read.stdout.contains("Frames transferred: 4"), "{read}");
+    ensure!(!write.stdout.contains(server.password()) && !read.stdout.contains(server.password()));
+    Ok(())
+}
+
+/// The smbd child serving a recording's connections killed mid-run: the writer reconnects,
+/// opens its files again in the new session and writes on; every frame is on the server, byte
+/// for byte, with no partial file left.
+#[test]
+fn record_over_smb_survives_its_connection_killed_mid_run() -> Result<()> {
+    #[cfg(feature = "nfs")]
+    let _one_at_a_time = crate::nfs::FAULTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut server = SmbServer::start().context("starting smbd")?;
+    let dest = server.export_dir().join("killed");
+    std::fs::create_dir_all(&dest)?;
+    let tmp = tempfile::tempdir()?;
+    let json = tmp.path().join("r.json");
+    let mut child = Background::spawn(
+        playsim()
+            .args(["record", &server.writable_url("killed"), "--preset", SMALL_PRESET, "--fps", "24"])
+            .args(["--frames", "96", "--json"])
+            .arg(&json)
+            .arg("--smb-credentials")
+            .arg(server.credentials_file()),
+        tmp.path(),
+    )?;
+    // Mid-run: the run's connection is up by then, and 2 s of frames are still to come.
+    std::thread::sleep(Duration::from_millis(1500).saturating_sub(child.started.elapsed()));
+    let n_killed = server.kill_connections();
+    let done = child.wait(COMMAND_LIMIT)?;
+    done.ensure_no_panic()?;
+    ensure!(n_killed >= 1, "no smbd child served the run's connections");
+    done.ensure_code(0)?;
+    ensure!(done.stdout.contains("Frames written: 96 of 96"), "{done}");
+    ensure_generated(&dest, 96, tmp.path())
+}
+
+/// The storage write API over `smb://` itself: writes at offsets, out of order and larger than a
+/// WRITE, stable or not; a rename over an existing file; a create over one truncates it; the
+/// free space; and errors that name the call and the file as a URL, never the password.
+#[test]
+fn the_smb_writer_writes_at_offsets_renames_over_a_file_and_names_the_url_in_errors() -> Result<()> {
+    use playsim::storage::smb::{SmbOptions, SmbStorage, SmbUrl, SmbWriter};
+    use playsim::storage::write::{Stability, WriteStorage};
+    use playsim_core::StorageErrorKind;
+
+    let shared = shared()?;
+    let server = &shared.server;
+    let base = server.export_dir().join("api");
+    std::fs::create_dir_all(&base)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async {
+        let url = SmbUrl::parse(&server.writable_url("api"))?;
+        let options = SmbOptions {
+            credentials_file: Some(server.credentials_file().to_path_buf()),
+            ..SmbOptions::default()
+        };
+        let writer = SmbWriter::new(SmbStorage::connect(&url, &options).await?.another_client().await?);
+        ensure!(writer.describe().starts_with("smb:// share rw on 127.0.0.1:"), "{}", writer.describe());
+        let dir = Path::new("/api/made/deeper");
+        writer.create_dir_all(dir).await?;
+        writer.create_dir_all(dir).await?;
+        ensure!(base.join("made/deeper").is_dir());
+
+        // 3 MiB and a bit after a 4 KiB head, the head written last: four WRITEs, then one.
+        let head: Vec<u8> = (0..4096u32).map(|i| (i % 7) as u8).collect();
+        let tail: Vec<u8> = (0..(3 << 20) + 5).map(|i: u32| (i % 251) as u8).collect();
+        let partial = dir.join(".f.partial");
+        let file = writer.create(&partial).await?;
+        ensure!(!file.preallocate(1 << 20).await?, "SMB reserves nothing");
+        ensure!(file.write_at(4096, tail.clone().into(), Stability::FileSync).await? == tail.len() as u64);
+        ensure!(file.write_at(0, head.clone().into(), Stability::Unstable).await? == 4096);
+        file.sync().await?;
+        file.close().await?;
+        let done = dir.join("f");
+        std::fs::write(base.join("made/deeper/f"), b"an older frame")?;
+        writer.rename(&partial, &done).await?;
+        let written = std::fs::read(base.join("made/deeper/f"))?;
+        ensure!(written.len() == head.len() + tail.len(), "{} bytes", written.len());
+        ensure!(written[..4096] == head[..] && written[4096..] == tail[..], "the bytes differ");
+        ensure!(!base.join("made/deeper/.f.partial").exists());
+        let stats = writer.stats();
+        ensure!((stats.n_writes, stats.n_syncs) == (2, 2), "{stats:?}");
+        ensure!(stats.bytes == written.len() as u64 && stats.cpu_ns > 0, "{stats:?}");
+
+        // A create truncates; closed unsynced, it is flushed by sync_all.
+        let again = writer.create(&done).await?;
+        again.write_at(0, b"abc".to_vec().into(), Stability::Unstable).await?;
+        again.close().await?;
+        writer.sync_all(Path::new("/api")).await?;
+        ensure!(std::fs::read(base.join("made/deeper/f"))? == b"abc");
+
+        let free = writer.free_bytes(dir).await?.unwrap_or(0);
+        let stat = rustix::fs::statvfs(server.export_dir())?;
+        let local_free = stat.f_bavail * stat.f_frsize;
+        ensure!(
+            free > 0 && free.abs_diff(local_free) < local_free / 10,
+            "{free} free over smb, {local_free} here"
+        );
+
+        writer.remove(&done).await?;
+        ensure!(!base.join("made/deeper/f").exists());
+        let prefix = format!("smb://127.0.0.1:{}/rw/api/made/deeper/f", server.port());
+        let err = writer.remove(&done).await.err().context("removed twice")?;
+        ensure!(err.kind == StorageErrorKind::NotFound, "{err}");
+        ensure!(err.to_string().starts_with(&format!("cannot remove {prefix}: ")), "{err}");
+        let err =
+            writer.create(Path::new("/api/missing/x")).await.err().context("created in no directory")?;
+        ensure!(err.kind == StorageErrorKind::NotFound, "{err}");
+        ensure!(err.to_string().contains("cannot create smb://127.0.0.1:"), "{err}");
+        ensure!(err.to_string().contains("/rw/api/missing/x: "), "{err}");
+        ensure!(!err.to_string().contains(server.password()), "{err}");
+        let err = writer.create_dir_all(Path::new("/api/made/deeper/f2/x")).await;
+        ensure!(err.is_ok(), "{err:?}");
+        std::fs::write(base.join("made/file"), b"x")?;
+        let err =
+            writer.create_dir_all(Path::new("/api/made/file/x")).await.err().context("a file as a dir")?;
+        ensure!(
+            err.kind == StorageErrorKind::NotAFile && err.to_string().contains("/api/made/file"),
+            "{err}"
+        );
+        Ok(())
+    })
 }

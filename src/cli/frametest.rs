@@ -110,7 +110,8 @@ pub struct FrametestArgs {
     /// group, as `play` has it.
     #[command(flatten)]
     smb: SmbKnobs,
-    /// The directory of the frames (reads also take an nfs://host/export/dir URL).
+    /// The directory of the frames: a local path, or an nfs://host/export/dir or
+    /// smb://host/share/dir URL.
     dir: Option<PathBuf>,
 }
 

@@ -30,8 +30,9 @@ const EXIT_STOPPED: u8 = 1;
     renamed. A frame that arrives while -q frames are queued is dropped, and charged to the\n\
     stage of the oldest queued frame: encode (waiting for or in the encoder) or storage.")]
 pub struct RecordArgs {
-    /// The directory to record into: a local path (made if missing) or an nfs:// URL of an
-    /// existing directory, written by playsim's own NFS client; it must be empty, unless --force.
+    /// The directory to record into: a local path (made if missing), or an nfs:// or smb:// URL
+    /// of an existing directory, written by playsim's own NFS or SMB client; it must be empty,
+    /// unless --force.
     dest: PathBuf,
     /// Frame rate: 24, 23.976, 25, 29.97, 59.94, 60000/1001, or max (as fast as the queue takes
     /// frames; nothing is dropped).

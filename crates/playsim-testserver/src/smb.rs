@@ -23,6 +23,8 @@ const SHARE: &str = "share";
 /// A second share over the same directory that Samba serves only encrypted
 /// (`smb encrypt = required`).
 const SEALED_SHARE: &str = "sealed";
+/// A third share over the same directory, the one clients may write to.
+const WRITABLE_SHARE: &str = "rw";
 /// The account clients log in as: a Unix user (created if missing, without a home or a shell)
 /// with an SMB password in the server's own passdb.
 const USER: &str = "playsim-smb";
@@ -34,7 +36,8 @@ const LAUNCH_ATTEMPTS: usize = 4;
 const ERROR_LOG_LINES: usize = 20;
 
 /// A real Samba `smbd` serving SMB2/3 on 127.0.0.1 on a port of its own, with one read-only share
-/// (`share`) over a new temporary directory, for one user whose password is drawn at start.
+/// (`share`) over a new temporary directory, for one user whose password is drawn at start, and
+/// the same directory writable as `rw` ([`writable_url`](SmbServer::writable_url)).
 ///
 /// smbd forks a child per client connection; [`pause_connections`](SmbServer::pause_connections)
 /// stops those children (not the parent, which keeps accepting), as a server stuck on one
@@ -165,6 +168,13 @@ impl SmbServer {
         format!("smb://{HOST}:{}/{SEALED_SHARE}/{rel}", self.port)
     }
 
+    /// The same as [`SmbServer::url`] in the share clients may write to (`rw`, over the same
+    /// directory).
+    pub fn writable_url(&self, rel: &str) -> String {
+        let rel = rel.trim_start_matches('/');
+        format!("smb://{HOST}:{}/{WRITABLE_SHARE}/{rel}", self.port)
+    }
+
     /// A file in `mount.cifs`'s credentials format (`username=` and `password=` lines, mode 0600)
     /// for this server's user.
     pub fn credentials_file(&self) -> &Path {
@@ -192,6 +202,17 @@ impl SmbServer {
             signal(pid, Signal::STOP);
         }
         self.paused.extend(&pids);
+        pids.len()
+    }
+
+    /// Kills (SIGKILL) every smbd child serving a connection, leaving the parent running: those
+    /// clients' connections are reset and their open files closed, and they may connect again.
+    /// Returns how many it killed.
+    pub fn kill_connections(&mut self) -> usize {
+        let pids = self.connection_pids();
+        for &pid in &pids {
+            signal(pid, Signal::KILL);
+        }
         pids.len()
     }
 
@@ -248,6 +269,11 @@ impl SmbServer {
   valid users = {USER}
   force user = root
   smb encrypt = required
+[{WRITABLE_SHARE}]
+  path = {export}
+  read only = no
+  valid users = {USER}
+  force user = root
 ",
             port = self.port,
             export = self.export_dir.display(),

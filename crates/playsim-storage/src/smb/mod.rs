@@ -22,6 +22,10 @@
 //!   `?seal=on` when the server agreed no cipher (SMB 2.x, or encryption off on the server);
 //! - one channel: it has no multichannel.
 //!
+//! [`SmbWriter`] is the write side (`record` and `frametest -w` to an `smb://` directory): WRITEs
+//! of up to [`DEFAULT_WRITE_SIZE`] all in flight, FLUSH for a sync (SMB has no UNSTABLE and
+//! COMMIT), a rename that replaces its target.
+//!
 //! The client ([`SmbStorage`]) is the `smb` cargo feature (on by default). Its options, URLs and
 //! credentials ([`SmbOptions`], [`SmbUrl`], [`SmbCredentials`]) are in every build, so that flags
 //! and scenario keys are the same whichever features a build has.
@@ -32,6 +36,8 @@ mod runtime;
 #[cfg(feature = "smb")]
 mod storage;
 mod url;
+#[cfg(feature = "smb")]
+mod writes;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -40,9 +46,14 @@ pub use credentials::{SmbCredentials, PASSWORD_ENV, USER_ENV};
 #[cfg(feature = "smb")]
 pub use storage::SmbStorage;
 pub use url::{SmbDialect, SmbUrl, SmbUrlPart, SMB_URL_EXAMPLE};
+#[cfg(feature = "smb")]
+pub use writes::SmbWriter;
 
 /// Bytes per READ when the server allows it: 1 MiB, as Windows and Linux's cifs ask.
 pub const DEFAULT_READ_SIZE: usize = 1 << 20;
+/// Bytes per WRITE when the server allows it (its MaxWriteSize caps it): 1 MiB, as playsim's
+/// NFS client writes.
+pub const DEFAULT_WRITE_SIZE: usize = 1 << 20;
 /// How long a request may go unanswered before the transport gives up.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 

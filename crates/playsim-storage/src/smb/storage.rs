@@ -31,8 +31,10 @@ pub struct SmbStorage {
     inner: Arc<Inner>,
 }
 
-struct Inner {
-    url: SmbUrl,
+/// The client behind an [`SmbStorage`], shared by its files and by the write side
+/// ([`super::SmbWriter`]).
+pub(super) struct Inner {
+    pub(super) url: SmbUrl,
     options: SmbOptions,
     credentials: SmbCredentials,
     /// The client, kept for its session and to reconnect: opens, lookups and listings go
@@ -45,30 +47,31 @@ struct Inner {
     /// together reconnect once.
     reconnecting: tokio::sync::Mutex<()>,
     reconnects: AtomicU64,
-    connection: Connection,
-    negotiated: Negotiated,
+    pub(super) connection: Connection,
+    pub(super) negotiated: Negotiated,
     read_size: usize,
     n_reads: AtomicU64,
     bytes: AtomicU64,
     /// Last, so that the client and its handles are dropped before their runtime stops.
-    runtime: ClientRuntime,
+    pub(super) runtime: ClientRuntime,
 }
 
 /// The share's tree, valid for the session of one generation: a reconnect makes a new session,
 /// in which the old tree's and files' ids mean nothing.
 #[derive(Clone)]
-struct Session {
-    tree: Arc<Tree>,
-    generation: u64,
+pub(super) struct Session {
+    pub(super) tree: Arc<Tree>,
+    pub(super) generation: u64,
 }
 
 /// What the server and the client settled on, for the report.
 #[derive(Clone, Debug)]
-struct Negotiated {
-    dialect: String,
-    signing: Option<String>,
-    cipher: Option<String>,
+pub(super) struct Negotiated {
+    pub(super) dialect: String,
+    pub(super) signing: Option<String>,
+    pub(super) cipher: Option<String>,
     max_read_size: u32,
+    pub(super) max_write_size: u32,
 }
 
 impl fmt::Debug for SmbStorage {
@@ -104,6 +107,11 @@ impl SmbStorage {
     /// The URL this storage was connected with.
     pub fn url(&self) -> &SmbUrl {
         &self.inner.url
+    }
+
+    /// The client, for the write side.
+    pub(super) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
     }
 
     async fn connect_as(
@@ -230,6 +238,7 @@ impl SmbStorage {
                 .should_encrypt()
                 .then(|| params.cipher.map_or_else(|| "AES-128-CCM".to_owned(), |c| format!("{c:?}"))),
             max_read_size: params.max_read_size,
+            max_write_size: params.max_write_size,
         };
         let read_size = options.read_size.min(params.max_read_size as usize).max(1);
         let connection = client.connection().clone();
@@ -275,14 +284,14 @@ impl SmbStorage {
 }
 
 impl Inner {
-    fn session(&self) -> Session {
+    pub(super) fn session(&self) -> Session {
         self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Reconnects after the connection of generation `seen` was lost: a new socket, session and
     /// tree, the credentials as before. A no-op when another caller has reconnected since
     /// `seen`. Bounded by the crate's reconnect policy and the request timeout.
-    async fn reconnect(&self, seen: u64) -> Result<(), StorageError> {
+    pub(super) async fn reconnect(&self, seen: u64) -> Result<(), StorageError> {
         let _one_at_a_time = self.reconnecting.lock().await;
         if self.session().generation != seen {
             return Ok(());
@@ -332,15 +341,7 @@ impl Inner {
     }
 
     fn error(&self, what: &str, path: &str, e: &smb2::Error) -> StorageError {
-        let kind = match e.kind() {
-            ErrorKind::NotFound => StorageErrorKind::NotFound,
-            ErrorKind::IsADirectory | ErrorKind::NotADirectory => StorageErrorKind::NotAFile,
-            ErrorKind::ConnectionLost | ErrorKind::TimedOut | ErrorKind::SessionExpired => {
-                StorageErrorKind::Unavailable
-            }
-            _ => StorageErrorKind::Io,
-        };
-        StorageError::new(kind, format!("cannot {what} {}: {e}", self.url.display_path(path)))
+        StorageError::new(error_kind(e), format!("cannot {what} {}: {e}", self.url.display_path(path)))
     }
 
     fn panicked(&self, what: &str, path: &str, reason: String) -> StorageError {
@@ -351,8 +352,20 @@ impl Inner {
     }
 }
 
+/// How the storage classes `e`: a lost connection or a timeout is `Unavailable`.
+pub(super) fn error_kind(e: &smb2::Error) -> StorageErrorKind {
+    match e.kind() {
+        ErrorKind::NotFound => StorageErrorKind::NotFound,
+        ErrorKind::IsADirectory | ErrorKind::NotADirectory => StorageErrorKind::NotAFile,
+        ErrorKind::ConnectionLost | ErrorKind::TimedOut | ErrorKind::SessionExpired => {
+            StorageErrorKind::Unavailable
+        }
+        _ => StorageErrorKind::Io,
+    }
+}
+
 /// Whether `e` says the connection (or its session) is gone, so that a reconnect may help.
-fn connection_lost(e: &smb2::Error) -> bool {
+pub(super) fn connection_lost(e: &smb2::Error) -> bool {
     matches!(e.kind(), ErrorKind::ConnectionLost | ErrorKind::SessionExpired)
         || matches!(e, smb2::Error::HandleInvalidated { .. })
 }
@@ -392,7 +405,7 @@ fn dialect_of(dialect: Dialect) -> SmbDialect {
 }
 
 /// A path of the Storage seam (`/shot/a.dpx`) as the share knows it (`shot/a.dpx`).
-fn share_path(path: &Path) -> Result<String, StorageError> {
+pub(super) fn share_path(path: &Path) -> Result<String, StorageError> {
     let text = path.to_str().ok_or_else(|| {
         StorageError::new(StorageErrorKind::Invalid, format!("cannot use {}: not UTF-8", path.display()))
     })?;

@@ -1,5 +1,5 @@
-//! The `smb` transport: `smb://` URLs, read by the `smb2` crate's SMB2/3 client (see
-//! [`crate::smb`]).
+//! The `smb` transport: `smb://` URLs, read and written by the `smb2` crate's SMB2/3 client
+//! (see [`crate::smb`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -7,7 +7,8 @@ use std::sync::Arc;
 use playsim_core::Storage;
 
 use super::{Location, OpenContext, Transport, TransportOptions};
-use crate::smb::{SmbOptions, SmbStorage, SmbUrl, SMB_URL_EXAMPLE};
+use crate::smb::{SmbOptions, SmbStorage, SmbUrl, SmbWriter, SMB_URL_EXAMPLE};
+use crate::write::WriteStorage;
 use crate::{ColdOutcome, Error};
 
 /// `smb://[user@]host[:port]/share/path[?vers=&seal=]`; options: [`SmbOptions`] (the
@@ -89,6 +90,13 @@ impl Location for SmbLocation {
                 "smb: playsim's client caches nothing, and the server's cache is the server's".into(),
             ),
         }
+    }
+
+    /// playsim's SMB client on a connection and session of its own, with the URL's `sign=`
+    /// and `seal=` (CREATE, WRITE, FLUSH, SET_INFO rename); `direct` has no meaning over SMB.
+    async fn writer_storage(&self, _direct: bool) -> Option<Result<Arc<dyn WriteStorage>, Error>> {
+        let client = self.index.another_client().await;
+        Some(client.map(|client| Arc::new(SmbWriter::new(client)) as Arc<dyn WriteStorage>))
     }
 
     fn describe(&self, _reader: &dyn Storage) -> String {
