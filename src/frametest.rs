@@ -281,7 +281,7 @@ async fn prepare_writes(
     };
     let header = layout.header().map_err(|e| Error::Engine(e.to_string()))?;
     // The transport's own writer: local files, or playsim's NFS or SMB client for nfs:// or
-    // smb:// (an nfs:// directory is made if missing; an smb:// one must exist).
+    // smb:// (a missing directory is made).
     let options = TransportOptions::new().with(request.nfs.clone()).with(request.smb.clone());
     let location = crate::location::open(requested, crate::record::writing(&options), clock).await?;
     let storage = location.writer_storage(false).await.ok_or_else(|| {
@@ -292,6 +292,7 @@ async fn prepare_writes(
         ))
     })?;
     let storage = storage.map_err(Error::Storage)?;
+    let described = storage.describe();
     let dir = &location.path().to_path_buf();
     storage.create_dir_all(dir).await.map_err(|e| Error::Engine(e.to_string()))?;
     let body = tokio::task::spawn_blocking(move || layout.ramp_body())
@@ -316,8 +317,7 @@ async fn prepare_writes(
         queue: request.queue.unwrap_or(request.threads),
         fps: request.rate.map(|r| r.to_string()),
         decode_threads: None,
-        transport: if request.fsync { "local files, fsync before close" } else { "local files (page cache)" }
-            .into(),
+        transport: if request.fsync { format!("{described}, fsync before close") } else { described },
         notes: Vec::new(),
     };
     Ok((Arc::new(io), info, n, n))

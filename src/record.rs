@@ -377,6 +377,9 @@ pub(crate) fn writing(transport: &TransportOptions) -> TransportOptions {
     let mut nfs = options.get::<playsim_storage::nfs::NfsOptions>();
     nfs.create_missing = true;
     options.set(nfs);
+    let mut smb = options.get::<playsim_storage::smb::SmbOptions>();
+    smb.create_missing = true;
+    options.set(smb);
     options
 }
 

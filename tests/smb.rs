@@ -409,6 +409,13 @@ fn record_writes_a_sequence_through_playsims_smb_client() -> Result<()> {
     let again = record(server, &url, 2, &tmp.path().join("again.json"))?;
     again.ensure_code(1)?;
     ensure!(again.stderr.contains("is not empty (12 entries"), "{again}");
+
+    // A destination that does not exist yet, two levels deep, is made.
+    let new_url = server.writable_url("recorded-new/take-1");
+    let made = record(server, &new_url, 3, &tmp.path().join("made.json"))?;
+    made.ensure_code(0)?;
+    let new_tmp = tempfile::tempdir()?;
+    ensure_generated(&server.export_dir().join("recorded-new/take-1"), 3, new_tmp.path())?;
     Ok(())
 }
 

@@ -67,11 +67,20 @@ pub struct SmbOptions {
     pub timeout: Duration,
     /// Bytes per READ; capped by the server's MaxReadSize.
     pub read_size: usize,
+    /// The URL names a directory to write into, which may not exist yet: the connect does not
+    /// check it, and the writer makes it (`create_dir_all`). Set by `record` and
+    /// `frametest -w`, not by the user.
+    pub create_missing: bool,
 }
 
 impl Default for SmbOptions {
     fn default() -> SmbOptions {
-        SmbOptions { credentials_file: None, timeout: DEFAULT_TIMEOUT, read_size: DEFAULT_READ_SIZE }
+        SmbOptions {
+            credentials_file: None,
+            timeout: DEFAULT_TIMEOUT,
+            read_size: DEFAULT_READ_SIZE,
+            create_missing: false,
+        }
     }
 }
 

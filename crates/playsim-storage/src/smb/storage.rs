@@ -276,6 +276,9 @@ impl SmbStorage {
                 if is_pattern && matches!(self.kind(Path::new(parent)).await, Ok(Some(EntryKind::Dir))) {
                     return Ok(());
                 }
+                if self.inner.options.create_missing {
+                    return Ok(()); // a destination the writer makes
+                }
                 Err((SmbUrlPart::Path, format!("{path} is not in share `{}`", self.inner.url.share())))
             }
             Err(e) => Err((SmbUrlPart::Path, e.message)),
