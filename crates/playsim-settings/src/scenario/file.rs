@@ -513,10 +513,12 @@ impl Checker<'_> {
             }
             let pairs: Vec<(&str, &str)> = options.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let parsed = GenerateFormat::parse(&format, &pairs).map_err(|e| match e {
-                GenerateFormatError::Unknown { writable, .. } => at(format!(
-                    "generate format = \"{}\" is not one playsim writes: {writable} or prores (for example \
+                // The sequence writers, and prores, which a scenario makes with the ffmpeg CLI.
+                GenerateFormatError::Unknown { .. } => at(format!(
+                    "generate format = \"{}\" is not one playsim writes: {} or prores (for example \
                      generate = {{ format = \"dpx\", preset = \"hd\", frames = 48 }})",
-                    g.format.0
+                    g.format.0,
+                    playsim_media::writable_names(|w| !w.clip)
                 )),
                 other => at(format!("generate: {other}")),
             })?;
