@@ -497,10 +497,26 @@ fn record_over_smb_survives_its_connection_killed_mid_run() -> Result<()> {
     let n_killed = server.kill_connections();
     let done = child.wait(COMMAND_LIMIT)?;
     done.ensure_no_panic()?;
+    let whole = ensure_generated(&dest, 96, tmp.path());
+    let figures: serde_json::Value =
+        std::fs::read_to_string(&json).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let lost =
+        figures["frames_dropped"].as_u64().unwrap_or(96) + figures["frames_failed"].as_u64().unwrap_or(0);
+    record_reliability(&ReliabilityRow {
+        table: ReliabilityTable::Fault,
+        name: "smbd serving a recording killed mid-run (record over smb://)".into(),
+        survived: done.code == Some(0) && whole.is_ok() && lost == 0,
+        frames_lost: Some(lost),
+        bound: None,
+        recover_s: None,
+        outcome: format!(
+            "{n_killed} smbd children killed; the writer reconnected; {lost} frames lost, every file whole"
+        ),
+    })?;
     ensure!(n_killed >= 1, "no smbd child served the run's connections");
     done.ensure_code(0)?;
     ensure!(done.stdout.contains("Frames written: 96 of 96"), "{done}");
-    ensure_generated(&dest, 96, tmp.path())
+    whole
 }
 
 /// The storage write API over `smb://` itself: writes at offsets, out of order and larger than a
