@@ -658,11 +658,12 @@ impl ClipRecordSink {
                 format!("{} is closed", self.path.display()),
             ));
         };
+        let out: Arc<[u8]> = Arc::from(out);
         let written = async {
             if self.preallocate {
                 file.preallocate(offset + len).await?;
             }
-            file.write_at(offset, Arc::from(out.clone()), Stability::Unstable).await
+            file.write_at(offset, Arc::clone(&out), Stability::Unstable).await
         }
         .await;
         match written {
@@ -671,9 +672,10 @@ impl ClipRecordSink {
                 Ok(())
             }
             Err(e) => {
-                // Not written: carried again, so that the next frame's write covers it.
+                // Not written: carried again, so that the next frame's write covers it (a copy,
+                // on this failure path only).
                 let mut state = self.state();
-                let mut again = out;
+                let mut again = out.to_vec();
                 again.extend_from_slice(&state.carry);
                 state.carry = again;
                 Err(storage_error(e))

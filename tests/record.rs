@@ -337,19 +337,9 @@ fn a_source_is_ingested_and_its_late_or_missing_frames_are_input_drops() -> Resu
     generate(&source, SMALL, 8, &[])?;
     let ingest = tmp.path().join("ingest");
     let json = tmp.path().join("i.json");
-    let done = record(
-        &ingest,
-        &[
-            "--source",
-            &source.to_string_lossy(),
-            "--fps",
-            "24",
-            "--frames",
-            "8",
-            "--json",
-            &json.to_string_lossy(),
-        ],
-    )?;
+    let (source_arg, json_arg) = (source.to_string_lossy(), json.to_string_lossy());
+    let from_source = ["--source", &source_arg, "--fps", "24", "--frames", "8", "--json", &json_arg];
+    let done = record(&ingest, &from_source)?;
     done.ensure_code(0)?;
     ensure!(done.stdout.contains("Frames written: 8 of 8") && done.stdout.contains("input"), "{done}");
     ensure!(md5s(&ingest)? == md5s(&source)?, "the ingested frames decode differently from the source's");
@@ -357,23 +347,18 @@ fn a_source_is_ingested_and_its_late_or_missing_frames_are_input_drops() -> Resu
     // Frame 3 gone from the source: an input drop, charged as such, and the rest written.
     std::fs::remove_file(source.join("frame.0000003.dpx"))?;
     let gap = tmp.path().join("gap");
-    let done = record(
-        &gap,
-        &[
-            "--source",
-            &source.to_string_lossy(),
-            "--fps",
-            "24",
-            "--frames",
-            "8",
-            "--json",
-            &json.to_string_lossy(),
-        ],
-    )?;
+    let done = record(&gap, &from_source)?;
     done.ensure_code(0)?;
     let f = figures(&json)?;
     ensure!(f["dropped_input"] == 1 && f["frames_written"] == 7, "{f}\n{done}");
     ensure!(done.stderr.contains("frame.0000003.dpx"), "the missing frame is not named:\n{done}");
+    // Without a rate, frames come as fast as the source gives them: none is late, and only the
+    // missing one is an input drop.
+    let fast = tmp.path().join("fast");
+    let flags = ["--source", &source_arg, "--fps", "max", "--frames", "16", "--json", &json_arg];
+    record(&fast, &flags)?.ensure_code(0)?;
+    let f = figures(&json)?;
+    ensure!(f["dropped_input"] == 2 && f["frames_written"] == 14 && f["frames_dropped"] == 2, "{f}");
 
     for (flags, expected) in
         [(&["--streams", "2"][..], "one stream only"), (&["--encode", "off"][..], "leave --encode on")]

@@ -187,6 +187,22 @@ impl FrameFeed for SourceFeed {
         taken
     }
 
+    fn wait_for(&self, position: u64) -> playsim_engine::frametest::IoFuture<'_, ()> {
+        Box::pin(async move {
+            loop {
+                let filled = self.filled.notified();
+                tokio::pin!(filled);
+                filled.as_mut().enable();
+                let handled = self.handled.load(Ordering::Acquire) > position;
+                if handled || self.done.load(Ordering::Acquire) || self.state().ready.contains_key(&position)
+                {
+                    return;
+                }
+                filled.await;
+            }
+        })
+    }
+
     fn cpu_time(&self) -> Duration {
         Duration::from_nanos(self.cpu_ns.load(Ordering::Relaxed))
     }

@@ -162,6 +162,13 @@ pub trait FrameFeed: Send + Sync + 'static {
     /// in time.
     fn take(&self, position: u64, into: &mut DecodedFrame) -> bool;
 
+    /// Waits until frame `position` is ready, or known never to be (it could not be read or
+    /// decoded): a run without a rate takes frames as fast as the source gives them, and drops
+    /// none for being late.
+    fn wait_for(&self, _position: u64) -> IoFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
     /// CPU time the feed's reads and decodes have taken so far.
     fn cpu_time(&self) -> Duration {
         Duration::ZERO
@@ -253,7 +260,16 @@ impl Recorder {
                     Arc::clone(&queue).try_acquire_owned().ok()
                 }
                 None => match acquire(&queue, &cancel).await {
-                    Some(permit) => Some(permit),
+                    Some(permit) => {
+                        if let Some(feed) = &feed {
+                            tokio::select! {
+                                biased;
+                                _ = cancel.cancelled() => break,
+                                _ = feed.wait_for(k) => {}
+                            }
+                        }
+                        Some(permit)
+                    }
                     None => break,
                 },
             };
