@@ -198,6 +198,34 @@ pub enum RecordError {
     Settings(String),
 }
 
+/// Removes the files a record run of `request` writes (each frame's real name, or its clip's,
+/// in each stream's directory), through its transport, and nothing else: what a scenario does
+/// between its repetitions, so that it needs one repetition's space. A file already gone is
+/// no error. Returns how many it removed.
+pub async fn remove_written(request: &RecordRequest) -> Result<u64, RecordError> {
+    let failed = |e: String| RecordError::Destination(format!("cannot remove the recorded files: {e}"));
+    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
+    let location = crate::location::open(&request.destination, request.transport.clone(), &clock)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let Some(storage) = location.writer_storage(false).await else { return Ok(0) };
+    let storage = storage.map_err(|e| failed(e.to_string()))?;
+    let dir = location.path().to_path_buf();
+    let positions = if request.format.writer().clip { 1 } else { request.config.n_frames };
+    let mut removed = 0;
+    for stream in 0..request.streams.max(1) {
+        let stream_dir = request.stream_dir(&dir, stream);
+        for position in 0..positions {
+            match storage.remove(&stream_dir.join(request.file_name(position))).await {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind == StorageErrorKind::NotFound => {}
+                Err(e) => return Err(failed(e.to_string())),
+            }
+        }
+    }
+    Ok(removed)
+}
+
 /// A record run ready to go: the destination checked, the encoder's threads started.
 pub struct PreparedRecord {
     /// One a stream, sharing the cancel token.

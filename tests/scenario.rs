@@ -27,7 +27,16 @@ fn every_example_passes_check() -> Result<()> {
     let files = examples()?;
     let names: Vec<String> =
         files.iter().filter_map(|f| f.file_stem().map(|s| s.to_string_lossy().into_owned())).collect();
-    for wanted in ["dell-filestream", "frametest-4k", "resolve", "onefs-prores-hd", "tcp-vs-rdma"] {
+    for wanted in [
+        "dell-filestream",
+        "dell-filestream-write",
+        "frametest-4k",
+        "frametest-4k-write",
+        "exr-render-out",
+        "resolve",
+        "onefs-prores-hd",
+        "tcp-vs-rdma",
+    ] {
         ensure!(names.iter().any(|n| n == wanted), "examples/{wanted}.toml is missing: {names:?}");
     }
     for file in &files {
@@ -122,6 +131,117 @@ decode_threads = 1
     let again = run(playsim().arg("run").arg(&scenario).arg("--quiet").arg("--json-dir").arg(&reports))?;
     again.ensure_code(0)?;
     ensure!(!again.stderr.contains("generating"), "made again:\n{again}");
+    Ok(())
+}
+
+#[test]
+fn record_runs_write_their_repetitions_and_leave_only_what_they_keep() -> Result<()> {
+    use playsim::report::record::RecordFigures;
+    let tmp = tempfile::tempdir()?;
+    let scenario = tmp.path().join("writes.toml");
+    // A play run, then two record runs: frametest -w's blank frames (encode off) removed after
+    // each repetition, and an encoded EXR render-out whose last repetition is kept.
+    fs::write(
+        &scenario,
+        r#"
+name = "writes"
+repeat = 2
+output_stage = "none"
+
+[[run]]
+name = "read"
+[[run.stream]]
+source = "media/small"
+fps = "max"
+generate = { format = "dpx", preset = "192x108", frames = 6 }
+
+[[run]]
+name = "blank"
+record = { destination = "out/blank", format = "dpx", preset = "192x108", encode = false, fps = "max", frames = 10, writers = 4, queue = 4 }
+
+[[run]]
+name = "render"
+keep = true
+record = { destination = "out/render", format = "exr", compression = "zip", preset = "64x36", fps = "max", frames = 3, encoders = 1 }
+"#,
+    )?;
+    let check = run(playsim().arg("run").arg(&scenario).arg("--check"))?;
+    check.ensure_code(0)?;
+    ensure!(
+        check.stdout.contains("run blank: records into out/blank")
+            && check.stdout.contains("encode = false")
+            && check.stdout.contains("each repetition's files are removed after it")
+            && check.stdout.contains("the last repetition's files are kept"),
+        "{check}"
+    );
+    ensure!(!tmp.path().join("out").exists(), "--check wrote:\n{check}");
+
+    let reports = tmp.path().join("reports");
+    let done = run(playsim().arg("run").arg(&scenario).arg("--quiet").arg("--json-dir").arg(&reports))?;
+    done.ensure_code(0)?;
+    done.ensure_no_panic()?;
+    for (name, frames) in [("blank", 10), ("render", 3)] {
+        for rep in [1, 2] {
+            let path = reports.join(format!("writes-{name}-{rep}.json"));
+            let figures: RecordFigures = serde_json::from_str(&fs::read_to_string(&path)?)
+                .with_context(|| format!("{} is not record's JSON", path.display()))?;
+            ensure!(
+                (figures.frames_arrived, figures.frames_written, figures.frames_dropped)
+                    == (frames, frames, 0),
+                "{name} #{rep}: {figures:?}"
+            );
+        }
+    }
+    let files = |dir: &str| -> Result<Vec<String>> {
+        let mut names: Vec<String> = fs::read_dir(tmp.path().join(dir))?
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect();
+        names.sort();
+        Ok(names)
+    };
+    ensure!(files("out/blank")?.is_empty(), "blank's files were not removed: {:?}", files("out/blank")?);
+    ensure!(
+        files("out/render")? == ["frame.0000000.exr", "frame.0000001.exr", "frame.0000002.exr"],
+        "render's last repetition was not kept whole: {:?}",
+        files("out/render")?
+    );
+    ensure!(done.stderr.contains("removed the 10 file(s) it wrote"), "{done}");
+    let tally =
+        |run: &str| done.stdout.lines().find(|l| l.starts_with(&format!("run {run}: 2 repetition(s)")));
+    ensure!(tally("read").is_some_and(|l| l.contains("unreadable 0")), "{done}");
+    for name in ["blank", "render"] {
+        ensure!(
+            tally(name).is_some_and(|l| l.contains("dropped 0 in all (input 0, encode 0, storage 0)")),
+            "no record tally for {name}:\n{done}"
+        );
+    }
+
+    // Run again: the kept files are the scenario's own, and a record run refuses a destination
+    // that holds files, as `playsim record` does without --force.
+    let again = run(playsim().arg("run").arg(&scenario).arg("--quiet").arg("--json-dir").arg(&reports))?;
+    ensure!(again.code != Some(0), "a non-empty destination was written over:\n{again}");
+    ensure!(again.stderr.contains("out/render") && again.stderr.contains("--force"), "{again}");
+    Ok(())
+}
+
+#[test]
+fn a_record_tables_bad_key_is_refused_before_anything_runs() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let scenario = tmp.path().join("bad.toml");
+    fs::write(
+        &scenario,
+        "[[run]]\nname = \"a\"\nrecord = { destination = \"out\", frames = 4 }\n\
+         [[run]]\nname = \"b\"\nrecord = { destination = \"out2\", bit_depth = 12 }\n",
+    )?;
+    let done = run(playsim().arg("run").arg(&scenario))?;
+    done.ensure_code(2).or_else(|_| done.ensure_code(1))?;
+    ensure!(
+        done.stderr.contains("bad.toml:6:")
+            && done.stderr.contains("invalid value '12' for record's bit_depth")
+            && done.stderr.contains("for example 10"),
+        "{done}"
+    );
+    ensure!(!tmp.path().join("out").exists(), "run a ran before b was refused:\n{done}");
     Ok(())
 }
 

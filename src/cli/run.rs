@@ -39,6 +39,13 @@ pub struct RunArgs {
 /// Runs `playsim run`.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let scenario = Scenario::load(&args.scenario)?;
+    // Every record run's table, parsed by record's command line before anything runs.
+    let mut record_requests = std::collections::HashMap::new();
+    for (index, run) in scenario.runs.iter().enumerate() {
+        if let Some(record) = &run.record {
+            record_requests.insert(index, super::record::scenario_request(&scenario, record)?);
+        }
+    }
     if args.check {
         print!("{}", playsim::scenario::plan(&scenario));
         println!(
@@ -82,6 +89,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let renderers = Renderers::<Report>::enabled();
 
     let mut outcomes: Vec<(Pass, Report)> = Vec::new();
+    let mut recorded: Vec<(Pass, playsim::report::record::RecordFigures)> = Vec::new();
     let mut not_started: Vec<usize> = Vec::new();
     for pass in scenario.passes() {
         if interrupted.load(Ordering::SeqCst) {
@@ -96,6 +104,21 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             Repetition::Timed(n) => format!("repetition {n} of {}", scenario.repeat),
         };
         println!("\n== {} run {}: {label} ==", scenario.name, run.name);
+        if let (Some(record), Some(request)) = (&run.record, record_requests.get(&pass.run)) {
+            let earlier = recorded.iter().any(|(p, _)| p.run == pass.run);
+            let result = record_pass(&runtime, request, earlier, record.keep, &current, &interrupted)?;
+            let figures = playsim::report::record::figures(&result);
+            let path = dir.join(scenario.report_name(&pass));
+            std::fs::write(&path, playsim::report::record::json(&result))
+                .with_context(|| format!("writing the report to {}", path.display()))?;
+            eprintln!("playsim: report written to {}", path.display());
+            if figures.frames_arrived == 0 && figures.failure.is_some() {
+                eprintln!("playsim: run {} could not start; its other repetitions are skipped", run.name);
+                not_started.push(pass.run);
+            }
+            recorded.push((pass, figures));
+            continue;
+        }
         let mut progress = None;
         let report = runtime.block_on(playsim::scenario::play(&scenario, &pass, |sim| {
             let cancel = sim.canceller();
@@ -149,13 +172,71 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         compare::CompareText.render(&timed, &mut std::io::stdout().lock())?;
     }
     println!("\n== {}: each run over its repetitions ==", scenario.name);
-    print!("{}", playsim::scenario::tally(&scenario, &outcomes));
+    print!("{}", playsim::scenario::tally(&scenario, &outcomes, &recorded));
 
     Ok(if interrupted.load(Ordering::SeqCst) {
         ExitCode::from(EXIT_INTERRUPTED)
-    } else if outcomes.iter().any(|(_, r)| r.status == RunStatus::Failed) {
+    } else if outcomes.iter().any(|(_, r)| r.status == RunStatus::Failed)
+        || recorded.iter().any(|(_, f)| f.failure.is_some())
+    {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Records one repetition of a record run and returns its figures, a failed run's when it could
+/// not start. `earlier`: an earlier repetition of the run wrote into the destination, so its
+/// files are removed first and this one may write over what is left (its stream directories).
+/// Unless `keep`, this repetition's files are removed after it.
+fn record_pass(
+    runtime: &tokio::runtime::Runtime,
+    request: &playsim::record::RecordRequest,
+    earlier: bool,
+    keep: bool,
+    current: &Mutex<Option<Arc<CancelToken>>>,
+    interrupted: &AtomicBool,
+) -> anyhow::Result<playsim::report::record::RecordResult> {
+    use playsim::record::{prepare_record, remove_written};
+    use playsim::report::record;
+    let mut request = request.clone();
+    if earlier {
+        if keep {
+            runtime.block_on(remove_written(&request))?;
+        }
+        request.force = true;
+    }
+    let result = match runtime.block_on(prepare_record(&request)) {
+        Ok(prepared) => {
+            for name in &prepared.removed_partials {
+                eprintln!("playsim: removed {name}, a partial frame an interrupted run left");
+            }
+            let cancel = prepared.canceller();
+            if interrupted.load(Ordering::SeqCst) {
+                cancel.cancel();
+            }
+            if let Ok(mut slot) = current.lock() {
+                *slot = Some(cancel);
+            }
+            let result = runtime.block_on(prepared.run());
+            if let Ok(mut slot) = current.lock() {
+                *slot = None;
+            }
+            result
+        }
+        Err(e) => {
+            eprintln!("playsim: {e}");
+            let mut failed = record::RecordResult::default();
+            failed.info.destination = request.destination.display().to_string();
+            failed.info.parameters = request.parameters();
+            failed.run.failure = Some(e.to_string());
+            return Ok(failed);
+        }
+    };
+    print!("{}", record::summary(&result));
+    if !keep {
+        let removed = runtime.block_on(remove_written(&request))?;
+        eprintln!("playsim: removed the {removed} file(s) it wrote (keep = true keeps them)");
+    }
+    Ok(result)
 }

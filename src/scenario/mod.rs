@@ -31,6 +31,16 @@ use crate::PlayRequest;
 /// start. `on_start` sees the simulation before it runs (for a canceller or live counters).
 /// Must run inside a tokio runtime.
 pub async fn play(scenario: &Scenario, pass: &Pass, on_start: impl FnOnce(&Simulation)) -> Report {
+    if scenario.runs.get(pass.run).is_some_and(|run| run.record.is_some()) {
+        let request = PlayRequest::new(PathBuf::new());
+        return crate::failed_report(
+            &request,
+            &format!(
+                "run {} of scenario {} records: it is run by `playsim run`, not played",
+                pass.run, scenario.name
+            ),
+        );
+    }
     let Some(request) = scenario.request(pass) else {
         let request = PlayRequest::new(PathBuf::new());
         return crate::failed_report(
@@ -59,14 +69,21 @@ pub fn plan(scenario: &Scenario) -> String {
 
 /// One line per run over its timed repetitions: mean fps (and range), mean MB/s, and the
 /// drops by cause summed over them; failed and interrupted repetitions are counted apart.
-pub fn tally(scenario: &Scenario, outcomes: &[(Pass, Report)]) -> String {
+/// `played` are the play runs' reports, `recorded` the record runs' figures.
+pub fn tally(
+    scenario: &Scenario,
+    played: &[(Pass, Report)],
+    recorded: &[(Pass, playsim_report::record::RecordFigures)],
+) -> String {
     use playsim_report::tally::{Repetition as Figures, Tally, TallyRun};
+    let timed = |p: &Pass, index: usize| p.run == index && matches!(p.repetition, Repetition::Timed(_));
     let runs = scenario.runs.iter().enumerate().map(|(index, run)| TallyRun {
         name: run.name.clone(),
-        timed: outcomes
+        timed: played
             .iter()
-            .filter(|(p, _)| p.run == index && matches!(p.repetition, Repetition::Timed(_)))
+            .filter(|(p, _)| timed(p, index))
             .map(|(_, r)| Figures::from(r))
+            .chain(recorded.iter().filter(|(p, _)| timed(p, index)).map(|(_, f)| Figures::from(f)))
             .collect(),
     });
     playsim_report::tally::text(&Tally { runs: runs.collect() })
@@ -95,7 +112,7 @@ mod tests {
             (Pass { run: 0, repetition: Repetition::Timed(1) }, report(24.0, 0)),
             (Pass { run: 0, repetition: Repetition::Timed(2) }, report(22.0, 3)),
         ];
-        let text = tally(&s, &outcomes);
+        let text = tally(&s, &outcomes, &[]);
         assert_eq!(
             text,
             "run run1: 2 repetition(s), mean 23.00 fps (22.00 to 24.00), mean 10.0 MB/s; dropped 3 in all \

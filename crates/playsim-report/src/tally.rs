@@ -28,25 +28,57 @@ pub struct TallyRun {
 }
 
 /// The figures of one timed repetition that the tally sums.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Repetition {
-    /// Frames presented per second.
+    /// Frames presented (or, recording, written) per second.
     pub fps: f64,
-    /// Megabytes (10^6 bytes) read per second.
+    /// Megabytes (10^6 bytes) read (or written) per second.
     pub mb_per_s: f64,
-    /// Frames dropped, by cause.
-    pub dropped: Drops,
+    /// Frames dropped, by cause, in the order shown: playback's storage, decode, output and
+    /// unreadable; record's input, encode and storage.
+    pub dropped: Vec<(&'static str, u64)>,
+    /// Frames whose write failed (a record run's).
+    pub failed: u64,
     /// How the repetition ended.
     pub status: RunStatus,
 }
 
 impl From<&Report> for Repetition {
     fn from(report: &Report) -> Repetition {
+        let d: Drops = report.totals.dropped;
         Repetition {
             fps: report.totals.fps,
             mb_per_s: report.totals.mb_per_s,
-            dropped: report.totals.dropped,
+            dropped: vec![
+                ("storage", d.storage),
+                ("decode", d.decode),
+                ("output", d.output),
+                ("unreadable", d.unreadable),
+            ],
+            failed: 0,
             status: report.status,
+        }
+    }
+}
+
+impl From<&crate::record::RecordFigures> for Repetition {
+    fn from(f: &crate::record::RecordFigures) -> Repetition {
+        Repetition {
+            fps: f.fps,
+            mb_per_s: f.mb_per_s,
+            dropped: vec![
+                ("input", f.dropped_input),
+                ("encode", f.dropped_encode),
+                ("storage", f.dropped_storage),
+            ],
+            failed: f.frames_failed,
+            status: if f.failure.is_some() && f.frames_arrived == 0 {
+                RunStatus::Failed
+            } else if f.interrupted {
+                RunStatus::Partial
+            } else {
+                RunStatus::Complete
+            },
         }
     }
 }
@@ -89,28 +121,29 @@ pub fn text(tally: &Tally) -> String {
         let (low, high) =
             timed.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), r| (l.min(r.fps), h.max(r.fps)));
         let mean_mb = timed.iter().map(|r| r.mb_per_s).sum::<f64>() / n;
-        let mut drops = Drops::default();
-        for r in timed {
-            let d = r.dropped;
-            drops.storage += d.storage;
-            drops.decode += d.decode;
-            drops.output += d.output;
-            drops.unreadable += d.unreadable;
+        let mut drops: Vec<(&str, u64)> = Vec::new();
+        for (cause, n) in timed.iter().flat_map(|r| &r.dropped) {
+            match drops.iter_mut().find(|(c, _)| c == cause) {
+                Some((_, sum)) => *sum += n,
+                None => drops.push((cause, *n)),
+            }
         }
+        let by_cause: Vec<String> = drops.iter().map(|(cause, n)| format!("{cause} {n}")).collect();
         let failed = timed.iter().filter(|r| r.status == RunStatus::Failed).count();
         let partial = timed.iter().filter(|r| r.status == RunStatus::Partial).count();
+        let failed_frames: u64 = timed.iter().map(|r| r.failed).sum();
         let _ = write!(
             out,
             "run {}: {} repetition(s), mean {mean_fps:.2} fps ({low:.2} to {high:.2}), mean {mean_mb:.1} MB/s; \
-             dropped {} in all (storage {}, decode {}, output {}, unreadable {})",
+             dropped {} in all ({})",
             run.name,
             timed.len(),
-            drops.total(),
-            drops.storage,
-            drops.decode,
-            drops.output,
-            drops.unreadable
+            drops.iter().map(|(_, n)| n).sum::<u64>(),
+            by_cause.join(", ")
         );
+        if failed_frames > 0 {
+            let _ = write!(out, "; {failed_frames} frame(s) failed to write");
+        }
         if failed > 0 {
             let _ = write!(out, "; {failed} failed");
         }
@@ -127,7 +160,36 @@ mod tests {
     use super::*;
 
     fn repetition(fps: f64, storage: u64, status: RunStatus) -> Repetition {
-        Repetition { fps, mb_per_s: 10.0, dropped: Drops { storage, ..Drops::default() }, status }
+        let mut report = Report::default();
+        report.totals.fps = fps;
+        report.totals.mb_per_s = 10.0;
+        report.totals.dropped = Drops { storage, ..Drops::default() };
+        report.status = status;
+        Repetition::from(&report)
+    }
+
+    #[test]
+    fn a_record_run_sums_its_own_causes_and_failed_writes() {
+        let figures = |encode: u64, failed: u64| crate::record::RecordFigures {
+            fps: 24.0,
+            mb_per_s: 300.0,
+            frames_arrived: 48,
+            dropped_encode: encode,
+            dropped_storage: 1,
+            frames_failed: failed,
+            ..Default::default()
+        };
+        let tally = Tally {
+            runs: vec![TallyRun {
+                name: "capture".into(),
+                timed: vec![Repetition::from(&figures(2, 0)), Repetition::from(&figures(3, 1))],
+            }],
+        };
+        assert_eq!(
+            text(&tally),
+            "run capture: 2 repetition(s), mean 24.00 fps (24.00 to 24.00), mean 300.0 MB/s; dropped 7 in all \
+             (input 0, encode 5, storage 2); 1 frame(s) failed to write\n"
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! line's flags) and the checks that turn it into a [`Scenario`]: every refusal names the
 //! file, the line and the key, and shows a valid line.
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -14,7 +15,9 @@ use toml::Spanned;
 
 use super::hints::{toml_error, MINIMAL};
 use super::media::{Generate, ProRes, ProResProfile};
-use super::{CacheMode, Scenario, ScenarioError, ScenarioRun, ScenarioStream};
+use super::{
+    CacheMode, RecordFlag, RecordValue, Scenario, ScenarioError, ScenarioRecord, ScenarioRun, ScenarioStream,
+};
 use crate::knobs::{self, keys, run_knobs, Knob, Settings, Text, DEFAULT_FPS};
 use crate::parse;
 use crate::request::SourceSettings;
@@ -126,6 +129,8 @@ run_knobs!(scenario_table
         client: Option<Spanned<Client>>,
         #[serde(default)]
         stream: Vec<Spanned<StreamTable>>,
+        record: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
+        keep: Option<bool>,
     }
 );
 
@@ -296,12 +301,23 @@ impl Checker<'_> {
                             format!("two runs are named '{run_name}': give each its own name = \"...\""),
                         ));
                     }
+                    if let Some(record) = &run.record {
+                        runs.push(self.record_run(table, run_name, record)?);
+                        continue;
+                    }
+                    if let Some(true) = run.keep {
+                        return Err(self.at(
+                            table.span().start,
+                            format!("run '{run_name}': keep is for a record run's files; remove it"),
+                        ));
+                    }
                     if run.stream.is_empty() {
                         return Err(self.at(
                             table.span().start,
                             format!(
                                 "run '{run_name}' has no stream: add one after it, for example:\n      \
-                                 [[run.stream]]\n      source = \"media/shot\""
+                                 [[run.stream]]\n      source = \"media/shot\"\n      \
+                                 (or make it a record run: record = {{ destination = \"out\", fps = 24 }})"
                             ),
                         ));
                     }
@@ -371,6 +387,102 @@ impl Checker<'_> {
         Ok(text.clone())
     }
 
+    /// A `[[run]]` with a `record` table: record's flags, as keys, checked by the facade (which
+    /// parses them with record's own command line) before anything runs.
+    fn record_run(
+        &self,
+        table: &Spanned<RunTable>,
+        name: String,
+        record: &Spanned<BTreeMap<String, Spanned<toml::Value>>>,
+    ) -> Result<ScenarioRun, ScenarioError> {
+        let run = table.get_ref();
+        if let Some(stream) = run.stream.first() {
+            return Err(self.at(
+                stream.span().start,
+                format!(
+                    "run '{name}' records: it has a record table, so it plays no [[run.stream]]; \
+                     put the streams in a run of their own"
+                ),
+            ));
+        }
+        let settings = run.settings(self)?;
+        if let Some((knob, offset)) = settings.given_at.first() {
+            return Err(self.at(
+                *offset,
+                format!(
+                    "run '{name}' records: its settings go in its record table, with record's flag \
+                     names (for example record = {{ destination = \"out\", fps = 24, frames = 48 }}); \
+                     move {} there or remove it",
+                    knob.key()
+                ),
+            ));
+        }
+        let mut destination = None;
+        let mut flags = Vec::new();
+        for (key, value) in record.get_ref() {
+            let offset = value.span().start;
+            let text = match value.get_ref() {
+                toml::Value::String(s) => RecordValue::Text(s.clone()),
+                toml::Value::Integer(n) => RecordValue::Text(n.to_string()),
+                toml::Value::Float(x) => RecordValue::Text(x.to_string()),
+                toml::Value::Boolean(b) => RecordValue::Switch(*b),
+                _ => {
+                    return Err(self.at(
+                        offset,
+                        format!(
+                            "record's {key} must be a string, a number or true/false (for example \
+                             record = {{ destination = \"out\", format = \"dpx\", fps = 24 }})"
+                        ),
+                    ))
+                }
+            };
+            if key == "destination" {
+                match text {
+                    RecordValue::Text(given) if !given.trim().is_empty() => {
+                        destination = Some((given, offset))
+                    }
+                    _ => {
+                        return Err(self.at(
+                            offset,
+                            "record's destination is a directory or an nfs:// or smb:// URL \
+                             (for example destination = \"../target/scenario-record/dpx-4k\")",
+                        ))
+                    }
+                }
+                continue;
+            }
+            flags.push(RecordFlag { key: key.clone(), value: text, offset });
+        }
+        let Some((given, offset)) = destination else {
+            return Err(self.at(
+                record.span().start,
+                format!(
+                    "run '{name}': record needs a destination, the directory it writes into (for \
+                     example record = {{ destination = \"../target/scenario-record/dpx-4k\", fps = 24 }})"
+                ),
+            ));
+        };
+        let is_url = playsim_storage::transport::scheme_of(&given).is_some();
+        let path = if is_url { PathBuf::from(&given) } else { self.resolve(&given) };
+        let record = ScenarioRecord {
+            given,
+            destination: path,
+            flags,
+            keep: run.keep.unwrap_or(false),
+            offset,
+            line: line_of(self.text, record.span().start),
+        };
+        Ok(ScenarioRun {
+            name,
+            description: run.description.clone(),
+            request: Settings::default().request(Vec::new()),
+            streams: Vec::new(),
+            client: run.client.as_ref().map(|c| c.get_ref().0),
+            client_offset: run.client.as_ref().map(|c| c.span().start),
+            record: Some(record),
+        })
+    }
+
     fn run(
         &self,
         offset: Option<usize>,
@@ -401,7 +513,15 @@ impl Checker<'_> {
             streams.push(stream);
         }
         request.streams_per_source = 1;
-        Ok(ScenarioRun { name, description, request, streams, client: None, client_offset: None })
+        Ok(ScenarioRun {
+            name,
+            description,
+            request,
+            streams,
+            client: None,
+            client_offset: None,
+            record: None,
+        })
     }
 
     fn stream(&self, table: &Spanned<StreamTable>, run: &Settings) -> Result<ScenarioStream, ScenarioError> {
@@ -665,6 +785,10 @@ mod tests {
             let line = example.split("  (").next().unwrap_or(example);
             let text = match *key {
                 "stream" | "run" => line.to_owned(),
+                "record" | "keep" => format!(
+                    "[[run]]\n{}{line}",
+                    if *key == "keep" { "record = { destination = \"o\" }\n" } else { "" }
+                ),
                 "source" | "count" | "start_offset" | "generate" => format!("[[stream]]\n{line}"),
                 "format" | "preset" | "bit_depth" | "endian" | "alpha" => format!(
                     "[[stream]]\nsource = \"m\"\ngenerate = {{ format = \"dpx\", preset = \"hd\", frames = 2, {} }}",
@@ -679,7 +803,11 @@ mod tests {
                 ),
                 _ => format!("{line}\n[[stream]]\nsource = \"m\""),
             };
-            let text = if text.contains("source") { text } else { format!("{text}\nsource = \"m\"") };
+            let text = if text.contains("source") || text.contains("record") {
+                text
+            } else {
+                format!("{text}\nsource = \"m\"")
+            };
             let text = if *key == "run" { format!("{text}\n") } else { text };
             if let Err(e) = parse_text(&text) {
                 panic!("the example of {key} is refused:\n{text}\n{e}");
@@ -884,6 +1012,45 @@ rsize = "256K"
             "[[stream]]\nsource = \"d\"\ngenerate = { format = \"webp\", preset = \"hd\", frames = 4 }\n",
         );
         assert!(unknown.contains("dpx, exr, tiff or prores") && unknown.contains("for example"), "{unknown}");
+    }
+
+    #[test]
+    fn a_record_run_keeps_its_keys_as_records_flags() {
+        let s = parse_text(
+            "name = \"w\"\nrepeat = 2\n[[run]]\nname = \"play\"\n[[run.stream]]\nsource = \"m\"\n\
+             [[run]]\nname = \"capture\"\nkeep = true\nrecord = { destination = \"../out/cap\", format = \"dpx\", \
+             bit_depth = 10, fps = 23.976, direct = true, encode = false }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(s.runs[0].record.is_none());
+        let record = s.runs[1].record.as_ref().unwrap_or_else(|| panic!("not a record run"));
+        assert_eq!(record.destination, Path::new("out/cap"), "resolved against the file's directory, dir/");
+        assert!(record.keep);
+        assert!(s.runs[1].streams.is_empty());
+        let args = record.args(&|flag| flag == "--direct");
+        assert_eq!(
+            args,
+            ["--bit-depth", "10", "--direct", "--encode", "off", "--format", "dpx", "--fps", "23.976"],
+            "keys by name; a switch alone, on/off for a flag with a value"
+        );
+        let plan = s.plan(&|_, _| None);
+        assert!(plan.contains("run capture: records into ../out/cap (line 10): bit_depth = 10, direct = true, encode = false"), "{plan}");
+        assert!(plan.contains("the last repetition's files are kept"), "{plan}");
+        assert_eq!(s.passes().len(), 4);
+    }
+
+    #[test]
+    fn a_record_run_is_refused_when_it_mixes_in_playback() {
+        let streams = refusal("[[run]]\nrecord = { destination = \"o\" }\n[[run.stream]]\nsource = \"m\"\n");
+        assert!(streams.contains("it has a record table, so it plays no [[run.stream]]"), "{streams}");
+        let knob = refusal("[[run]]\nfps = 24\nrecord = { destination = \"o\" }\n");
+        assert!(knob.contains(":2:") && knob.contains("move fps there"), "{knob}");
+        let no_dest = refusal("[[run]]\nrecord = { fps = 24 }\n");
+        assert!(no_dest.contains("record needs a destination"), "{no_dest}");
+        let table = refusal("[[run]]\nrecord = { destination = \"o\", fps = [24] }\n");
+        assert!(table.contains("record's fps must be a string, a number or true/false"), "{table}");
+        let keep = refusal("[[run]]\nkeep = true\n[[run.stream]]\nsource = \"m\"\n");
+        assert!(keep.contains("keep is for a record run's files"), "{keep}");
     }
 
     #[test]

@@ -48,6 +48,11 @@ pub(super) const KEY_EXAMPLES: &[(&str, &str)] = &[
     ("alpha", "alpha = true"),
     ("compression", "compression = \"piz\"  (or none, rle, zips, zip, pxr24, b44, b44a)"),
     ("profile", "profile = \"standard\"  (or proxy, lt, hq)"),
+    (
+        "record",
+        "record = { destination = \"out/capture\", format = \"dpx\", fps = 24, frames = 48 }  (record's flags, _ for -)",
+    ),
+    ("keep", "keep = true  (a record run keeps its last repetition's files)"),
     ("stream", "[[stream]]\n      source = \"media/shot\""),
     ("run", "[[run]]\n      name = \"tcp\"\n      [[run.stream]]\n      source = \"/mnt/nfs-tcp/shot\""),
 ];

@@ -69,6 +69,80 @@ pub struct ScenarioRun {
     pub client: Option<u32>,
     /// Where `client` was given in the file, for errors.
     pub client_offset: Option<usize>,
+    /// A record run (`record = { ... }` in its table): it writes, and has no streams.
+    pub record: Option<ScenarioRecord>,
+}
+
+/// A record run's table: `playsim record`'s flags as keys (`bit_depth = 10` is
+/// `--bit-depth 10`), which the facade parses with record's own command line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioRecord {
+    /// The destination as written.
+    pub given: String,
+    /// The destination: relative paths resolved against the scenario file's directory.
+    pub destination: PathBuf,
+    /// Every other key, in the table's order of keys (by name).
+    pub flags: Vec<RecordFlag>,
+    /// Keep the last repetition's files (`keep = true` in the run); by default each
+    /// repetition's files are removed after it, so a scenario needs one repetition's space.
+    pub keep: bool,
+    /// Where the destination is given in the file, for errors.
+    pub offset: usize,
+    /// The record table's line.
+    pub line: usize,
+}
+
+/// One key of a record table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordFlag {
+    /// The key: a flag of `playsim record` with `_` for `-` (`bit_depth`).
+    pub key: String,
+    /// Its value.
+    pub value: RecordValue,
+    /// Where the value is in the file, for errors.
+    pub offset: usize,
+}
+
+/// A record key's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecordValue {
+    /// A string or a number, as the flag's value.
+    Text(String),
+    /// `true` or `false`: a switch (`direct = true` is `--direct`), or on/off (`encode = false`
+    /// is `--encode off`).
+    Switch(bool),
+}
+
+impl ScenarioRecord {
+    /// The flag of `key`: `bit_depth` is `--bit-depth`.
+    pub fn flag_of(key: &str) -> String {
+        format!("--{}", key.replace('_', "-"))
+    }
+
+    /// The record table's keys as record's flags: `--bit-depth 10 --direct --encode off`
+    /// (`is_switch` says whether a flag takes no value).
+    pub fn args(&self, is_switch: &dyn Fn(&str) -> bool) -> Vec<String> {
+        let mut args = Vec::new();
+        for flag in &self.flags {
+            let name = ScenarioRecord::flag_of(&flag.key);
+            match &flag.value {
+                RecordValue::Text(value) => {
+                    args.push(name);
+                    args.push(value.clone());
+                }
+                RecordValue::Switch(on) if is_switch(&name) => {
+                    if *on {
+                        args.push(name);
+                    }
+                }
+                RecordValue::Switch(on) => {
+                    args.push(name);
+                    args.push(if *on { "on" } else { "off" }.to_owned());
+                }
+            }
+        }
+        args
+    }
 }
 
 /// One stream table: a source and the streams that read it.
@@ -153,7 +227,7 @@ impl ScenarioError {
     }
 
     /// An error at byte `offset` of `text`, quoting its line.
-    pub(crate) fn at(path: &Path, text: &str, offset: usize, message: String) -> ScenarioError {
+    pub fn at(path: &Path, text: &str, offset: usize, message: String) -> ScenarioError {
         ScenarioError::at_span(path, text, offset..offset + 1, message)
     }
 
@@ -320,8 +394,42 @@ impl Scenario {
             CacheMode::Cold => "cold cache: the sources' pages dropped before each",
             CacheMode::Warm => "warm cache: one untimed warm-up first, nothing dropped",
         };
-        let _ = writeln!(out, "  {} timed repetition(s) of each run; {cache}", self.repeat);
+        if self.runs.iter().all(|run| run.record.is_some()) {
+            let _ = writeln!(out, "  {} timed repetition(s) of each run", self.repeat);
+        } else {
+            let _ = writeln!(out, "  {} timed repetition(s) of each run; {cache}", self.repeat);
+        }
         for run in &self.runs {
+            if let Some(record) = &run.record {
+                let keys: Vec<String> = record
+                    .flags
+                    .iter()
+                    .map(|f| match &f.value {
+                        RecordValue::Text(v) => format!("{} = {v}", f.key),
+                        RecordValue::Switch(on) => format!("{} = {on}", f.key),
+                    })
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "  run {}: records into {} (line {}){}{}",
+                    run.name,
+                    record.given,
+                    record.line,
+                    if keys.is_empty() { String::new() } else { format!(": {}", keys.join(", ")) },
+                    if record.keep {
+                        "; the last repetition's files are kept"
+                    } else {
+                        "; each repetition's files are removed after it"
+                    }
+                );
+                if record.destination.as_os_str() != record.given.as_str() {
+                    let _ = writeln!(out, "       = {}", record.destination.display());
+                }
+                if let Some(description) = &run.description {
+                    let _ = writeln!(out, "    {description}");
+                }
+                continue;
+            }
             let r = &run.request;
             let e = &r.engine;
             let n_streams: u32 = run.streams.iter().map(|s| s.settings.streams.unwrap_or(1)).sum();
