@@ -226,6 +226,22 @@ pub async fn remove_written(request: &RecordRequest) -> Result<u64, RecordError>
     Ok(removed)
 }
 
+/// How the files are written, for the summary: the writer's words, and for a local path the
+/// mount it is on when that is not a local disk (`local files (page cache), nfs over rdma on
+/// /mnt/rdma`), so a run into a kernel NFS or SMB mount says which.
+fn describe_writes(storage: &dyn WriteStorage, given: &std::path::Path, dir: &std::path::Path) -> String {
+    let how = storage.describe();
+    if playsim_storage::transport::scheme_of(&given.to_string_lossy()).is_some() {
+        return how;
+    }
+    match playsim_storage::mountinfo::mount_of(dir) {
+        Some(mount) if mount.is_nfs() || mount.is_smb() => {
+            format!("{how}, {} on {}", mount.label(), mount.mount_point.display())
+        }
+        _ => how,
+    }
+}
+
 /// A record run ready to go: the destination checked, the encoder's threads started.
 pub struct PreparedRecord {
     /// One a stream, sharing the cancel token.
@@ -349,7 +365,7 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         size: format!("{}x{}", size.0, size.1),
         parameters: request.parameters(),
         fps: request.config.rate.map_or(0.0, |r| r.as_f64()),
-        storage: storage.describe(),
+        storage: describe_writes(storage.as_ref(), &request.destination, &dir),
         streams: request.streams.max(1),
     };
     let pre_encoded = if request.encode {

@@ -12,7 +12,9 @@
 //! md5s: a `proto=tcp` and a `proto=rdma` kernel mount, playsim's own NFS client over TCP
 //! (`nfs://`) and over RDMA (`nfs+rdma://`, issue 18). It makes one paced run per path,
 //! restarts nfsd in the middle of an `nfs+rdma://` run (which must count storage drops and a
-//! reconnect, and finish its report), and measures the bench rows ([`bench`]). While it then
+//! reconnect, and finish its report), records a capture through both kernel mounts and
+//! playsim's NFS client (a scenario of record runs, each byte-identical to the same recording
+//! on the guest's tmpfs), and measures the bench rows ([`bench`]). While it then
 //! waits, the host reads the same export with playsim's userspace NFS client through qemu's
 //! hostfwd ports. Then the guest powers off and the host checks the reports ([`checks`]) and
 //! prints the runs side by side.
@@ -223,6 +225,9 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
         expected.push((format!("NETEM {path} "), format!("NETEM {path} OK")));
     }
     expected.push(("LISTING userspace-rdma ".into(), "LISTING userspace-rdma OK".into()));
+    for path in checks::RECORD_PATHS {
+        expected.push((format!("RECORD {path} "), format!("RECORD {path} OK")));
+    }
     expected.push(("SMB setup ".into(), "SMB setup OK".into()));
     for path in checks::SMB_PATHS {
         expected.push((format!("SMB {path} "), format!("SMB {path} OK")));
@@ -250,6 +255,13 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
         let checked = load_report(&path).and_then(|r| checks::check_label(transport, &r));
         if let Err(e) = checked {
             failures.push(format!("scenario over {transport}: {e}"));
+        }
+    }
+    // The record runs: every frame written, each through the storage its path names.
+    for path in checks::RECORD_PATHS {
+        let file = out.join("record").join(format!("rec-{path}-1.json"));
+        if let Err(e) = load_report(&file).and_then(|figures| checks::check_record(path, &figures)) {
+            failures.push(format!("record over {path}: {e}"));
         }
     }
     for path in checks::GUEST_PATHS {

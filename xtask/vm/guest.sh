@@ -142,6 +142,54 @@ else
   tail -20 /out/scenario.txt
 fi
 say "scenario done"
+
+# Record: the same capture (8 HD DPX frames, encoded, synced at the end) written to the guest's
+# tmpfs, through each kernel mount (the kernel's NFS client over TCP and over RDMA) and through
+# playsim's own NFS client, as a scenario of record runs that keep their files. The generator is
+# deterministic, so every path's files must be byte-identical to the local ones; the host checks
+# each JSON's storage label and counts.
+REC="format = \"dpx\", preset = \"hd\", fps = \"max\", frames = 8, sync = \"end\", encoders = 1"
+cat > /tmp/record.toml <<TOML
+name = "rec"
+[[run]]
+name = "local"
+keep = true
+record = { destination = "/tmp/rec-local", $REC }
+[[run]]
+name = "tcp"
+keep = true
+record = { destination = "/mnt/tcp/rec-tcp", $REC }
+[[run]]
+name = "rdma"
+keep = true
+record = { destination = "/mnt/rdma/rec-rdma", $REC }
+[[run]]
+name = "userspace-tcp-guest"
+keep = true
+record = { destination = "nfs://10.0.2.15/export/rec-user?mountport=20048&nfsport=2049", $REC }
+TOML
+timeout 600 "$PLAYSIM" run /tmp/record.toml --quiet --json-dir /out/record > /out/record.txt 2>&1
+rc=$?
+[ $rc = 0 ] || tail -20 /out/record.txt
+(cd /tmp/rec-local && md5sum frame.*) > /out/record-local.md5
+for t in tcp rdma userspace-tcp-guest; do
+  case $t in
+    userspace-tcp-guest) dir=/export/rec-user ;;
+    *) dir=/export/rec-$t ;;
+  esac
+  (cd "$dir" 2>/dev/null && md5sum frame.*) > "/out/record-$t.md5"
+  if [ $rc != 0 ]; then
+    echo "RECORD $t FAILED (the scenario: $(why $rc /out/record.txt))" >> /out/results.txt
+  elif [ "$(wc -l < /out/record-local.md5)" != 8 ]; then
+    echo "RECORD $t FAILED (the local recording has $(wc -l < /out/record-local.md5) of 8 frames)" >> /out/results.txt
+  elif cmp -s "/out/record-$t.md5" /out/record-local.md5; then
+    echo "RECORD $t OK 8 frames, byte-identical to the local recording" >> /out/results.txt
+  else
+    echo "RECORD $t MISMATCH ($(wc -l < "/out/record-$t.md5") files against the local recording's 8)" >> /out/results.txt
+  fi
+done
+rm -rf /export/rec-tcp /export/rec-rdma /export/rec-user /tmp/rec-local
+say "record runs done"
 grep -E 'xprt' /proc/self/mountstats | sort | uniq -c
 grep ' nfs ' /proc/mounts > /out/mounts.txt
 

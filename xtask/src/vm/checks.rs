@@ -40,6 +40,29 @@ pub fn check_label(path: &str, report: &Value) -> Result<(), String> {
     }
 }
 
+/// The paths the guest records over, besides its tmpfs: the kernel mounts and playsim's client.
+pub const RECORD_PATHS: [&str; 3] = ["tcp", "rdma", "userspace-tcp-guest"];
+
+/// Checks a record run's figures (`record --json`, one repetition of the guest's record
+/// scenario) over `path`: every frame written, none dropped, and the storage it names is the
+/// path's (the kernel mount with its proto, or playsim's NFS client).
+pub fn check_record(path: &str, figures: &Value) -> Result<(), String> {
+    let (written, dropped) = (&figures["frames_written"], &figures["frames_dropped"]);
+    if written != 8 || dropped != 0 {
+        return Err(format!("{written} frames written and {dropped} dropped, not 8 and 0"));
+    }
+    let storage = figures["info"]["storage"].as_str().unwrap_or_default();
+    let wanted = match path {
+        "userspace-tcp-guest" => "playsim's NFSv3 client".to_owned(),
+        _ => format!("nfs over {path} on /mnt/{path}"),
+    };
+    if storage.contains(&wanted) {
+        Ok(())
+    } else {
+        Err(format!("its storage is \"{storage}\", which does not say \"{wanted}\""))
+    }
+}
+
 /// Checks that a run's report is complete: every frame fell due and was presented or dropped.
 pub fn check_complete(report: &Value) -> Result<(), String> {
     match report["status"].as_str() {
@@ -348,7 +371,22 @@ mod tests {
         assert!(!is_failure("LDD OK"));
         assert!(is_failure("MD5 dpx userspace-rdma FAILED (exit 1: playsim: error: it said OK)"));
         assert!(is_failure("MD5 exr rdma MISMATCH"));
+        assert!(!is_failure("RECORD rdma OK 8 frames, byte-identical to the local recording"));
         assert!(is_failure("PLAY dpx tcp FAILED (exit 1)"));
         assert!(!is_failure("BENCH playsim-nfs-rdma FAILED (no run succeeded)"));
+    }
+
+    #[test]
+    fn a_record_run_must_write_every_frame_through_its_path() {
+        let figures = |storage: &str, written: u64| {
+            json!({ "frames_written": written, "frames_dropped": 0, "info": { "storage": storage } })
+        };
+        let kernel = figures("local files (page cache), nfs over rdma on /mnt/rdma", 8);
+        assert_eq!(check_record("rdma", &kernel), Ok(()));
+        assert!(check_record("tcp", &kernel).is_err_and(|e| e.contains("nfs over tcp on /mnt/tcp")));
+        let own = figures("nfs:// export /export (playsim's NFSv3 client, WRITE 1024 KiB)", 8);
+        assert_eq!(check_record("userspace-tcp-guest", &own), Ok(()));
+        let short = figures("nfs:// export /export (playsim's NFSv3 client, WRITE 1024 KiB)", 7);
+        assert!(check_record("userspace-tcp-guest", &short).is_err_and(|e| e.contains("7 frames written")));
     }
 }
