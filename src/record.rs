@@ -246,8 +246,8 @@ fn describe_writes(storage: &dyn WriteStorage, given: &std::path::Path, dir: &st
 pub struct PreparedRecord {
     /// One a stream, sharing the cancel token.
     recorders: Vec<Recorder>,
-    /// The source's feed, with `--source`: the run starts once its window is full.
-    feed: Option<Arc<source::SourceFeed>>,
+    /// Each stream's feed, with `--source`: the run starts once every window is full.
+    feeds: Vec<Arc<source::SourceFeed>>,
     cancel: Arc<CancelToken>,
     info: RecordInfo,
     /// Stale partial files of an earlier run that were removed.
@@ -262,7 +262,7 @@ impl PreparedRecord {
 
     /// Records every frame of every stream at once; the result holds every frame's times.
     pub async fn run(self) -> RecordResult {
-        if let Some(feed) = &self.feed {
+        for feed in &self.feeds {
             feed.preroll().await;
         }
         let mut streams = tokio::task::JoinSet::new();
@@ -378,11 +378,18 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
             .map_err(|e| RecordError::Settings(format!("cannot encode frame 0: {e}")))?;
         Some(Arc::new(EncodedOnce { bytes: Arc::from(bytes) }))
     };
-    let feed = source.map(|opened| {
-        // Frames decoded ahead: the queue's worth and one more, as a capture card buffers.
-        let window = u64::from(request.config.queue) + 1;
-        source::SourceFeed::start(opened.source, opened.storage, request.config.n_frames, window)
-    });
+    // One feed a stream, each reading and decoding the source on its own, as each capture
+    // input (or each ingest) would: frames decoded ahead, the queue's worth and one more.
+    let window = u64::from(request.config.queue) + 1;
+    let feeds: Vec<Arc<source::SourceFeed>> = match &source {
+        Some(opened) => (0..request.streams.max(1))
+            .map(|_| {
+                let (source, storage) = (Arc::clone(&opened.source), Arc::clone(&opened.storage));
+                source::SourceFeed::start(source, storage, request.config.n_frames, window)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     let cancel = Arc::new(CancelToken::default());
     let mut recorders = Vec::new();
     for stream in 0..request.streams.max(1) {
@@ -406,13 +413,13 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         let recorder = Recorder::new(request.config.clone(), encoder, sink, Arc::clone(&clock))
             .map_err(RecordError::Settings)?
             .with_canceller(Arc::clone(&cancel));
-        let recorder = match &feed {
+        let recorder = match feeds.get(stream as usize) {
             Some(feed) => recorder.with_feed(Arc::clone(feed) as Arc<dyn playsim_engine::record::FrameFeed>),
             None => recorder,
         };
         recorders.push(recorder);
     }
-    Ok(PreparedRecord { recorders, feed, cancel, info, removed_partials })
+    Ok(PreparedRecord { recorders, feeds, cancel, info, removed_partials })
 }
 
 /// `transport` for a destination that may not exist yet (made by the writer).
@@ -447,9 +454,6 @@ async fn open_record_source(
 ) -> Result<OpenedSource, RecordError> {
     let shown = path.display();
     let refuse = |why: String| RecordError::Settings(format!("--source {shown}: {why}"));
-    if request.streams > 1 {
-        return Err(refuse("one stream only; give --streams 1 (or no --streams)".into()));
-    }
     if !request.encode {
         return Err(refuse(
             "--encode off writes the generator's frame 0; a source's frames are encoded: leave --encode on"
@@ -467,19 +471,9 @@ async fn open_record_source(
     if source.n_frames() == 0 {
         return Err(refuse("it has no frames".into()));
     }
-    let decoder = source.decoder();
-    if decoder.in_order().is_some() {
-        return Err(refuse(
-            "long-GOP video (H.264, HEVC) decodes in order, which a record source cannot yet; give an image sequence or an intra-only clip (ProRes, DNxHR)".into(),
-        ));
-    }
-    let mut encoded = playsim_core::IoBuf::default();
-    let extent = source.extent(0);
-    crate::decode::read_extent(storage.as_ref(), &extent, &mut encoded)
+    let frame = first_picture(source.as_ref(), storage.as_ref())
         .await
         .map_err(|e| refuse(format!("its first frame: {e}")))?;
-    let mut frame = DecodedFrame::default();
-    decoder.decode(&encoded, &mut frame).map_err(|e| refuse(format!("its first frame: {e}")))?;
     let mut out = Vec::new();
     request.format.encoder().encode_frame(&frame, &mut out).map_err(|e| {
         refuse(format!(
@@ -489,6 +483,35 @@ async fn open_record_source(
         ))
     })?;
     Ok(OpenedSource { source, storage, size: (frame.width, frame.height) })
+}
+
+/// The source's first picture: its frame 0 decoded alone, or for long-GOP video the first
+/// picture its in-order decoder gives, within the packets its delay may hold back.
+async fn first_picture(
+    source: &dyn playsim_core::Source,
+    storage: &dyn playsim_core::Storage,
+) -> Result<DecodedFrame, String> {
+    let decoder = source.decoder();
+    let mut encoded = playsim_core::IoBuf::default();
+    let mut frame = DecodedFrame::default();
+    let Some(mut in_order) = decoder.in_order() else {
+        crate::decode::read_extent(storage, &source.extent(0), &mut encoded).await?;
+        decoder.decode(&encoded, &mut frame).map_err(|e| e.to_string())?;
+        return Ok(frame);
+    };
+    let packets = source.n_frames().min(u64::from(in_order.max_delay()) + 16);
+    for idx in 0..packets {
+        crate::decode::read_extent(storage, &source.extent(idx), &mut encoded).await?;
+        in_order.send(Some(&encoded)).map_err(|e| e.to_string())?;
+        if in_order.receive(&mut frame).map_err(|e| e.to_string())? {
+            return Ok(frame);
+        }
+    }
+    in_order.send(None).map_err(|e| e.to_string())?;
+    if in_order.receive(&mut frame).map_err(|e| e.to_string())? {
+        return Ok(frame);
+    }
+    Err(format!("no picture came out of its first {packets} packets"))
 }
 
 /// A source's frames, which come decoded: encoded by the format's writer, as they are.

@@ -416,6 +416,21 @@ fn record_writes_a_sequence_through_playsims_smb_client() -> Result<()> {
     made.ensure_code(0)?;
     let new_tmp = tempfile::tempdir()?;
     ensure_generated(&server.export_dir().join("recorded-new/take-1"), 3, new_tmp.path())?;
+
+    // --preallocate: each frame's space reserved first (SET_INFO FileAllocationInformation), the
+    // frames the same.
+    let reserved_url = server.writable_url("recorded-preallocated");
+    let reserved = run_limited(
+        playsim()
+            .args(["record", &reserved_url, "--preset", SMALL_PRESET, "--fps", "max", "--frames", "3"])
+            .arg("--preallocate")
+            .arg("--smb-credentials")
+            .arg(server.credentials_file()),
+    )?;
+    reserved.ensure_code(0)?;
+    ensure!(reserved.stdout.contains("--preallocate"), "{reserved}");
+    let reserved_tmp = tempfile::tempdir()?;
+    ensure_generated(&server.export_dir().join("recorded-preallocated"), 3, reserved_tmp.path())?;
     Ok(())
 }
 
@@ -551,7 +566,19 @@ fn the_smb_writer_writes_at_offsets_renames_over_a_file_and_names_the_url_in_err
         let tail: Vec<u8> = (0..(3 << 20) + 5).map(|i: u32| (i % 251) as u8).collect();
         let partial = dir.join(".f.partial");
         let file = writer.create(&partial).await?;
-        ensure!(!file.preallocate(1 << 20).await?, "SMB reserves nothing");
+        // SET_INFO FileAllocationInformation: the share (strict allocate) reserves the blocks
+        // before a byte is written, and the length stays 0.
+        ensure!(file.preallocate(1 << 20).await?, "SMB reserved nothing");
+        let reserved = std::fs::metadata(base.join("made/deeper/.f.partial"))?;
+        {
+            use std::os::unix::fs::MetadataExt;
+            ensure!(
+                reserved.blocks() * 512 >= 1 << 20 && reserved.len() == 0,
+                "{} bytes reserved, length {}",
+                reserved.blocks() * 512,
+                reserved.len()
+            );
+        }
         ensure!(file.write_at(4096, tail.clone().into(), Stability::FileSync).await? == tail.len() as u64);
         ensure!(file.write_at(0, head.clone().into(), Stability::Unstable).await? == 4096);
         file.sync().await?;

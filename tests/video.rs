@@ -674,3 +674,63 @@ fn prores_is_made_by_record_and_its_profile_is_checked() -> Result<()> {
     ensure!(ffmpeg_md5s.len() == 3 && ffmpeg_md5s == playsim_md5s, "{ffmpeg_md5s:?} {playsim_md5s:?}");
     Ok(())
 }
+
+/// `record --source` of long-GOP H.264 (B-frames, so decode order is not presentation order)
+/// into ProRes: every packet goes through one in-order decoder, and the pictures come out in
+/// presentation order, looping over the 12-frame source. Frame k of the clip is the source's
+/// picture k mod 12: the closest of all 12 by luma PSNR, and above 40 dB (ProRes HQ is lossy).
+#[test]
+fn a_long_gop_source_is_transcoded_to_prores_in_presentation_order() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dest = tmp.path().join("transcode");
+    let source = clip_path("h264-tiny.mp4");
+    let done = run(playsim().arg("record").arg(&dest).args([
+        "--source",
+        path_str(&source)?,
+        "--format",
+        "prores",
+        "--fps",
+        "max",
+        "--frames",
+        "24",
+    ]))?;
+    done.ensure_code(0)?;
+    done.ensure_no_panic()?;
+    ensure!(done.stdout.contains("Frames written: 24 of 24"), "{done}");
+    let raw = |path: &Path, out: &Path| -> Result<Vec<Vec<u16>>> {
+        ffmpeg(&[
+            "-i",
+            path_str(path)?,
+            "-fps_mode",
+            "passthrough",
+            "-pix_fmt",
+            "yuv422p10le",
+            "-f",
+            "rawvideo",
+            path_str(out)?,
+        ])?;
+        let bytes = std::fs::read(out)?;
+        let (luma, frame) = (256 * 144 * 2, 256 * 144 * 4);
+        Ok(bytes
+            .chunks_exact(frame)
+            .map(|f| f[..luma].chunks_exact(2).map(|s| u16::from_le_bytes([s[0], s[1]])).collect())
+            .collect())
+    };
+    let clip = raw(&dest.join("frame.mov"), &tmp.path().join("clip.raw"))?;
+    let original = raw(&source, &tmp.path().join("source.raw"))?;
+    ensure!(clip.len() == 24 && original.len() == 12, "{} and {} frames", clip.len(), original.len());
+    let psnr = |a: &[u16], b: &[u16]| {
+        let mse = a.iter().zip(b).map(|(x, y)| (f64::from(*x) - f64::from(*y)).powi(2)).sum::<f64>()
+            / a.len() as f64;
+        10.0 * (1023.0f64.powi(2) / mse.max(1e-9)).log10()
+    };
+    for (k, picture) in clip.iter().enumerate() {
+        let scores: Vec<f64> = original.iter().map(|o| psnr(picture, o)).collect();
+        let best = (0..12).max_by(|&i, &j| scores[i].total_cmp(&scores[j])).unwrap_or(0);
+        ensure!(
+            best == k % 12 && scores[best] > 40.0,
+            "clip frame {k}: closest source picture {best}, {scores:?}"
+        );
+    }
+    Ok(())
+}

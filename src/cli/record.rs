@@ -93,13 +93,15 @@ pub struct RecordArgs {
     /// 4096: its last block is written padded with zeros, and the file cut back to its size.
     #[arg(long)]
     direct: bool,
-    /// Reserve each frame's space (fallocate) before writing it, as capture software does, so
-    /// that a full disk fails the frame at once. NFSv3 cannot: there it does nothing.
+    /// Reserve each frame's space before writing it (fallocate; over smb://, SET_INFO
+    /// FileAllocationInformation), as capture software does, so that a full disk fails the
+    /// frame at once. NFSv3 cannot: there it does nothing.
     #[arg(long)]
     preallocate: bool,
-    /// Frames from this sequence or intra-only video (a local path or a URL: nfs://, smb://,
-    /// ...), read and decoded ahead of the clock, instead of the generator: an ingest (DPX to
-    /// DPX) or a transcode (DPX to ProRes). A frame not decoded when due is an input drop.
+    /// Frames from this sequence or video (a local path or a URL: nfs://, smb://, ...), read
+    /// and decoded ahead of the clock, instead of the generator: an ingest (DPX to DPX) or a
+    /// transcode (DPX or H.264 to ProRes; long-GOP video is decoded in order). A frame not
+    /// decoded when due is an input drop. With --streams, each stream reads it on its own.
     #[arg(long, value_name = "SOURCE")]
     source: Option<PathBuf>,
     /// Encode every frame (on), or write frame 0's bytes for every frame, encoded once before

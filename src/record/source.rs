@@ -4,7 +4,8 @@
 //!
 //! One task reads and decodes in order, `window` frames ahead of the frame due next at most
 //! (the frames decoded and not yet taken are held in memory); a frame taken is moved out, its
-//! buffer handed back. The run starts once the window is full (a preroll, as `play`'s). Frame
+//! buffer handed back. Long-GOP video (H.264, HEVC) goes through one stateful decoder, every
+//! packet in decode order, the pictures coming out in presentation order. The run starts once the window is full (a preroll, as `play`'s). Frame
 //! k of the run is the source's frame k, looping over the source when the run is longer. A frame
 //! that cannot be read or decoded is said (its file and frame) and is an input drop.
 
@@ -13,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use playsim_core::{DecodedFrame, IoBuf, Source, Storage};
+use playsim_core::{DecodedFrame, InOrderDecoder, IoBuf, Source, Storage};
 use playsim_engine::record::FrameFeed;
 
 /// The feed: frames decoded ahead, by position, and the position due next.
@@ -61,8 +62,131 @@ impl SourceFeed {
             handled: AtomicU64::new(0),
             done: AtomicBool::new(false),
         });
-        tokio::spawn(Arc::clone(&feed).read(source, storage, n_frames));
+        match source.decoder().in_order() {
+            Some(decoder) => {
+                tokio::spawn(Arc::clone(&feed).read_in_order(source, storage, decoder, n_frames))
+            }
+            None => tokio::spawn(Arc::clone(&feed).read(source, storage, n_frames)),
+        };
         feed
+    }
+
+    /// Waits until `position` may be decoded: no more than `window` frames ahead of the one
+    /// due.
+    async fn room_for(&self, position: u64) {
+        loop {
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            let due = self.state().due;
+            if position < due + self.window {
+                return;
+            }
+            room.await;
+        }
+    }
+
+    /// Keeps `frame` as `position`'s, or gives its buffer back when that is already due.
+    fn keep(&self, position: u64, frame: DecodedFrame) {
+        let mut state = self.state();
+        if position >= state.due {
+            state.ready.insert(position, frame);
+        } else {
+            state.spare.push(frame);
+        }
+    }
+
+    /// The long-GOP reader (H.264, HEVC): every packet, in decode order, through one stateful
+    /// decoder on the blocking pool; the pictures come out in presentation order, position by
+    /// position. A packet that cannot be read is one picture lost, as `decode` counts it; at the
+    /// source's end the decoder is drained and reset, and the source starts again.
+    async fn read_in_order(
+        self: Arc<Self>,
+        source: Arc<dyn Source>,
+        storage: Arc<dyn Storage>,
+        mut decoder: Box<dyn InOrderDecoder>,
+        n_frames: u64,
+    ) {
+        let n_source = source.n_frames().max(1);
+        let mut encoded = IoBuf::default();
+        let (mut position, mut packet) = (0u64, 0u64);
+        while position < n_frames {
+            self.room_for(position).await;
+            let at_end = packet >= n_source;
+            let extent = source.extent(packet.min(n_source - 1));
+            if !at_end {
+                if let Err(e) = crate::decode::read_extent(storage.as_ref(), &extent, &mut encoded).await {
+                    eprintln!(
+                        "playsim: source frame {} ({}): {e}",
+                        source.frame_number(packet),
+                        extent_name(&extent)
+                    );
+                    self.handled(position);
+                    position += 1;
+                    packet += 1;
+                    continue;
+                }
+            }
+            // Buffers for the pictures this packet may let out: the decoder's delay and one.
+            let spares: Vec<DecodedFrame> = {
+                let mut state = self.state();
+                let keep = state.spare.len().saturating_sub(decoder.max_delay() as usize + 1);
+                state.spare.split_off(keep)
+            };
+            let bytes = std::mem::take(&mut encoded);
+            let done = tokio::task::spawn_blocking(move || {
+                let start = playsim_engine::probe::thread_cpu_now();
+                let mut spares = spares;
+                let sent = decoder.send(if at_end { None } else { Some(&bytes) }).map_err(|e| e.to_string());
+                let mut pictures: Vec<Result<DecodedFrame, String>> = Vec::new();
+                if let Err(e) = sent {
+                    pictures.push(Err(e));
+                }
+                loop {
+                    let mut frame = spares.pop().unwrap_or_default();
+                    match decoder.receive(&mut frame) {
+                        Ok(true) => pictures.push(Ok(frame)),
+                        Ok(false) => {
+                            spares.push(frame);
+                            break;
+                        }
+                        Err(e) => {
+                            pictures.push(Err(e.to_string()));
+                            break;
+                        }
+                    }
+                }
+                if at_end {
+                    decoder.reset();
+                }
+                let cpu = playsim_engine::probe::thread_cpu_now().saturating_sub(start);
+                (decoder, pictures, spares, bytes, cpu)
+            })
+            .await;
+            let Ok((back, pictures, spares, bytes, cpu)) = done else { break };
+            decoder = back;
+            encoded = bytes;
+            self.state().spare.extend(spares);
+            self.cpu_ns.fetch_add(u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+            for picture in pictures {
+                if position >= n_frames {
+                    break;
+                }
+                match picture {
+                    Ok(frame) => self.keep(position, frame),
+                    Err(e) => eprintln!(
+                        "playsim: source picture {} (decoding {}): {e}",
+                        position % n_source,
+                        extent_name(&extent)
+                    ),
+                }
+                self.handled(position);
+                position += 1;
+            }
+            packet = if at_end { 0 } else { packet + 1 };
+        }
+        self.done.store(true, Ordering::Release);
+        self.filled.notify_waiters();
     }
 
     /// Waits until the reader has dealt with the whole window (a frame it could not read
@@ -90,17 +214,7 @@ impl SourceFeed {
         let decoder = source.decoder();
         let mut encoded = IoBuf::default();
         for position in 0..n_frames {
-            // Room in the window: no more than `window` frames ahead of the one due.
-            loop {
-                let room = self.room.notified();
-                tokio::pin!(room);
-                room.as_mut().enable();
-                let due = self.state().due;
-                if position < due + self.window {
-                    break;
-                }
-                room.await;
-            }
+            self.room_for(position).await;
             if position < self.state().due {
                 self.handled(position); // already due and dropped: not worth decoding
                 continue;
@@ -130,14 +244,7 @@ impl SourceFeed {
             encoded = bytes;
             self.cpu_ns.fetch_add(u64::try_from(cpu.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
             match result {
-                Ok(()) => {
-                    let mut state = self.state();
-                    if position >= state.due {
-                        state.ready.insert(position, frame);
-                    } else {
-                        state.spare.push(frame);
-                    }
-                }
+                Ok(()) => self.keep(position, frame),
                 Err(e) => {
                     eprintln!(
                         "playsim: source frame {} ({}): {e}",

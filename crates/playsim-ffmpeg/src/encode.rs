@@ -158,14 +158,26 @@ impl ProresEncoder {
         self.codec
     }
 
-    /// Encodes `frame` (RGB or RGBA, 16 bits a channel; alpha is dropped) into `out`, one
-    /// ProRes frame.
+    /// Encodes `frame` into `out`, one ProRes frame: RGB or RGBA, 16 bits a channel (alpha is
+    /// dropped), converted to Y'CbCr; or Y'CbCr planes as a video decodes to (a transcode of
+    /// H.264 or ProRes), taken to 10 bits and 4:2:2 as they are, with no RGB detour.
     pub fn encode(&self, frame: &DecodedFrame, out: &mut Vec<u8>) -> Result<(), String> {
         let channels = match frame.format {
             Some(PixelFormat::Rgb48Le) => 3,
             Some(PixelFormat::Rgba64Le) => 4,
-            other => return Err(format!("ProRes is encoded from 16-bit RGB, not {other:?}")),
+            Some(PixelFormat::Yuv { .. }) => 0,
+            other => {
+                return Err(format!("ProRes is encoded from 16-bit RGB or Y'CbCr planes, not {other:?}"))
+            }
         };
+        if channels > 0 && frame.data.len() < frame.width as usize * frame.height as usize * channels * 2 {
+            return Err(format!(
+                "a {}x{} RGB frame holds {} bytes, fewer than its size",
+                frame.width,
+                frame.height,
+                frame.data.len()
+            ));
+        }
         let size = (frame.width, frame.height);
         if !size.0.is_multiple_of(2) || size.0 == 0 || size.1 == 0 {
             return Err(format!("ProRes 4:2:2 needs an even width, not {}x{}", size.0, size.1));
@@ -181,7 +193,12 @@ impl ProresEncoder {
             }
         };
         let mut picture = ffmpeg_next::frame::Video::new(Pixel::YUV422P10LE, size.0, size.1);
-        rgb_to_yuv422p10(frame, channels, &mut picture);
+        match frame.format {
+            Some(PixelFormat::Yuv { chroma, bits, .. }) => {
+                yuv_to_yuv422p10(frame, chroma, bits, &mut picture)?
+            }
+            _ => rgb_to_yuv422p10(frame, channels, &mut picture),
+        }
         picture.set_pts(Some(0));
         let encoded = (|| {
             context.encoder.send_frame(&picture).map_err(|e| format!("prores_ks: {e}"))?;
@@ -267,6 +284,60 @@ fn rgb_to_yuv422p10(frame: &DecodedFrame, channels: usize, picture: &mut ffmpeg_
             }
         }
     }
+}
+
+/// Takes Y'CbCr planes of any subsampling and depth to 10-bit 4:2:2, their range kept: each
+/// sample shifted to 10 bits (rounded), 4:2:0 chroma repeated on the two rows it covers, 4:4:4
+/// chroma the mean of each pair.
+fn yuv_to_yuv422p10(
+    frame: &DecodedFrame,
+    chroma: playsim_core::Chroma,
+    bits: u8,
+    picture: &mut ffmpeg_next::frame::Video,
+) -> Result<(), String> {
+    let (width, height) = (frame.width as usize, frame.height as usize);
+    let planes = frame.planes();
+    if planes.len() < 3 {
+        return Err(format!("a {width}x{height} Y'CbCr frame without its three planes"));
+    }
+    let wide = bits > 8;
+    let to_10 = |v: u32| -> u16 {
+        let v = match bits {
+            0..=9 => v << (10 - u32::from(bits.max(1))),
+            10 => v,
+            _ => (v + (1 << (u32::from(bits) - 11))) >> (u32::from(bits) - 10),
+        };
+        v.min(1023) as u16
+    };
+    let sample = |plane: usize, x: usize, y: usize| -> u32 {
+        let row = planes[plane].row(y);
+        if wide {
+            u32::from(u16::from_le_bytes([row[x * 2], row[x * 2 + 1]]))
+        } else {
+            u32::from(row[x])
+        }
+    };
+    let (log2_w, log2_h) = chroma.log2();
+    let strides = [picture.stride(0), picture.stride(1), picture.stride(2)];
+    for y in 0..height {
+        let luma = &mut picture.data_mut(0)[y * strides[0]..];
+        for x in 0..width {
+            luma[x * 2..x * 2 + 2].copy_from_slice(&to_10(sample(0, x, y)).to_le_bytes());
+        }
+        let source_y = y >> log2_h;
+        for plane in [1, 2] {
+            let out = &mut picture.data_mut(plane)[y * strides[plane]..];
+            for x in 0..width / 2 {
+                let v = if log2_w == 0 {
+                    (sample(plane, 2 * x, source_y) + sample(plane, 2 * x + 1, source_y)).div_ceil(2)
+                } else {
+                    sample(plane, x, source_y)
+                };
+                out[x * 2..x * 2 + 2].copy_from_slice(&to_10(v).to_le_bytes());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The bytes the muxer writes, kept until they are taken.

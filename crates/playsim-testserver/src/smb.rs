@@ -272,6 +272,7 @@ impl SmbServer {
 [{WRITABLE_SHARE}]
   path = {export}
   read only = no
+  strict allocate = yes
   valid users = {USER}
   force user = root
 ",

@@ -378,9 +378,7 @@ mod tests {
 
     #[test]
     fn a_record_run_must_write_every_frame_through_its_path() {
-        let figures = |storage: &str, written: u64| {
-            json!({ "frames_written": written, "frames_dropped": 0, "info": { "storage": storage } })
-        };
+        let figures = |storage: &str, written: u64| json!({ "frames_written": written, "frames_dropped": 0, "info": { "storage": storage } });
         let kernel = figures("local files (page cache), nfs over rdma on /mnt/rdma", 8);
         assert_eq!(check_record("rdma", &kernel), Ok(()));
         assert!(check_record("tcp", &kernel).is_err_and(|e| e.contains("nfs over tcp on /mnt/tcp")));
