@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use crate::compare::Run;
 use crate::model::Report;
+use crate::record::RecordResult;
 
 /// Renders a model of type `M` as one output format.
 ///
@@ -221,6 +222,26 @@ impl Renderers<[Run<'_>]> {
     pub fn compare() -> Self {
         let mut renderers = Renderers::new();
         register_compare_renderers(&mut renderers);
+        renderers
+    }
+}
+
+/// Registers every renderer of a record run's result this build has beyond its summary, JSON
+/// and timeline CSV (which `record` writes by name): with the `render` feature, the plot as
+/// SVG and as PNG.
+#[cfg_attr(not(feature = "render"), allow(unused_variables))]
+pub fn register_record_renderers(renderers: &mut Renderers<RecordResult>) {
+    #[cfg(feature = "render")]
+    renderers.register(crate::record_plot::RecordPlot::svg());
+    #[cfg(feature = "render")]
+    renderers.register(crate::record_plot::RecordPlot::png());
+}
+
+impl Renderers<RecordResult> {
+    /// The record result's renderers this build has ([`register_record_renderers`]).
+    pub fn record() -> Self {
+        let mut renderers = Renderers::new();
+        register_record_renderers(&mut renderers);
         renderers
     }
 }
