@@ -17,7 +17,7 @@
 //! - [`frametest`] (`playsim frametest`'s result: its model, summary, CSV and JSON),
 //!   [`capacity`] (`playsim capacity`'s result), [`tally`] (a scenario's runs over their
 //!   repetitions), [`live_csv`] (a row of counters a second), [`record`] (`playsim record`'s
-//!   result) and [`compare`] (runs side by side) are the other models,
+//!   result) and [`compare`] (runs side by side, playback or record) are the other models,
 //!   each with its renderers.
 //! - [`merge`] makes the reports of several clients (MPI ranks) one report on one time line,
 //!   with a row per client; [`histograms`] keeps a run's latency histograms in the report in a

@@ -28,7 +28,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::compare::Run;
+use crate::compare::{Compared, Run};
 use crate::model::Report;
 use crate::record::RecordResult;
 
@@ -207,9 +207,9 @@ pub fn register_enabled_renderers(renderers: &mut Renderers<Report>) {
     renderers.register(crate::plot::TimelinePlot::png());
 }
 
-/// Registers every renderer of a comparison of runs this build has, one line per format: the
-/// table, and with the `render` feature the figure as SVG and as PNG.
-pub fn register_compare_renderers(renderers: &mut Renderers<[Run<'_>]>) {
+/// Registers every renderer of a comparison of runs (playback or record) this build has, one
+/// line per format: the table, and with the `render` feature the figure as SVG and as PNG.
+pub fn register_compare_renderers<T: Compared>(renderers: &mut Renderers<[Run<'_, T>]>) {
     renderers.register(crate::compare::CompareText);
     #[cfg(feature = "render")]
     renderers.register(crate::compare_plot::ComparePlot::svg());
@@ -217,7 +217,7 @@ pub fn register_compare_renderers(renderers: &mut Renderers<[Run<'_>]>) {
     renderers.register(crate::compare_plot::ComparePlot::png());
 }
 
-impl Renderers<[Run<'_>]> {
+impl<T: Compared> Renderers<[Run<'_, T>]> {
     /// The comparison's renderers this build has ([`register_compare_renderers`]).
     pub fn compare() -> Self {
         let mut renderers = Renderers::new();
