@@ -379,3 +379,69 @@ fn a_source_is_ingested_and_its_late_or_missing_frames_are_input_drops() -> Resu
     }
     Ok(())
 }
+
+/// Two record runs, one with `--encode off`, compared as `play` runs are: each row of record's
+/// figures, the later run marked against the first; a record report beside a playback report
+/// is refused naming which is which. `--plot` draws the run naming its stages, and is refused
+/// with `--capacity`.
+#[test]
+fn record_runs_are_plotted_and_compared_on_records_figures() -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let path = |name: &str| tmp.path().join(name).to_string_lossy().into_owned();
+    let (a, b, svg, cmp) = (path("a.json"), path("b.json"), path("a.svg"), path("cmp.svg"));
+    let done =
+        record(&tmp.path().join("a"), &["--fps", "max", "--frames", "8", "--json", &a, "--plot", &svg])?;
+    done.ensure_code(0)?;
+    ensure!(done.stderr.contains(&format!("plot written to {svg}")), "{done}");
+    let plot = std::fs::read_to_string(&svg)?;
+    for text in
+        ["record to ", "8 of 8 written", "time from arrival (ms), by stage", "queue wait", "encode", "write"]
+    {
+        ensure!(plot.contains(text), "no `{text}` in the plot");
+    }
+    record(&tmp.path().join("b"), &["--fps", "max", "--frames", "8", "--encode", "off", "--json", &b])?
+        .ensure_code(0)?;
+
+    let compared = run(playsim().args(["compare", &a, &b, "--plot", &cmp]))?;
+    compared.ensure_code(0)?;
+    let row = |label: &str| -> Vec<String> {
+        let line = compared.stdout.lines().find(|l| l.starts_with(label)).unwrap_or_default();
+        line[label.len()..].split_whitespace().map(str::to_owned).collect()
+    };
+    ensure!(row("")[..2] == ["a.json", "b.json"], "{compared}");
+    ensure!(row("frames written") == ["8", "8", "+0", "1.00x", "same"], "{compared}");
+    ensure!(row("  storage") == ["0", "0", "+0", "-", "same"], "{compared}");
+    ensure!(row("failed")[..2] == ["0", "0"], "{compared}");
+    ensure!(row("settings").iter().filter(|w| *w == "--encode").count() == 1, "{compared}");
+    for label in ["fps", "dropped", "  input", "  encode", "MB/s", "queue wait p99 ms", "encode p99 ms"] {
+        ensure!(row(label).len() == 5, "no `{label}` row, or not marked:\n{compared}");
+    }
+    for label in
+        ["write p99 ms", "sync p99 ms", "total p99 ms", "cpu encode s/GB", "cpu write s/GB", "end sync ms"]
+    {
+        ensure!(row(label).len() >= 4, "no `{label}` row:\n{compared}");
+    }
+    // Without encoding, b's encode CPU per GB is less than a's.
+    ensure!(row("cpu encode s/GB").last().map(String::as_str) == Some("better"), "{compared}");
+    let figure = std::fs::read_to_string(&cmp)?;
+    ensure!(figure.contains("frames per second written") && figure.contains("queue wait"), "{figure}");
+
+    // A playback report beside them is refused, each file named by its kind.
+    let play = path("play.json");
+    let played = run(playsim()
+        .args(["play", "--fps", "max", "--frames", "4", "--quiet", "--json", &play])
+        .arg(tmp.path().join("a")))?;
+    played.ensure_code(0)?;
+    let mixed = run(playsim().args(["compare", &a, &play, &b]))?;
+    mixed.ensure_code(1)?;
+    ensure!(
+        mixed.stderr.contains(&format!("{play} is a playback report"))
+            && mixed.stderr.contains(&format!("{a}, {b} are record reports")),
+        "{mixed}"
+    );
+
+    let refused = record(&tmp.path().join("c"), &["--capacity", "streams", "--plot", &svg])?;
+    refused.ensure_code(1)?;
+    ensure!(refused.stderr.contains("--plot draws one record run"), "{refused}");
+    Ok(())
+}

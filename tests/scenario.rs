@@ -206,6 +206,12 @@ record = { destination = "out/render", format = "exr", compression = "zip", pres
         files("out/render")?
     );
     ensure!(done.stderr.contains("removed the 10 file(s) it wrote"), "{done}");
+    // The recordings side by side, on record's figures.
+    ensure!(done.stdout.contains("every recording, against the first"), "{done}");
+    ensure!(
+        done.stdout.lines().any(|l| l.contains("blank #1") && l.contains("render #2")),
+        "no record compare header:\n{done}"
+    );
     let tally =
         |run: &str| done.stdout.lines().find(|l| l.starts_with(&format!("run {run}: 2 repetition(s)")));
     ensure!(tally("read").is_some_and(|l| l.contains("unreadable 0")), "{done}");

@@ -133,6 +133,13 @@ pub struct RecordArgs {
     /// bytes, outcome, cause, error).
     #[arg(long, value_name = "FILE")]
     timeline: Option<PathBuf>,
+    /// Draw the run as an SVG or a PNG, by the file's extension (rec.svg, rec.png): each
+    /// frame's time through queue wait, encode, write and sync, the frame period, drops and
+    /// failures marked by cause, and a latency histogram per stage; with --streams, the stream
+    /// that dropped the most. A PNG's text needs a font (Debian: fonts-dejavu-core). Not with
+    /// --capacity.
+    #[arg(long, value_name = "FILE", value_parser = playsim::report::plot::parse_path)]
+    plot: Option<PathBuf>,
     /// playsim's NFS client for nfs:// destinations (`--nconnect`, `--nfs-timeout`): the
     /// settings list's group, as `play` has it.
     #[command(flatten)]
@@ -148,7 +155,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         args.json
             .iter()
             .map(|p| ("--json", p.as_path()))
-            .chain(args.timeline.iter().map(|p| ("--timeline", p.as_path()))),
+            .chain(args.timeline.iter().map(|p| ("--timeline", p.as_path())))
+            .chain(args.plot.iter().map(|p| ("--plot", p.as_path()))),
     ) {
         return Ok(refused);
     }
@@ -156,6 +164,12 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     if let Some(by) = args.capacity {
+        if args.plot.is_some() {
+            anyhow::bail!(
+                "--plot draws one record run, and --capacity runs many trials: drop --plot (the \
+                 search's result is its table and --json), or plot one run of the answer without --capacity"
+            );
+        }
         let search = RecordCapacityRequest {
             record: request,
             by,
@@ -193,6 +207,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let result = runtime.block_on(prepared.run());
     ctrl_c.abort();
     print!("{}", record::summary(&result));
+    // A plot that cannot be drawn (no font for a PNG, say) still leaves the JSON and the CSV.
+    let plotted = args.plot.as_deref().map(|plot| {
+        playsim::report::renderer::Renderers::record().write_for_path(&result, plot).map(|()| plot)
+    });
     if let Some(path) = &args.json {
         std::fs::write(path, record::json(&result))
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -200,6 +218,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.timeline {
         std::fs::write(path, record::timeline_csv(&result))
             .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(plotted) = plotted {
+        eprintln!("playsim: plot written to {}", plotted?.display());
     }
     Ok(exit_code(&result))
 }

@@ -171,6 +171,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         println!("\n== {}: every repetition, against the first ==", scenario.name);
         compare::CompareText.render(&timed, &mut std::io::stdout().lock())?;
     }
+    let record_names: Vec<String> = recorded
+        .iter()
+        .map(|(pass, _)| format!("{} #{}", scenario.runs[pass.run].name, pass.repetition))
+        .collect();
+    let timed_records: Vec<compare::Run<'_, playsim::report::record::RecordFigures>> = recorded
+        .iter()
+        .zip(&record_names)
+        .filter(|((pass, _), _)| matches!(pass.repetition, Repetition::Timed(_)))
+        .map(|((_, figures), name)| compare::Run { name, report: figures })
+        .collect();
+    if timed_records.len() >= 2 {
+        println!("\n== {}: every recording, against the first ==", scenario.name);
+        compare::CompareText.render(&timed_records, &mut std::io::stdout().lock())?;
+    }
     println!("\n== {}: each run over its repetitions ==", scenario.name);
     print!("{}", playsim::scenario::tally(&scenario, &outcomes, &recorded));
 

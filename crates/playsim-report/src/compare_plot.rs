@@ -5,6 +5,12 @@
 //! p99 latency of each stage (read, decode, output: grouped, coloured as in the timeline
 //! plot), CPU seconds per GB read (user, sys, softirq, stacked) and a key saying what each run
 //! was. The figures come from [`crate::compare`], the same as the table's.
+//!
+//! Record runs (`record --json`) get the same figure with record's panels: frames written per
+//! second, drops stacked by cause (input, encode, storage) and failures, MB/s written, the p99
+//! of each write-side stage (queue wait, encode, write, sync, total; coloured as in the
+//! record plot) and CPU seconds per GB written (input, encode, write). The drawing is one
+//! generic over the kind of run ([`Compared`]); each kind lists its panels here.
 
 use std::path::Path;
 
@@ -12,12 +18,14 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::compare::{description, Better, Measure, Run};
+pub(crate) use self::panel::{Bars, Panel, Part};
+use crate::compare::{figure_of, Better, Compared, Measure, RecordMeasure, Run};
 use crate::model::DropCauseName;
 use crate::plot::{
     cause_colour, figure_bytes, shorten, write_figure, DrawResult, Fonts, PlotError, PlotFormat, DECODE,
     OUTPUT, READ,
 };
+use crate::record_plot::{record_cause_colour, ENCODE, FAILED, QUEUE_WAIT, RECORD_CAUSES, SYNC, WRITE};
 use crate::renderer::{RenderError, Renderer};
 
 /// Why a comparison of nothing is refused.
@@ -41,12 +49,16 @@ const CPU_SOFTIRQ: RGBColor = RGBColor(204, 121, 167);
 
 /// Draws `runs` side by side to `path`: SVG or PNG by the extension, PNG text in the system's
 /// fonts.
-pub fn write(runs: &[Run<'_>], path: &Path) -> Result<(), PlotError> {
+pub fn write<T: Compared>(runs: &[Run<'_, T>], path: &Path) -> Result<(), PlotError> {
     write_with_fonts(runs, path, &Fonts::system())
 }
 
 /// Draws `runs` side by side to `path`, a PNG's text in `fonts`.
-pub fn write_with_fonts(runs: &[Run<'_>], path: &Path, fonts: &Fonts) -> Result<(), PlotError> {
+pub fn write_with_fonts<T: Compared>(
+    runs: &[Run<'_, T>],
+    path: &Path,
+    fonts: &Fonts,
+) -> Result<(), PlotError> {
     if runs.is_empty() {
         return Err(PlotError::new(path, NO_RUNS));
     }
@@ -77,7 +89,7 @@ impl ComparePlot {
     }
 }
 
-impl<'a> Renderer<[Run<'a>]> for ComparePlot {
+impl<'a, T: Compared> Renderer<[Run<'a, T>]> for ComparePlot {
     fn name(&self) -> &'static str {
         self.format.name()
     }
@@ -86,7 +98,7 @@ impl<'a> Renderer<[Run<'a>]> for ComparePlot {
         self.format.extensions()
     }
 
-    fn render(&self, runs: &[Run<'a>], out: &mut dyn std::io::Write) -> Result<(), RenderError> {
+    fn render(&self, runs: &[Run<'a, T>], out: &mut dyn std::io::Write) -> Result<(), RenderError> {
         if runs.is_empty() {
             return Err(RenderError::Draw(NO_RUNS.to_owned()));
         }
@@ -100,76 +112,127 @@ impl<'a> Renderer<[Run<'a>]> for ComparePlot {
     }
 }
 
-/// One part of a bar: what it is called, its colour and the figure it shows.
-struct Part {
-    name: &'static str,
-    colour: RGBColor,
-    measure: Measure,
+mod panel {
+    //! What a panel draws. The types are `pub` inside a private module, so that the sealed
+    //! [`Compared`](crate::compare::Compared) can name them while no one outside can.
+
+    use plotters::style::RGBColor;
+
+    /// One part of a bar: what it is called, its colour and the figure it shows.
+    pub struct Part<M> {
+        pub(crate) name: &'static str,
+        pub(crate) colour: RGBColor,
+        pub(crate) measure: M,
+    }
+
+    /// How a panel's figures stand on each run's slot.
+    pub enum Bars<M> {
+        /// One bar per run.
+        Single(M),
+        /// One bar per run, its parts stacked.
+        Stacked(Vec<Part<M>>),
+        /// The parts side by side in each run's slot.
+        Grouped(Vec<Part<M>>),
+    }
+
+    /// A panel: its caption, the y axis's description, its bars, and what it says when every
+    /// bar is 0.
+    pub struct Panel<M> {
+        pub(crate) caption: &'static str,
+        pub(crate) y_desc: &'static str,
+        pub(crate) bars: Bars<M>,
+        pub(crate) if_empty: &'static str,
+    }
 }
 
-/// How a panel's figures stand on each run's slot.
-enum Bars {
-    /// One bar per run.
-    Single(Measure),
-    /// One bar per run, its parts stacked.
-    Stacked(Vec<Part>),
-    /// The parts side by side in each run's slot.
-    Grouped(Vec<Part>),
+/// A panel of `bars` that says `zero in every run` when all are 0.
+fn panel<M>(caption: &'static str, y_desc: &'static str, bars: Bars<M>) -> Panel<M> {
+    Panel { caption, y_desc, bars, if_empty: "zero in every run" }
 }
 
-/// A panel: its caption, the y axis's description and its bars.
-struct Panel {
-    caption: &'static str,
-    y_desc: &'static str,
-    bars: Bars,
-}
-
-fn panels() -> [Panel; 5] {
+/// A playback report's panels.
+pub(crate) fn play_panels() -> Vec<Panel<Measure>> {
     let causes =
         [DropCauseName::Storage, DropCauseName::Decode, DropCauseName::Output, DropCauseName::Unreadable];
-    [
+    vec![
+        panel("frame rate", "frames per second presented", Bars::Single(Measure::Fps)),
         Panel {
-            caption: "frame rate",
-            y_desc: "frames per second presented",
-            bars: Bars::Single(Measure::Fps),
+            if_empty: "no drops in any run",
+            ..panel(
+                "dropped frames by cause",
+                "frames dropped",
+                Bars::Stacked(
+                    causes
+                        .into_iter()
+                        .map(|cause| Part {
+                            name: cause_label(cause),
+                            colour: cause_colour(cause),
+                            measure: Measure::DroppedBy(cause),
+                        })
+                        .collect(),
+                ),
+            )
         },
-        Panel {
-            caption: "dropped frames by cause",
-            y_desc: "frames dropped",
-            bars: Bars::Stacked(
-                causes
-                    .into_iter()
-                    .map(|cause| Part {
-                        name: cause_label(cause),
-                        colour: cause_colour(cause),
-                        measure: Measure::DroppedBy(cause),
-                    })
-                    .collect(),
-            ),
-        },
-        Panel {
-            caption: "data rate read",
-            y_desc: "MB/s (MB = 10⁶ bytes)",
-            bars: Bars::Single(Measure::MbPerS),
-        },
-        Panel {
-            caption: "p99 latency per stage",
-            y_desc: "p99 latency (ms)",
-            bars: Bars::Grouped(vec![
+        panel("data rate read", "MB/s (MB = 10⁶ bytes)", Bars::Single(Measure::MbPerS)),
+        panel(
+            "p99 latency per stage",
+            "p99 latency (ms)",
+            Bars::Grouped(vec![
                 Part { name: "read", colour: READ, measure: Measure::ReadP99 },
                 Part { name: "decode", colour: DECODE, measure: Measure::DecodeP99 },
                 Part { name: "output", colour: OUTPUT, measure: Measure::OutputP99 },
             ]),
-        },
-        Panel {
-            caption: "CPU per GB read",
-            y_desc: "CPU s per GB (GB = 10⁹ bytes)",
-            bars: Bars::Stacked(vec![
+        ),
+        panel(
+            "CPU per GB read",
+            "CPU s per GB (GB = 10⁹ bytes)",
+            Bars::Stacked(vec![
                 Part { name: "user", colour: CPU_USER, measure: Measure::CpuUser },
                 Part { name: "sys", colour: CPU_SYS, measure: Measure::CpuSys },
                 Part { name: "softirq", colour: CPU_SOFTIRQ, measure: Measure::CpuSoftirq },
             ]),
+        ),
+    ]
+}
+
+/// A record run's panels: the write side's figures, in the record plot's colours.
+pub(crate) fn record_panels() -> Vec<Panel<RecordMeasure>> {
+    let mut drops: Vec<Part<RecordMeasure>> = RECORD_CAUSES
+        .into_iter()
+        .map(|cause| Part {
+            name: cause.name(),
+            colour: record_cause_colour(cause),
+            measure: RecordMeasure::DroppedBy(cause),
+        })
+        .collect();
+    drops.push(Part { name: "failed", colour: FAILED, measure: RecordMeasure::Failed });
+    vec![
+        panel("frame rate", "frames per second written", Bars::Single(RecordMeasure::Fps)),
+        Panel {
+            if_empty: "no drops or failures in any run",
+            ..panel("dropped and failed frames by cause", "frames dropped or failed", Bars::Stacked(drops))
         },
+        panel("data rate written", "MB/s (MB = 10⁶ bytes)", Bars::Single(RecordMeasure::MbPerS)),
+        panel(
+            "p99 latency per stage",
+            "p99 latency (ms)",
+            Bars::Grouped(vec![
+                Part { name: "queue wait", colour: QUEUE_WAIT, measure: RecordMeasure::QueueWaitP99 },
+                Part { name: "encode", colour: ENCODE, measure: RecordMeasure::EncodeP99 },
+                Part { name: "write", colour: WRITE, measure: RecordMeasure::WriteP99 },
+                Part { name: "sync", colour: SYNC, measure: RecordMeasure::SyncP99 },
+                Part { name: "total", colour: BAR, measure: RecordMeasure::TotalP99 },
+            ]),
+        ),
+        panel(
+            "CPU per GB written",
+            "CPU s per GB (GB = 10⁹ bytes)",
+            Bars::Stacked(vec![
+                Part { name: "input", colour: CPU_SOFTIRQ, measure: RecordMeasure::CpuInput },
+                Part { name: "encode", colour: CPU_USER, measure: RecordMeasure::CpuEncode },
+                Part { name: "write", colour: CPU_SYS, measure: RecordMeasure::CpuWrite },
+            ]),
+        ),
     ]
 }
 
@@ -182,7 +245,7 @@ fn cause_label(cause: DropCauseName) -> &'static str {
     }
 }
 
-fn draw(runs: &[Run<'_>], root: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult {
+fn draw<T: Compared>(runs: &[Run<'_, T>], root: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult {
     root.fill(&WHITE)?;
     let (band, body) = root.split_vertically(TITLE_BAND);
     band.draw(&Text::new(
@@ -201,7 +264,7 @@ fn draw(runs: &[Run<'_>], root: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResu
     let cells = body.split_evenly((2, 3));
     let plot_width = cells[0].dim_in_pixel().0.saturating_sub(110);
     let labels = run_labels(runs, plot_width);
-    for (panel, cell) in panels().iter().zip(&cells) {
+    for (panel, cell) in T::panels().iter().zip(&cells) {
         bar_panel(runs, &labels, panel, &cell.margin(4, 8, 8, 12))?;
     }
     if let Some(cell) = cells.get(5) {
@@ -212,7 +275,7 @@ fn draw(runs: &[Run<'_>], root: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResu
 
 /// `playsim compare: a.json vs b.json`; when that is wider than `width` pixels, the names
 /// lose `.json` and then their middles.
-fn title(runs: &[Run<'_>], width: u32) -> String {
+fn title<T>(runs: &[Run<'_, T>], width: u32) -> String {
     const HEAD: &str = "playsim compare: ";
     const VS: &str = " vs ";
     let full = format!("{HEAD}{}", runs.iter().map(|r| r.name).collect::<Vec<_>>().join(VS));
@@ -243,7 +306,7 @@ fn text_width(text: &str, size: u32) -> u32 {
 
 /// Each run's name under its bar when all fit in a slot of the plot, else A, B, C ... (the
 /// key gives the names).
-fn run_labels(runs: &[Run<'_>], plot_width: u32) -> Vec<String> {
+fn run_labels<T>(runs: &[Run<'_, T>], plot_width: u32) -> Vec<String> {
     let slot = plot_width / runs.len().max(1) as u32;
     if runs.iter().all(|r| text_width(r.name, SMALL) + 8 <= slot) {
         runs.iter().map(|r| r.name.to_owned()).collect()
@@ -261,8 +324,8 @@ fn letter(i: usize) -> String {
 }
 
 /// The measures a panel shows.
-fn measures(panel: &Panel) -> impl Iterator<Item = Measure> + '_ {
-    let (single, parts): (Option<Measure>, &[Part]) = match &panel.bars {
+fn measures<M: Copy>(panel: &Panel<M>) -> impl Iterator<Item = M> + '_ {
+    let (single, parts): (Option<M>, &[Part<M>]) = match &panel.bars {
         Bars::Single(m) => (Some(*m), &[]),
         Bars::Stacked(parts) | Bars::Grouped(parts) => (None, parts),
     };
@@ -270,29 +333,29 @@ fn measures(panel: &Panel) -> impl Iterator<Item = Measure> + '_ {
 }
 
 /// The panel's caption with the way that is better.
-fn caption(panel: &Panel) -> String {
-    let measure = measures(panel).next().unwrap_or(Measure::Fps);
-    let better = match measure.figure().better {
+fn caption<T: Compared>(panel: &Panel<T::Measure>) -> String {
+    let better = measures(panel).next().and_then(figure_of::<T>).map_or(Better::Lower, |f| f.better);
+    let better = match better {
         Better::Higher => "higher is better",
         Better::Lower => "lower is better",
     };
     format!("{} ({better})", panel.caption)
 }
 
-fn bar_panel(
-    runs: &[Run<'_>],
+fn bar_panel<T: Compared>(
+    runs: &[Run<'_, T>],
     labels: &[String],
-    panel: &Panel,
+    panel: &Panel<T::Measure>,
     area: &DrawingArea<SVGBackend<'_>, Shift>,
 ) -> DrawResult {
     let (heading, plot) = area.split_vertically(HEADING);
     let (width, _) = heading.dim_in_pixel();
     heading.draw(&Text::new(
-        caption(panel),
+        caption::<T>(panel),
         (width as i32 / 2, 2),
         text(16).pos(Pos::new(HPos::Center, VPos::Top)),
     ))?;
-    let parts: &[Part] = match &panel.bars {
+    let parts: &[Part<T::Measure>] = match &panel.bars {
         Bars::Single(_) => &[],
         Bars::Stacked(parts) | Bars::Grouped(parts) => parts,
     };
@@ -307,35 +370,35 @@ fn bar_panel(
         let x = i as f64;
         match &panel.bars {
             Bars::Single(measure) => {
-                let v = finite(measure.of(run.report));
+                let v = finite(run.report.value(*measure));
                 rects.push((x - 0.3, x + 0.3, 0.0, v, BAR));
-                values.push((x, v, shown(*measure, v), 0.6));
+                values.push((x, v, shown(decimals::<T>(*measure), v), 0.6));
             }
             Bars::Stacked(parts) => {
                 let mut top = 0.0;
                 for part in parts {
-                    let v = finite(part.measure.of(run.report));
+                    let v = finite(run.report.value(part.measure));
                     if v > 0.0 {
                         rects.push((x - 0.3, x + 0.3, top, top + v, part.colour));
                     }
                     top += v;
                 }
-                let decimals = parts.first().map_or(0, |p| p.measure.figure().decimals);
+                let decimals = parts.first().map_or(0, |p| decimals::<T>(p.measure));
                 values.push((x, top, format!("{top:.decimals$}"), 0.6));
             }
             Bars::Grouped(parts) => {
                 let w = 0.8 / parts.len().max(1) as f64;
                 for (j, part) in parts.iter().enumerate() {
-                    let v = finite(part.measure.of(run.report));
+                    let v = finite(run.report.value(part.measure));
                     let x0 = x - 0.4 + j as f64 * w;
                     rects.push((x0, x0 + w, 0.0, v, part.colour));
-                    values.push((x0 + w / 2.0, v, compact(part.measure, v), w));
+                    values.push((x0 + w / 2.0, v, compact(decimals::<T>(part.measure), v), w));
                 }
             }
         }
     }
     let top = values.iter().map(|v| v.1).fold(0.0f64, f64::max);
-    let counts = measures(panel).all(|m| m.figure().decimals == 0);
+    let counts = measures(panel).all(|m| decimals::<T>(m) == 0);
     // Room above the tallest bar for its value.
     let y_max = if top > 0.0 { top * 1.15 } else { 1.0 };
     let mut chart = ChartBuilder::on(&plot)
@@ -377,14 +440,8 @@ fn bar_panel(
     }))?;
     if top <= 0.0 {
         let (w, h) = chart.plotting_area().dim_in_pixel();
-        let empty = match &panel.bars {
-            Bars::Stacked(parts) if parts.iter().any(|p| matches!(p.measure, Measure::DroppedBy(_))) => {
-                "no drops in any run"
-            }
-            _ => "zero in every run",
-        };
         chart.plotting_area().strip_coord_spec().draw(&Text::new(
-            empty,
+            panel.if_empty,
             (w as i32 / 2, h as i32 / 2),
             text(SMALL + 1).color(&RGBColor(80, 80, 80)).pos(Pos::new(HPos::Center, VPos::Center)),
         ))?;
@@ -416,16 +473,21 @@ impl Ranged for RunAxis {
     }
 }
 
-/// A value as the table shows it.
-fn shown(measure: Measure, value: f64) -> String {
-    format!("{value:.prec$}", prec = measure.figure().decimals)
+/// The decimals the table shows `measure` with.
+fn decimals<T: Compared>(measure: T::Measure) -> usize {
+    figure_of::<T>(measure).map_or(2, |f| f.decimals)
+}
+
+/// A value as the table shows it, in `decimals`.
+fn shown(decimals: usize, value: f64) -> String {
+    format!("{value:.decimals$}")
 }
 
 /// A value as the table shows it but in three significant figures or more (`120`, `55.0`,
 /// `3.30`), for the narrow bars of a group.
-fn compact(measure: Measure, value: f64) -> String {
+fn compact(decimals: usize, value: f64) -> String {
     let whole_digits = if value >= 1.0 { value.log10().floor() as usize + 1 } else { 1 };
-    let decimals = measure.figure().decimals.min(3usize.saturating_sub(whole_digits));
+    let decimals = decimals.min(3usize.saturating_sub(whole_digits));
     format!("{value:.decimals$}")
 }
 
@@ -458,7 +520,7 @@ fn finite(v: f64) -> f64 {
 }
 
 /// A legend on one row, centred at `y`: a swatch and a name for each part.
-fn legend_row(area: &DrawingArea<SVGBackend<'_>, Shift>, parts: &[Part], y: i32) -> DrawResult {
+fn legend_row<M>(area: &DrawingArea<SVGBackend<'_>, Shift>, parts: &[Part<M>], y: i32) -> DrawResult {
     const SWATCH: i32 = 12;
     const GAP: i32 = 18;
     let widths: Vec<i32> = parts.iter().map(|p| SWATCH + 5 + text_width(p.name, SMALL) as i32).collect();
@@ -478,7 +540,11 @@ fn legend_row(area: &DrawingArea<SVGBackend<'_>, Shift>, parts: &[Part], y: i32)
 }
 
 /// What each run was: its label, its name, and the description rows the table starts with.
-fn key(runs: &[Run<'_>], labels: &[String], area: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult {
+fn key<T: Compared>(
+    runs: &[Run<'_, T>],
+    labels: &[String],
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+) -> DrawResult {
     let (width, height) = area.dim_in_pixel();
     area.draw(&Text::new(
         "the runs",
@@ -489,7 +555,8 @@ fn key(runs: &[Run<'_>], labels: &[String], area: &DrawingArea<SVGBackend<'_>, S
     let max_chars = (width.saturating_sub(30) as f64 / (SMALL as f64 * EM)) as usize;
     // Each description row, as `name value`, for each run; rows alike in every run are said
     // once, for all of them.
-    let rows: Vec<Vec<String>> = description(runs)
+    let rows: Vec<Vec<String>> = T::description(runs)
+        .into_iter()
         .map(|(name, cell)| runs.iter().map(|run| format!("{name} {}", cell(run.report))).collect())
         .collect();
     let alike = |row: &Vec<String>| runs.len() > 1 && row.iter().all(|cell| *cell == row[0]);
@@ -620,7 +687,7 @@ mod tests {
     #[test]
     fn refuses_no_runs_and_other_formats() {
         let a = sample_report();
-        let err = write(&[], Path::new("cmp.svg")).expect_err("no runs");
+        let err = write::<crate::Report>(&[], Path::new("cmp.svg")).expect_err("no runs");
         assert!(err.to_string().contains("playsim compare a.json b.json"), "{err}");
         let err = write(&[Run { name: "a", report: &a }], Path::new("cmp.jpg")).expect_err("jpg");
         assert!(err.to_string().contains("for example --plot run.svg"), "{err}");

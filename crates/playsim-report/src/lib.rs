@@ -16,14 +16,15 @@
 //!   test fails when a model and its file disagree.
 //! - [`frametest`] (`playsim frametest`'s result: its model, summary, CSV and JSON),
 //!   [`capacity`] (`playsim capacity`'s result), [`tally`] (a scenario's runs over their
-//!   repetitions), [`live_csv`] (a row of counters a second) and [`compare`] (runs side by
-//!   side) are the other models, each with its renderers.
+//!   repetitions), [`live_csv`] (a row of counters a second), [`record`] (`playsim record`'s
+//!   result) and [`compare`] (runs side by side, playback or record) are the other models,
+//!   each with its renderers.
 //! - [`merge`] makes the reports of several clients (MPI ranks) one report on one time line,
 //!   with a row per client; [`histograms`] keeps a run's latency histograms in the report in a
 //!   compact form that merges exactly.
-//! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG, behind
-//!   the `render` feature (on by default), so that a crate that fills reports (the engine)
-//!   does not compile plotters and resvg.
+//! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG, and
+//!   `record_plot` a record run's timeline, behind the `render` feature (on by default), so
+//!   that a crate that fills reports (the engine) does not compile plotters and resvg.
 //!
 //! Latencies are gathered in hdrhistogram histograms of nanoseconds, one per
 //! worker, merged at the end and summarised with
@@ -73,6 +74,8 @@ pub mod merge;
 #[cfg(feature = "render")]
 pub mod plot;
 pub mod record;
+#[cfg(feature = "render")]
+pub mod record_plot;
 pub mod render;
 pub mod renderer;
 pub mod schema;

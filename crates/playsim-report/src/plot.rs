@@ -29,7 +29,7 @@ use crate::model::{DropCauseName, FrameRecord, Report, StreamReport};
 use crate::renderer::{RenderError, Renderer};
 
 /// Width and height of the picture, in SVG pixels (and PNG pixels).
-const SIZE: (u32, u32) = (1400, 900);
+pub(crate) const SIZE: (u32, u32) = (1400, 900);
 
 /// The Debian package whose font a PNG is drawn with when the system has no other.
 pub const FONT_PACKAGE: &str = "fonts-dejavu-core";
@@ -347,10 +347,10 @@ fn client_drops_label(rank: u32, frames: &[&FrameRecord]) -> String {
 }
 
 /// The font size of tick labels (and, one larger, of the axes' descriptions).
-const LABEL: u32 = 13;
+pub(crate) const LABEL: u32 = 13;
 
 /// A frame number on the x axis; none between whole frames (a short run's ticks fall there).
-fn whole(x: &f64) -> String {
+pub(crate) fn whole(x: &f64) -> String {
     if x.fract() == 0.0 {
         format!("{x:.0}")
     } else {
@@ -491,6 +491,18 @@ where
         ("decode", DECODE, frames.clone().filter_map(|f| span(f.read_done_ns, f.decode_done_ns)).collect()),
         ("output", OUTPUT, frames.filter_map(|f| span(f.decode_done_ns, f.output_done_ns)).collect()),
     ];
+    latency_histogram(&stages, area)
+}
+
+/// A histogram of each stage's latencies (`(name, colour, milliseconds)`), a step line per
+/// stage on one axis; a stage with none is left out. The record plot draws its stages with it.
+pub(crate) fn latency_histogram<DB: DrawingBackend>(
+    stages: &[(&str, RGBColor, Vec<f64>)],
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
     const BINS: usize = 40;
     let max_ms = stages.iter().flat_map(|(_, _, v)| v.iter().copied()).fold(0.0f64, f64::max).max(0.001);
     let width = max_ms / BINS as f64;
@@ -541,7 +553,7 @@ where
 }
 
 /// The legend, in the upper right, over a faint white box so that points behind it show.
-fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
     chart: &mut ChartContext<'a, DB, CT>,
 ) -> DrawResult
 where

@@ -28,8 +28,9 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::compare::Run;
+use crate::compare::{Compared, Run};
 use crate::model::Report;
+use crate::record::RecordResult;
 
 /// Renders a model of type `M` as one output format.
 ///
@@ -206,9 +207,9 @@ pub fn register_enabled_renderers(renderers: &mut Renderers<Report>) {
     renderers.register(crate::plot::TimelinePlot::png());
 }
 
-/// Registers every renderer of a comparison of runs this build has, one line per format: the
-/// table, and with the `render` feature the figure as SVG and as PNG.
-pub fn register_compare_renderers(renderers: &mut Renderers<[Run<'_>]>) {
+/// Registers every renderer of a comparison of runs (playback or record) this build has, one
+/// line per format: the table, and with the `render` feature the figure as SVG and as PNG.
+pub fn register_compare_renderers<T: Compared>(renderers: &mut Renderers<[Run<'_, T>]>) {
     renderers.register(crate::compare::CompareText);
     #[cfg(feature = "render")]
     renderers.register(crate::compare_plot::ComparePlot::svg());
@@ -216,11 +217,31 @@ pub fn register_compare_renderers(renderers: &mut Renderers<[Run<'_>]>) {
     renderers.register(crate::compare_plot::ComparePlot::png());
 }
 
-impl Renderers<[Run<'_>]> {
+impl<T: Compared> Renderers<[Run<'_, T>]> {
     /// The comparison's renderers this build has ([`register_compare_renderers`]).
     pub fn compare() -> Self {
         let mut renderers = Renderers::new();
         register_compare_renderers(&mut renderers);
+        renderers
+    }
+}
+
+/// Registers every renderer of a record run's result this build has beyond its summary, JSON
+/// and timeline CSV (which `record` writes by name): with the `render` feature, the plot as
+/// SVG and as PNG.
+#[cfg_attr(not(feature = "render"), allow(unused_variables))]
+pub fn register_record_renderers(renderers: &mut Renderers<RecordResult>) {
+    #[cfg(feature = "render")]
+    renderers.register(crate::record_plot::RecordPlot::svg());
+    #[cfg(feature = "render")]
+    renderers.register(crate::record_plot::RecordPlot::png());
+}
+
+impl Renderers<RecordResult> {
+    /// The record result's renderers this build has ([`register_record_renderers`]).
+    pub fn record() -> Self {
+        let mut renderers = Renderers::new();
+        register_record_renderers(&mut renderers);
         renderers
     }
 }
