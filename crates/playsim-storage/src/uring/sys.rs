@@ -324,6 +324,11 @@ impl Ring {
         self.uring.submit_and_wait(want)
     }
 
+    /// Submits what is queued without waiting.
+    pub fn submit(&mut self) -> io::Result<usize> {
+        self.uring.submit()
+    }
+
     /// Moves the completions that arrived into `out`, ending the operations they complete.
     pub fn completions(&mut self, out: &mut Vec<Completion>) {
         for cqe in self.uring.completion() {

@@ -3,10 +3,11 @@
 //! finished, and syncs as IORING_OP_FSYNC (the `io-uring` feature).
 //!
 //! A write's bytes stay alive until its last completion: the ring holds a clone of the
-//! shared [`WriteBytes`] (buffered), or the aligned buffer they were copied into (O_DIRECT),
-//! and gives it back only when no write of it is in flight. A dropped `write_at` future only
-//! drops its receiver: no more of its chunks are queued, and the ones in flight complete
-//! into memory the ring still holds.
+//! shared [`WriteBytes`] (buffered), or, with O_DIRECT, one aligned 1 MiB buffer per chunk,
+//! each copied just before its WRITE is submitted (so the disk starts on the first chunk
+//! while the thread copies the next), and gives it back only when no write of it is in
+//! flight. A dropped `write_at` future only drops its receiver: no more of its chunks are
+//! queued, and the ones in flight complete from memory the ring still holds.
 
 #[cfg(test)]
 #[path = "write_tests.rs"]
@@ -29,10 +30,6 @@ use crate::write::{WriteBytes, WriteCounters};
 /// Bytes of one IORING_OP_WRITE: a frame's write is cut into chunks of this size, all
 /// submitted at once (up to the ring's depth), as the pwrite path's O_DIRECT copies go.
 pub(crate) const WRITE_CHUNK: usize = 1 << 20;
-
-/// Aligned copy buffers kept for the next O_DIRECT writes: a few frames' worth, so that
-/// each write does not fault in a new buffer's pages.
-const KEPT_BUFFERS: usize = 4;
 
 /// A storage's ring thread for writes, as its storage and files see it.
 pub(crate) struct UringWriter {
@@ -111,10 +108,12 @@ impl std::fmt::Debug for UringWriter {
 
 /// A call being carried out.
 struct Call {
-    /// The file offset of the memory's first byte (0 for a sync).
+    /// The file offset of the call's first byte (0 for a sync).
     offset: u64,
-    /// Bytes to write (0 for a sync).
+    /// Bytes to write (0 for a sync; an O_DIRECT write's padded to the alignment).
     total: usize,
+    /// How its operations get their memory.
+    memory: CallMemory,
     /// fdatasync (`Some(true)`) or fsync (`Some(false)`) for a sync, `None` for a write.
     sync: Option<bool>,
     /// Bytes queued so far, from the front (a sync: 1 once queued).
@@ -125,6 +124,16 @@ struct Call {
     reply: oneshot::Sender<io::Result<()>>,
 }
 
+/// Where a call's operations read from.
+enum CallMemory {
+    /// One target of the ring for all of them: a buffered write's shared bytes, or a sync's
+    /// file. Released when the call is done.
+    Shared(u64),
+    /// An O_DIRECT write: each chunk is copied from `data` into an aligned buffer of its own,
+    /// a target of the ring with `file`, released when its write is done.
+    Chunks { data: WriteBytes, file: Arc<File> },
+}
+
 impl Call {
     /// True when nothing more of it is to be queued.
     fn all_queued(&self) -> bool {
@@ -133,10 +142,13 @@ impl Call {
     }
 }
 
-/// A write or sync in the kernel: `len` bytes at `pos` of its call's memory.
+/// A write or sync in the kernel: `len` bytes at `pos` of its call, from the ring's target
+/// `target`, whose first byte is the call's byte `base`.
 #[derive(Clone, Copy, Debug)]
 struct Op {
     call: u64,
+    target: u64,
+    base: usize,
     pos: usize,
     len: usize,
 }
@@ -145,15 +157,17 @@ struct Op {
 struct Writer {
     ring: Ring,
     counters: Arc<WriteCounters>,
-    /// Calls by the ring's key of their memory.
+    /// Calls by their id.
     calls: HashMap<u64, Call>,
+    next_call: u64,
     /// Calls with operations still to queue, oldest first.
     queue: VecDeque<u64>,
     /// Operations to push again (the rest of a short write, or one interrupted).
     retries: VecDeque<Op>,
     ops: HashMap<u64, Op>,
     max_in_flight: usize,
-    /// Aligned buffers for O_DIRECT copies, given back by finished writes.
+    /// Aligned chunk buffers for O_DIRECT copies, given back by finished writes (at most
+    /// the ring's depth of them: as many as can be in flight).
     kept: Vec<IoBuf>,
 }
 
@@ -166,22 +180,25 @@ impl Driver for Writer {
 
     fn start(&mut self, job: Job) {
         let Job { file, kind, reply } = job;
-        let (key, call) = match kind {
+        let (offset, total, memory, sync) = match kind {
             JobKind::Write { offset, data, direct: false } => {
                 let total = data.len();
-                (self.ring.adopt_bytes(data, file), Call::new(offset, total, None, reply))
+                (offset, total, CallMemory::Shared(self.ring.adopt_bytes(data, file)), None)
             }
             JobKind::Write { offset, data, direct: true } => {
-                let buf = self.aligned_copy(&data);
-                let total = buf.len();
-                (self.ring.adopt(buf, file), Call::new(offset, total, None, reply))
+                // Padded to the alignment: O_DIRECT writes whole blocks.
+                let total = data.len().next_multiple_of(DIRECT_IO_ALIGN);
+                (offset, total, CallMemory::Chunks { data, file }, None)
             }
             JobKind::Sync { data_only } => {
-                (self.ring.adopt_file(file), Call::new(0, 0, Some(data_only), reply))
+                (0, 0, CallMemory::Shared(self.ring.adopt_file(file)), Some(data_only))
             }
         };
-        self.calls.insert(key, call);
-        self.queue.push_back(key);
+        let call = Call { offset, total, memory, sync, next: 0, outstanding: 0, error: None, reply };
+        let id = self.next_call;
+        self.next_call += 1;
+        self.calls.insert(id, call);
+        self.queue.push_back(id);
     }
 
     fn fill(&mut self) {
@@ -209,7 +226,7 @@ impl Driver for Writer {
                 call.error.get_or_insert(io::Error::from(io::ErrorKind::WriteZero));
             }
             Ok(n) if call.sync.is_none() && n < op.len => {
-                again = Some(Op { call: op.call, pos: op.pos + n, len: op.len - n });
+                again = Some(Op { pos: op.pos + n, len: op.len - n, ..op });
             }
             Ok(_) => {}
         }
@@ -217,6 +234,7 @@ impl Driver for Writer {
             Some(rest) if call.error.is_none() && !call.reply.is_closed() => self.retries.push_back(rest),
             _ => {
                 call.outstanding -= 1;
+                self.op_done(op);
                 self.finish_if_done(op.call);
             }
         }
@@ -228,8 +246,8 @@ impl Driver for Writer {
 
     fn fail_all(&mut self, err: &io::Error) {
         for (_, call) in self.calls.drain() {
-            let _ =
-                call.reply.send(Err(io::Error::new(err.kind(), format!("the io_uring ring failed: {err}"))));
+            let message = io::Error::new(err.kind(), format!("the io_uring ring failed: {err}"));
+            let _ = call.reply.send(Err(message));
         }
         self.queue.clear();
         self.retries.clear();
@@ -240,12 +258,6 @@ impl Driver for Writer {
     }
 }
 
-impl Call {
-    fn new(offset: u64, total: usize, sync: Option<bool>, reply: oneshot::Sender<io::Result<()>>) -> Call {
-        Call { offset, total, sync, next: 0, outstanding: 0, error: None, reply }
-    }
-}
-
 impl Writer {
     fn new(ring: Ring, counters: Arc<WriteCounters>) -> Writer {
         let max_in_flight = (ring.entries() as usize).saturating_sub(1).max(1);
@@ -253,6 +265,7 @@ impl Writer {
             ring,
             counters,
             calls: HashMap::new(),
+            next_call: 0,
             queue: VecDeque::new(),
             retries: VecDeque::new(),
             ops: HashMap::new(),
@@ -261,19 +274,16 @@ impl Writer {
         }
     }
 
-    /// `data` in an aligned buffer (a kept one when one is large enough), padded with zeros
-    /// to a multiple of the alignment: what O_DIRECT writes from. The copy runs on this
-    /// thread, so its CPU time counts in the storage's.
-    fn aligned_copy(&mut self, data: &[u8]) -> IoBuf {
-        let aligned = data.len().next_multiple_of(DIRECT_IO_ALIGN);
-        let fitting = self.kept.iter().position(|b| b.capacity() >= aligned);
-        let mut buf = match fitting {
-            Some(i) => self.kept.swap_remove(i),
-            None => self.kept.pop().unwrap_or_default(),
-        };
-        buf.prepare(aligned);
-        buf[..data.len()].copy_from_slice(data);
-        buf[data.len()..].fill(0);
+    /// Bytes `pos..pos + len` of `data` in an aligned buffer (a kept one when there is one),
+    /// padded with zeros to `padded` bytes: what an O_DIRECT write goes from. The copy runs
+    /// on this thread, so its CPU time counts in the storage's.
+    fn aligned_chunk(&mut self, data: &[u8], pos: usize, padded: usize) -> IoBuf {
+        let mut buf = self.kept.pop().unwrap_or_default();
+        buf.prepare(padded);
+        let end = data.len().min(pos + padded);
+        let copied = end.saturating_sub(pos);
+        buf[..copied].copy_from_slice(&data[pos..end]);
+        buf[copied..].fill(0);
         buf
     }
 
@@ -283,8 +293,11 @@ impl Writer {
             let Some(op) = self.retries.pop_front() else { break };
             let Some(call) = self.calls.get_mut(&op.call) else { continue };
             let pushed = match call.sync {
-                Some(data_only) => self.ring.fsync(op.call, data_only),
-                None => self.ring.write(op.call, op.pos..op.pos + op.len, call.offset + op.pos as u64),
+                Some(data_only) => self.ring.fsync(op.target, data_only),
+                None => {
+                    let at = op.pos - op.base;
+                    self.ring.write(op.target, at..at + op.len, call.offset + op.pos as u64)
+                }
             };
             match pushed {
                 Ok(id) => {
@@ -297,68 +310,108 @@ impl Writer {
                 Err(PushError::Invalid(why)) => {
                     call.outstanding -= 1;
                     call.error.get_or_insert(io::Error::other(why));
+                    self.op_done(op);
                     self.finish_if_done(op.call);
                 }
             }
         }
     }
 
-    /// Queues the oldest calls' operations, while the ring has room.
+    /// Queues the oldest calls' operations, while the ring has room. An O_DIRECT chunk is
+    /// submitted as soon as it is copied, so that the kernel starts on it while the next is
+    /// copied.
     fn push_new(&mut self) {
         while self.ring.ops_in_flight() < self.max_in_flight {
-            let Some(&key) = self.queue.front() else { break };
-            let Some(call) = self.calls.get_mut(&key) else {
+            let Some(&id) = self.queue.front() else { break };
+            let Some(call) = self.calls.get(&id) else {
                 self.queue.pop_front();
                 continue;
             };
             if call.all_queued() {
                 self.queue.pop_front();
-                self.finish_if_done(key);
+                self.finish_if_done(id);
                 continue;
             }
             let (pos, len) = match call.sync {
                 Some(_) => (0, 1),
                 None => (call.next, WRITE_CHUNK.min(call.total - call.next)),
             };
-            let pushed = match call.sync {
-                Some(data_only) => self.ring.fsync(key, data_only),
-                None => self.ring.write(key, pos..pos + len, call.offset + pos as u64),
+            let (sync, offset) = (call.sync, call.offset + pos as u64);
+            let (target, base, chunked) = match &call.memory {
+                CallMemory::Shared(target) => (*target, 0, false),
+                CallMemory::Chunks { data, file } => {
+                    let (data, file) = (Arc::clone(data), Arc::clone(file));
+                    let buf = self.aligned_chunk(&data, pos, len);
+                    (self.ring.adopt(buf, file), pos, true)
+                }
+            };
+            let pushed = match sync {
+                Some(data_only) => self.ring.fsync(target, data_only),
+                None => self.ring.write(target, pos - base..pos - base + len, offset),
             };
             match pushed {
-                Ok(id) => {
-                    self.ops.insert(id, Op { call: key, pos, len });
-                    call.next += len;
-                    call.outstanding += 1;
+                Ok(op) => {
+                    self.ops.insert(op, Op { call: id, target, base, pos, len });
+                    if let Some(call) = self.calls.get_mut(&id) {
+                        call.next += len;
+                        call.outstanding += 1;
+                    }
+                    if chunked {
+                        // Failure is harmless: the thread's loop submits it anyway.
+                        let _ = self.ring.submit();
+                    }
                 }
-                Err(PushError::Full) => return,
-                Err(PushError::Invalid(why)) => {
-                    call.error.get_or_insert(io::Error::other(why));
+                Err(err) => {
+                    if chunked {
+                        self.keep(target);
+                    }
+                    match err {
+                        PushError::Full => return,
+                        PushError::Invalid(why) => {
+                            if let Some(call) = self.calls.get_mut(&id) {
+                                call.error.get_or_insert(io::Error::other(why));
+                            }
+                        }
+                    }
                 }
             }
         }
     }
 
+    /// An operation is over: an O_DIRECT chunk's buffer goes back to the kept ones.
+    fn op_done(&mut self, op: Op) {
+        let chunked = self.calls.get(&op.call).is_some_and(|c| matches!(c.memory, CallMemory::Chunks { .. }));
+        if chunked {
+            self.keep(op.target);
+        }
+    }
+
+    /// Takes back target `key`'s buffer (none is in flight) for the next O_DIRECT chunks.
+    fn keep(&mut self, key: u64) {
+        if let Some(buf) = self.ring.release(key).and_then(|m| m.into_buf()) {
+            if self.kept.len() < self.max_in_flight {
+                self.kept.push(buf);
+            }
+        }
+    }
+
     /// Answers a call whose operations are all done, giving its memory back.
-    fn finish_if_done(&mut self, key: u64) {
-        let Some(call) = self.calls.get(&key) else { return };
+    fn finish_if_done(&mut self, id: u64) {
+        let Some(call) = self.calls.get(&id) else { return };
         if call.outstanding > 0 || !call.all_queued() {
             return;
         }
-        let Some(call) = self.calls.remove(&key) else { return };
-        let result = match self.ring.release(key) {
-            Some(memory) => {
-                if let Some(buf) = memory.into_buf() {
-                    if self.kept.len() < KEPT_BUFFERS {
-                        self.kept.push(buf);
-                    }
-                }
-                match call.error {
-                    Some(err) => Err(err),
-                    None => Ok(()),
-                }
-            }
-            // Not reachable: no operation of the call is in flight. The ring keeps the memory.
-            None => Err(io::Error::other("the io_uring memory is still in use")),
+        let Some(call) = self.calls.remove(&id) else { return };
+        let released = match call.memory {
+            // No operation of the call is in flight, so the ring gives the memory back.
+            CallMemory::Shared(target) => self.ring.release(target).is_some(),
+            CallMemory::Chunks { .. } => true,
+        };
+        let result = match (released, call.error) {
+            (_, Some(err)) => Err(err),
+            (true, None) => Ok(()),
+            // Not reachable: the ring keeps the memory.
+            (false, None) => Err(io::Error::other("the io_uring memory is still in use")),
         };
         let _ = call.reply.send(result);
     }
