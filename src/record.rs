@@ -38,6 +38,7 @@ use playsim_report::record::{
 };
 use playsim_storage::transport::TransportOptions;
 use playsim_storage::write::{Stability, WriteFile, WriteStorage};
+use playsim_storage::{IoEngine, LocalOptions};
 
 /// What to record, and where.
 #[derive(Clone, Debug)]
@@ -58,6 +59,10 @@ pub struct RecordRequest {
     pub force: bool,
     /// Write with O_DIRECT, bypassing the page cache.
     pub direct: bool,
+    /// How a local destination's files are written: pwrite on the blocking pool, or io_uring
+    /// (`--io-engine io_uring`: a frame's 1 MiB writes all in flight at once), which falls
+    /// back to pwrite, saying why, where it cannot be set up. Other transports ignore it.
+    pub io_engine: IoEngine,
     /// Reserve each frame's space before writing it, where the storage can.
     pub preallocate: bool,
     /// The transports' settings (playsim's NFS and SMB clients).
@@ -94,6 +99,7 @@ impl RecordRequest {
             config,
             force: false,
             direct: false,
+            io_engine: IoEngine::Pread,
             preallocate: false,
             transport: TransportOptions::new(),
             streams: 1,
@@ -152,6 +158,10 @@ impl RecordRequest {
         if !self.encode {
             streams.push_str(" --encode off");
         }
+        let engine = match self.io_engine {
+            IoEngine::Pread => String::new(),
+            engine => format!(" --io-engine {engine}"),
+        };
         format!(
             "--fps {rate} --frames {} -q {} --encoders {} --writers {} --sync {sync}{}",
             c.n_frames,
@@ -159,7 +169,8 @@ impl RecordRequest {
             c.encoders,
             c.writers,
             if self.direct { " --direct" } else { "" }
-        ) + if self.preallocate { " --preallocate" } else { "" }
+        ) + &engine
+            + if self.preallocate { " --preallocate" } else { "" }
             + &streams
     }
 }
@@ -252,6 +263,9 @@ pub struct PreparedRecord {
     info: RecordInfo,
     /// Stale partial files of an earlier run that were removed.
     pub removed_partials: Vec<String>,
+    /// What the user should know about how the files are written (io_uring asked for and not
+    /// available, and why), one line each.
+    pub warnings: Vec<String>,
 }
 
 impl PreparedRecord {
@@ -308,7 +322,10 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
     };
     let shown = request.destination.display().to_string();
     let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
-    let location = crate::location::open(&request.destination, writing(&request.transport), &clock)
+    // The destination's local options carry the write engine (a --source keeps its own).
+    let mut destination = writing(&request.transport);
+    destination.set(LocalOptions { io_engine: request.io_engine, ..destination.get::<LocalOptions>() });
+    let location = crate::location::open(&request.destination, destination, &clock)
         .await
         .map_err(|e| RecordError::Destination(e.to_string()))?;
     let storage = location.writer_storage(request.direct).await.ok_or_else(|| {
@@ -419,7 +436,8 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         };
         recorders.push(recorder);
     }
-    Ok(PreparedRecord { recorders, feeds, cancel, info, removed_partials })
+    let warnings = storage.warnings().into_iter().map(|w| w.message).collect();
+    Ok(PreparedRecord { recorders, feeds, cancel, info, removed_partials, warnings })
 }
 
 /// `transport` for a destination that may not exist yet (made by the writer).

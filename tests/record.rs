@@ -1,7 +1,7 @@
-//! `playsim record`: what it writes reads back bit-exact, the destination's rules (empty unless
-//! --force, stale partial files removed, space checked first), bad flags refused with an
-//! example, and a disk that fills mid-run (a small tmpfs) stops the run with the error, its
-//! report and only complete frames.
+//! `playsim record`: what it writes reads back bit-exact (through pwrite and io_uring), the
+//! destination's rules (empty unless --force, stale partial files removed, space checked
+//! first), bad flags refused with an example, and a disk that fills mid-run (a small tmpfs)
+//! stops the run with the error, its report and only complete frames.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -81,6 +81,53 @@ fn recorded_dpx_tiff_and_exr_decode_bit_exact_to_the_generators_frames() -> Resu
     Ok(())
 }
 
+/// `--io-engine io_uring`, buffered and with O_DIRECT (whose last block is padded, then cut):
+/// the same files as pwrite's, md5 for md5 and byte for byte, and the JSON names the engine
+/// used. Where io_uring cannot be set up, the run falls back to pwrite and says why (the
+/// storage line says so, and a warning on stderr gives the cause).
+#[test]
+fn io_uring_writes_the_same_frames_as_pwrite_buffered_and_direct() -> Result<()> {
+    // In the target directory: a disk filesystem with direct I/O (/tmp may be a tmpfs).
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
+    let reference = tmp.path().join("pread");
+    record(&reference, &["--fps", "max", "--frames", "6"])?.ensure_code(0)?;
+    let want = md5s(&reference)?;
+    ensure!(want.lines().count() == 6, "{want}");
+    for (case, extra) in [("io_uring", &[][..]), ("io_uring-direct", &["--direct"][..])] {
+        let (dest, json) = (tmp.path().join(case), tmp.path().join(format!("{case}.json")));
+        let json_arg = json.to_string_lossy();
+        let flags =
+            [&["--fps", "max", "--frames", "6", "--io-engine", "io_uring", "--json", &json_arg][..], extra];
+        let done = record(&dest, &flags.concat())?;
+        done.ensure_code(0)?;
+        let f = figures(&json)?;
+        ensure!(f["frames_written"] == 6, "{case}: {f}");
+        let storage = f["info"]["storage"].as_str().context("no info.storage")?;
+        let files = if extra.is_empty() { "local files (page cache)" } else { "local files with O_DIRECT" };
+        if storage == format!("{files} through pwrite (io_uring is not available)") {
+            eprintln!("io_uring is not available on this machine, checking the pwrite fallback:\n{done}");
+            ensure!(
+                done.stderr
+                    .contains("playsim: warning: io_uring is not available, so the writes used pwrite: "),
+                "{done}"
+            );
+        } else {
+            ensure!(storage == format!("{files} through io_uring"), "{case}: {storage}");
+            ensure!(!done.stderr.contains("warning"), "{case}: {done}");
+        }
+        ensure!(
+            f["info"]["parameters"].as_str().is_some_and(|p| p.contains("--io-engine io_uring")),
+            "{case}: {f}"
+        );
+        ensure!(md5s(&dest)? == want, "{case}: the frames decode differently from pwrite's");
+        for name in names(&reference)? {
+            let (a, b) = (std::fs::read(dest.join(&name))?, std::fs::read(reference.join(&name))?);
+            ensure!(a == b, "{case}: {name} differs from pwrite's ({} against {} bytes)", a.len(), b.len());
+        }
+    }
+    Ok(())
+}
+
 /// A destination with files in it is refused (named, with what to do) unless --force; a stale
 /// partial file of an interrupted run is removed and said.
 #[test]
@@ -121,6 +168,7 @@ fn bad_flags_and_too_little_space_are_refused_with_what_to_do() -> Result<()> {
         (&["--capacity", "channels"][..], "for example --capacity streams --fps 24"),
         (&["--capacity", "streams", "--fps", "max"][..], "for example --capacity streams --fps 24"),
         (&["--streams", "0"][..], "for example"),
+        (&["--io-engine", "uring"][..], "for example io_uring"),
     ] {
         let done = record(&dest, flags)?;
         ensure!(done.code == Some(2) || done.code == Some(1), "{flags:?}: {done}");
@@ -134,7 +182,7 @@ fn bad_flags_and_too_little_space_are_refused_with_what_to_do() -> Result<()> {
 }
 
 /// A disk that fills mid-run (a 4 MiB tmpfs, filled once frame 0 is in), with and without
-/// --preallocate: the write (or the reservation) that fails is a storage failure naming the
+/// --preallocate, and through io_uring: the write (or the reservation) that fails is a storage failure naming the
 /// frame and the error, the run stops (the default `--on-error stop`) with its JSON written,
 /// and only complete frames carry real names.
 #[test]
@@ -152,7 +200,11 @@ fn a_disk_that_fills_mid_run_stops_the_run_with_the_error_and_only_complete_fram
     }
     let unmount = Unmount(mount.clone());
     // Written, then with each frame's space reserved first (the failure comes from fallocate).
-    for (case, extra) in [("written", &[][..]), ("preallocated", &["--preallocate"][..])] {
+    for (case, extra) in [
+        ("written", &[][..]),
+        ("preallocated", &["--preallocate"][..]),
+        ("io_uring", &["--io-engine", "io_uring"][..]),
+    ] {
         let dest = mount.join(case);
         let json = tmp.path().join(format!("{case}.json"));
         let mut child = Background::spawn(

@@ -91,8 +91,16 @@ pub struct RecordArgs {
     force: bool,
     /// Write with O_DIRECT, bypassing the page cache. A DPX's size is rarely a multiple of
     /// 4096: its last block is written padded with zeros, and the file cut back to its size.
+    /// Either engine (--io-engine) writes through an aligned copy of the frame.
     #[arg(long)]
     direct: bool,
+    /// How local files are written: pread (pwrite, one frame's write on a blocking thread,
+    /// the name shared with play's reads) or io_uring (a frame cut into 1 MiB writes, all in
+    /// flight at once on one ring thread; syncs as IORING_OP_FSYNC). io_uring falls back to
+    /// pwrite, saying why, where it cannot be set up; the summary's storage line names the
+    /// engine used. nfs:// and smb:// destinations ignore it.
+    #[arg(long = "io-engine", default_value = "pread", value_parser = parse::io_engine)]
+    io_engine: playsim::storage::IoEngine,
     /// Reserve each frame's space before writing it (fallocate; over smb://, SET_INFO
     /// FileAllocationInformation), as capture software does, so that a full disk fails the
     /// frame at once. NFSv3 cannot: there it does nothing.
@@ -198,6 +206,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     for name in &prepared.removed_partials {
         eprintln!("playsim: removed {name}, a partial frame an interrupted run left");
     }
+    for warning in &prepared.warnings {
+        eprintln!("playsim: warning: {warning}");
+    }
     let cancel = prepared.canceller();
     let ctrl_c = runtime.spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -272,6 +283,7 @@ fn request_of(args: &RecordArgs) -> anyhow::Result<RecordRequest> {
         name: args.name.clone(),
         force: args.force,
         direct: args.direct,
+        io_engine: args.io_engine,
         preallocate: args.preallocate,
         streams: args.streams,
         encode: args.encode,

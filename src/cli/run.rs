@@ -225,6 +225,9 @@ fn record_pass(
             for name in &prepared.removed_partials {
                 eprintln!("playsim: removed {name}, a partial frame an interrupted run left");
             }
+            for warning in &prepared.warnings {
+                eprintln!("playsim: warning: {warning}");
+            }
             let cancel = prepared.canceller();
             if interrupted.load(Ordering::SeqCst) {
                 cancel.cancel();

@@ -2,8 +2,8 @@
 //! writing 4K DCI DPX frames (frame 0's bytes for every frame, encoded once: the storage's side
 //! alone) against fio writing the same number of files of the same size, in one run.
 //!
-//! Two cases, each a throughput row (MB/s, playsim at least 0.95× fio), with CPU seconds per GB
-//! of each side kept as extras:
+//! Three cases, each a throughput row (MB/s, playsim at least 0.95× fio), with CPU seconds per
+//! GB of each side kept as extras:
 //! - **O_DIRECT**: playsim `--direct --writers W -q W` writes W frames at once, each with one
 //!   `pwrite` of the whole frame through its aligned buffer (the last block padded, the file cut
 //!   back to its size at close), then renames it into place. fio runs W `psync` jobs with
@@ -11,6 +11,12 @@
 //!   file's size rounded down to 4096: fio writes whole blocks only, 2,048 bytes short of a
 //!   frame, 0.006%). Rates are each side's own: playsim's figures (bytes over its span) and
 //!   fio's JSON (bytes over the longest job's runtime).
+//! - **O_DIRECT through io_uring**: playsim `--direct --io-engine io_uring --writers W -q W`
+//!   cuts each frame into 1 MiB WRITEs, all in flight at once on one ring of 128 entries (127
+//!   writes in flight at most). fio runs W `io_uring` jobs with `direct=1`, `bs=1M` and
+//!   `iodepth` = 128 / W, so the same block size and the same writes in flight in all; its
+//!   files are whole 1 MiB blocks, 33 MiB (fio writes no partial block, so 2.2% less than a
+//!   frame; each side's rate is its own bytes over its own time, as above).
 //! - **Buffered, long**: several GB (8.5 GB in the full suite), so that the kernel's dirty-page
 //!   throttling (`dirty_ratio`) sets the pace and the figure is the disk's, not the page
 //!   cache's; both sides end with a sync of everything written (playsim `--sync end`, a
@@ -37,6 +43,12 @@ const PRESET: &str = "4k-dci";
 const FRAME_BYTES: u64 = 35_391_488;
 /// fio's file size: the frame rounded down to whole 4096-byte blocks.
 const FIO_FILE_BYTES: u64 = FRAME_BYTES / 4096 * 4096;
+/// The io_uring case's block: playsim's `WRITE_CHUNK` (1 MiB), fio's `bs`.
+const URING_BLOCK_BYTES: u64 = 1 << 20;
+/// fio's file size in the io_uring case: the frame rounded down to whole blocks.
+const FIO_URING_FILE_BYTES: u64 = FRAME_BYTES / URING_BLOCK_BYTES * URING_BLOCK_BYTES;
+/// playsim's ring depth (`DEFAULT_RING_ENTRIES`), shared by fio's jobs as their `iodepth`.
+const RING_ENTRIES: u32 = 128;
 /// Frames written at once on both sides.
 const WRITERS: u32 = 4;
 /// The target: throughput at least 0.95× fio's.
@@ -44,10 +56,12 @@ const THROUGHPUT_TARGET: f64 = 0.95;
 /// Free space to leave beyond one run's files.
 const SPACE_MARGIN: u64 = 2_000_000_000;
 
-/// A case: O_DIRECT, or buffered long enough to pass the dirty-page throttling.
+/// A case: O_DIRECT (pwrite, or io_uring), or buffered long enough to pass the dirty-page
+/// throttling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Case {
     Direct,
+    DirectUring,
     BufferedLong,
 }
 
@@ -55,7 +69,16 @@ impl Case {
     fn key(self) -> &'static str {
         match self {
             Case::Direct => "direct",
+            Case::DirectUring => "direct-io_uring",
             Case::BufferedLong => "buffered-long",
+        }
+    }
+
+    /// The size of each file fio writes.
+    fn fio_file_bytes(self) -> u64 {
+        match self {
+            Case::DirectUring => FIO_URING_FILE_BYTES,
+            Case::Direct | Case::BufferedLong => FIO_FILE_BYTES,
         }
     }
 }
@@ -75,7 +98,11 @@ pub fn run(bench: &Bench) -> Result<Vec<BenchRow>> {
     }
     let dir = bench.out_dir.join("record");
     let mut rows = Vec::new();
-    for (case, n_frames) in [(Case::Direct, bench.pick(64, 16)), (Case::BufferedLong, bench.pick(240, 32))] {
+    for (case, n_frames) in [
+        (Case::Direct, bench.pick(64, 16)),
+        (Case::DirectUring, bench.pick(64, 16)),
+        (Case::BufferedLong, bench.pick(240, 32)),
+    ] {
         let n_frames = fit_to_disk(&bench.out_dir, n_frames)?;
         rows.push(measure(bench, &dir, case, n_frames)?);
     }
@@ -131,6 +158,15 @@ fn measure(bench: &Bench, dir: &Path, case: Case, n_frames: u64) -> Result<Bench
             format!("Local write throughput, {n_frames} 4K DCI DPX frames, O_DIRECT, {WRITERS} at once (record --encode off)"),
             format!("fio, {WRITERS} psync jobs, direct=1, one whole-file write each, its own runtime"),
         ),
+        Case::DirectUring => (
+            format!(
+                "Local write throughput, {n_frames} 4K DCI DPX frames, O_DIRECT through io_uring, {WRITERS} at once, 1 MiB writes (record --encode off --io-engine io_uring)"
+            ),
+            format!(
+                "fio, {WRITERS} io_uring jobs, direct=1, bs=1M, iodepth={} ({RING_ENTRIES} in all), its own runtime",
+                RING_ENTRIES / WRITERS
+            ),
+        ),
         Case::BufferedLong => (
             format!(
                 "Local write throughput, {n_frames} 4K DCI DPX frames ({:.1} GB), buffered, sync at the end (record --encode off --sync end)",
@@ -162,6 +198,7 @@ fn run_playsim(playsim: &Path, case: Case, out: &Path, n_frames: u64) -> Result<
     cmd.args(["--writers", &WRITERS.to_string(), "-q", &WRITERS.to_string(), "--json"]).arg(&json);
     match case {
         Case::Direct => cmd.arg("--direct"),
+        Case::DirectUring => cmd.args(["--direct", "--io-engine", "io_uring"]),
         Case::BufferedLong => cmd.args(["--sync", "end"]),
     };
     let (_, cost) = process::run_measured(&mut cmd)?;
@@ -172,25 +209,41 @@ fn run_playsim(playsim: &Path, case: Case, out: &Path, n_frames: u64) -> Result<
     if written != n_frames {
         bail!("playsim record wrote {written} of {n_frames} frames: {text}");
     }
+    if case == Case::DirectUring {
+        // A fallback to pwrite would measure the other row again.
+        let storage = figures["info"]["storage"].as_str().unwrap_or("");
+        if !storage.ends_with("through io_uring") {
+            bail!("playsim record did not write through io_uring: {storage}");
+        }
+    }
     let bytes = figures["bytes"].as_u64().context("no bytes in playsim's figures")?;
     let mb_per_s = match case {
-        Case::Direct => figures["mb_per_s"].as_f64().context("no mb_per_s in playsim's figures")?,
+        Case::Direct | Case::DirectUring => {
+            figures["mb_per_s"].as_f64().context("no mb_per_s in playsim's figures")?
+        }
         Case::BufferedLong => bytes as f64 / 1e6 / cost.wall_s,
     };
     Ok(Run { bytes, mb_per_s, cost })
 }
 
-/// fio's job file: `WRITERS` psync jobs, job j writing files j, j + W, ... one whole-file write
-/// each, O_DIRECT or buffered with an fsync at the end.
+/// fio's job file: `WRITERS` jobs, job j writing files j, j + W, ...: psync, one whole-file
+/// write each, O_DIRECT or buffered with an fsync at the end; or io_uring, O_DIRECT, 1 MiB
+/// blocks with the ring's depth shared among the jobs.
 fn fio_job(case: Case, out: &Path, n_frames: u64) -> String {
     let mut job = String::new();
     let _ = writeln!(job, "; cargo xtask bench record, case {}: fio's side", case.key());
-    job.push_str("[global]\nthread\nrw=write\nioengine=psync\nfile_service_type=sequential\n");
+    let engine = if case == Case::DirectUring { "io_uring" } else { "psync" };
+    let _ = writeln!(job, "[global]\nthread\nrw=write\nioengine={engine}\nfile_service_type=sequential");
     job.push_str("create_on_open=1\nfallocate=none\n");
     let _ = writeln!(job, "directory={}", out.display().to_string().replace(':', "\\:"));
-    let _ = writeln!(job, "bs={FIO_FILE_BYTES}\nfilesize={FIO_FILE_BYTES}");
+    let file_bytes = case.fio_file_bytes();
+    let bs = if case == Case::DirectUring { URING_BLOCK_BYTES } else { file_bytes };
+    let _ = writeln!(job, "bs={bs}\nfilesize={file_bytes}");
     match case {
         Case::Direct => job.push_str("direct=1\n"),
+        Case::DirectUring => {
+            let _ = writeln!(job, "direct=1\niodepth={}", RING_ENTRIES / WRITERS);
+        }
         Case::BufferedLong => job.push_str("direct=0\nend_fsync=1\n"),
     }
     for writer in 0..u64::from(WRITERS) {
@@ -214,11 +267,11 @@ fn run_fio(case: Case, out: &Path, n_frames: u64) -> Result<Run> {
     let text = fs::read_to_string(&json).with_context(|| format!("fio wrote no {}", json.display()))?;
     let _ = fs::remove_file(&json);
     let (bytes, runtime_s) = parse_fio_writes(&text)?;
-    if bytes != n_frames * FIO_FILE_BYTES {
-        bail!("fio wrote {bytes} bytes, expected {}", n_frames * FIO_FILE_BYTES);
+    if bytes != n_frames * case.fio_file_bytes() {
+        bail!("fio wrote {bytes} bytes, expected {}", n_frames * case.fio_file_bytes());
     }
     let mb_per_s = match case {
-        Case::Direct => bytes as f64 / 1e6 / runtime_s,
+        Case::Direct | Case::DirectUring => bytes as f64 / 1e6 / runtime_s,
         Case::BufferedLong => bytes as f64 / 1e6 / cost.wall_s,
     };
     Ok(Run { bytes, mb_per_s, cost })
@@ -265,6 +318,9 @@ mod tests {
         assert!(job.ends_with("[writer3]\nfilename=frame.0000003.dpx\n"), "{job}");
         let buffered = fio_job(Case::BufferedLong, Path::new("/b/out"), 4);
         assert!(buffered.contains("direct=0\nend_fsync=1\n"), "{buffered}");
+        let uring = fio_job(Case::DirectUring, Path::new("/b/out"), 4);
+        assert!(uring.contains("ioengine=io_uring\n"), "{uring}");
+        assert!(uring.contains("bs=1048576\nfilesize=34603008\ndirect=1\niodepth=32\n"), "{uring}");
     }
 
     #[test]

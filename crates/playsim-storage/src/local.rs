@@ -175,7 +175,7 @@ fn uring_engine(_options: &UringOptions, _counters: &Arc<Counters>) -> Engine {
 
 /// Why a build without the `io-uring` feature reads with pread.
 #[cfg(not(feature = "io-uring"))]
-const WITHOUT_THE_FEATURE: &str =
+pub(crate) const WITHOUT_THE_FEATURE: &str =
     "this build of playsim leaves out the cargo feature `io-uring` (build with --features io-uring)";
 
 /// Builds a [`LocalStorage`]; see [`LocalStorage::builder`].

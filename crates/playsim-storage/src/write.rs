@@ -7,8 +7,8 @@
 //! | call | local files | NFSv3 | SMB2/3 |
 //! |------|-------------|-------|--------|
 //! | [`WriteStorage::create`] | `open(O_CREAT\|O_TRUNC)` | CREATE (UNCHECKED), or SETATTR size 0 | CREATE (OVERWRITE_IF) |
-//! | [`WriteFile::write_at`] | `pwrite`, then `fdatasync`/`fsync` for a stable write | WRITE with `stable_how` | WRITE, WRITE_THROUGH when stable |
-//! | [`WriteFile::sync`] | `fdatasync` | COMMIT | FLUSH |
+//! | [`WriteFile::write_at`] | `pwrite`, then `fdatasync`/`fsync` for a stable write; with io_uring, 1 MiB IORING_OP_WRITEs all in flight, then IORING_OP_FSYNC | WRITE with `stable_how` | WRITE, WRITE_THROUGH when stable |
+//! | [`WriteFile::sync`] | `fdatasync`; with io_uring, IORING_OP_FSYNC with DATASYNC | COMMIT | FLUSH |
 //! | [`WriteStorage::rename`] | `rename` | RENAME | SET_INFO FileRenameInformation |
 //! | [`WriteStorage::remove`] | `unlink` | REMOVE | SET_INFO FileDispositionInformation |
 //! | [`WriteStorage::create_dir_all`] | `mkdir -p` | LOOKUP, MKDIR | CREATE (FILE_DIRECTORY_FILE) |
@@ -22,6 +22,14 @@
 //! renaming it into place (what a record mode does, so that a reader never sees half a
 //! frame); frametest writes in place, as frametest does. Writes are positional and take
 //! `&self`, so one file's blocks can be in flight at once, as a frame's reads are.
+//!
+//! Local files are written either on tokio's blocking pool (`pwrite`) or through io_uring
+//! ([`LocalWriteOptions::io_engine`], the `io-uring` feature): a `write_at` is cut into 1 MiB
+//! WRITEs submitted at once on the storage's ring thread (`playsim-uring-w`, the read engine's
+//! ring (`uring/sys.rs`) and thread loop), its bytes held by the ring until the last
+//! completes, a short write's rest submitted again. Create, rename, remove and mkdir stay on
+//! the blocking pool. Where io_uring cannot be set up the storage writes with `pwrite` and
+//! says why ([`WriteStorage::warnings`]); [`WriteStorage::describe`] names the engine used.
 //!
 //! Every failure is a [`WriteError`] naming the call and the file. Each storage counts its
 //! writes, bytes, syncs and the CPU time of the threads doing them ([`WriteStats`]), as the
@@ -58,10 +66,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use playsim_core::{IoBuf, StorageError, StorageErrorKind, DIRECT_IO_ALIGN};
+use playsim_core::{IoBuf, StorageError, StorageErrorKind, StorageWarning, DIRECT_IO_ALIGN};
 use rustix::fs::OFlags;
 
 use crate::read_plan::thread_cpu_ns;
+#[cfg(feature = "io-uring")]
+use crate::uring::UringWriter;
+use crate::{IoEngine, UringOptions};
 
 /// Bytes to write, shared so that one image can go into many files without a copy.
 pub type WriteBytes = Arc<[u8]>;
@@ -200,6 +211,12 @@ pub trait WriteStorage: Send + Sync {
 
     /// The counters so far.
     fn stats(&self) -> WriteStats;
+
+    /// What a user should know about how this storage writes, in full sentences (an engine
+    /// asked for and not available, and why); empty when the writes go as asked.
+    fn warnings(&self) -> Vec<StorageWarning> {
+        Vec::new()
+    }
 }
 
 /// A file open for writing.
@@ -233,13 +250,36 @@ pub struct LocalWriteOptions {
     /// padded with zeros, which the file's length drops again at the next sync or close. So
     /// only a file's last write may have such a length.
     pub direct: bool,
+    /// How writes and syncs are issued: `pwrite` (and `fdatasync`) on tokio's blocking pool,
+    /// or through io_uring ([`IoEngine::IoUring`]: a write cut into 1 MiB WRITEs, all in
+    /// flight at once, on the storage's ring thread; a sync an FSYNC). io_uring falls back to
+    /// pwrite, saying why ([`WriteStorage::warnings`]), where it cannot be set up.
+    pub io_engine: IoEngine,
+    /// The io_uring engine's settings (its ring depth; writes register no buffers); unused
+    /// with pwrite.
+    pub uring: UringOptions,
 }
 
-/// Writes local files through the kernel, each call on tokio's blocking pool.
+/// Writes local files through the kernel: each call on tokio's blocking pool, or writes and
+/// syncs through the storage's io_uring ring ([`LocalWriteOptions::io_engine`]).
 #[derive(Debug, Default)]
 pub struct LocalWriteStorage {
     options: LocalWriteOptions,
     counters: Arc<WriteCounters>,
+    engine: WriteEngine,
+}
+
+/// The engine a [`LocalWriteStorage`] actually writes with.
+#[derive(Clone, Debug, Default)]
+enum WriteEngine {
+    /// pwrite on the blocking pool, as asked.
+    #[default]
+    Pwrite,
+    /// pwrite, because io_uring was asked for and cannot be used here: why.
+    Fallback(String),
+    /// The storage's ring and its thread, shared with its files.
+    #[cfg(feature = "io-uring")]
+    Uring(Arc<UringWriter>),
 }
 
 /// The counters behind [`WriteStats`], shared by a storage's files.
@@ -264,16 +304,65 @@ impl WriteCounters {
 }
 
 impl LocalWriteStorage {
-    /// A storage writing local files with `options`.
+    /// A storage writing local files with `options`. With [`IoEngine::IoUring`] this sets up
+    /// the storage's ring and starts the thread that drives it (`playsim-uring-w`); where
+    /// io_uring cannot be set up (a kernel without it, the `kernel.io_uring_disabled` sysctl,
+    /// a container's seccomp profile, a build without the `io-uring` feature) the storage
+    /// writes with pwrite instead: [`LocalWriteStorage::io_engine`] says which engine is
+    /// used, [`WriteStorage::warnings`] why.
     pub fn new(options: LocalWriteOptions) -> LocalWriteStorage {
-        LocalWriteStorage { options, counters: Arc::default() }
+        let counters = Arc::<WriteCounters>::default();
+        let engine = match options.io_engine {
+            IoEngine::Pread => WriteEngine::Pwrite,
+            IoEngine::IoUring => uring_engine(&options.uring, &counters),
+        };
+        LocalWriteStorage { options, counters, engine }
     }
+
+    /// The engine the writes actually use: [`IoEngine::Pread`] (pwrite) when io_uring was
+    /// asked for and could not be set up.
+    pub fn io_engine(&self) -> IoEngine {
+        match self.engine {
+            WriteEngine::Pwrite | WriteEngine::Fallback(_) => IoEngine::Pread,
+            #[cfg(feature = "io-uring")]
+            WriteEngine::Uring(_) => IoEngine::IoUring,
+        }
+    }
+}
+
+/// The engine for [`IoEngine::IoUring`]: a ring and its thread, or pwrite where io_uring
+/// cannot be set up, saying why.
+#[cfg(feature = "io-uring")]
+fn uring_engine(options: &UringOptions, counters: &Arc<WriteCounters>) -> WriteEngine {
+    if let Err(e) = options.validate() {
+        return WriteEngine::Fallback(e.to_string());
+    }
+    match UringWriter::start(options, Arc::clone(counters)) {
+        Ok(writer) => WriteEngine::Uring(Arc::new(writer)),
+        Err(why) => WriteEngine::Fallback(why),
+    }
+}
+
+/// The engine for [`IoEngine::IoUring`] in a build without the `io-uring` feature: pwrite,
+/// saying why, as on a kernel without io_uring.
+#[cfg(not(feature = "io-uring"))]
+fn uring_engine(_options: &UringOptions, _counters: &Arc<WriteCounters>) -> WriteEngine {
+    WriteEngine::Fallback(crate::local::WITHOUT_THE_FEATURE.to_owned())
 }
 
 #[async_trait::async_trait]
 impl WriteStorage for LocalWriteStorage {
+    /// `local files (page cache)`, `local files with O_DIRECT`, either followed by `through
+    /// io_uring`, or by `through pwrite (io_uring is not available)` when it fell back.
     fn describe(&self) -> String {
-        if self.options.direct { "local files with O_DIRECT" } else { "local files (page cache)" }.to_owned()
+        let files =
+            if self.options.direct { "local files with O_DIRECT" } else { "local files (page cache)" };
+        match self.engine {
+            WriteEngine::Pwrite => files.to_owned(),
+            WriteEngine::Fallback(_) => format!("{files} through pwrite (io_uring is not available)"),
+            #[cfg(feature = "io-uring")]
+            WriteEngine::Uring(_) => format!("{files} through io_uring"),
+        }
     }
 
     async fn create_dir_all(&self, dir: &Path) -> Result<(), WriteError> {
@@ -302,6 +391,7 @@ impl WriteStorage for LocalWriteStorage {
             end: Arc::new(AtomicU64::new(0)),
             padded: Arc::new(AtomicBool::new(false)),
             counters: Arc::clone(&self.counters),
+            engine: self.engine.clone(),
         }))
     }
 
@@ -338,6 +428,16 @@ impl WriteStorage for LocalWriteStorage {
     fn stats(&self) -> WriteStats {
         self.counters.stats()
     }
+
+    fn warnings(&self) -> Vec<StorageWarning> {
+        match &self.engine {
+            WriteEngine::Fallback(why) => vec![StorageWarning::new(
+                "io_uring_unavailable",
+                format!("io_uring is not available, so the writes used pwrite: {why}"),
+            )],
+            _ => Vec::new(),
+        }
+    }
 }
 
 struct LocalWriteFile {
@@ -349,6 +449,7 @@ struct LocalWriteFile {
     /// An O_DIRECT write was padded past its data.
     padded: Arc<AtomicBool>,
     counters: Arc<WriteCounters>,
+    engine: WriteEngine,
 }
 
 impl LocalWriteFile {
@@ -394,20 +495,39 @@ impl WriteFile for LocalWriteFile {
         }
         let len = data.len() as u64;
         let (direct, end, padded) = (self.direct, Arc::clone(&self.end), Arc::clone(&self.padded));
-        self.counted(WriteOp::Write, move |file| {
-            if direct {
-                write_direct(file, offset, &data, &padded)?;
-            } else {
-                file.write_all_at(&data, offset)?;
+        match &self.engine {
+            WriteEngine::Pwrite | WriteEngine::Fallback(_) => {
+                self.counted(WriteOp::Write, move |file| {
+                    if direct {
+                        write_direct(file, offset, &data, &padded)?;
+                    } else {
+                        file.write_all_at(&data, offset)?;
+                    }
+                    end.fetch_max(offset + len, Ordering::AcqRel);
+                    match stability {
+                        Stability::Unstable => Ok(()),
+                        Stability::DataSync => file.sync_data(),
+                        Stability::FileSync => file.sync_all(),
+                    }
+                })
+                .await?;
             }
-            end.fetch_max(offset + len, Ordering::AcqRel);
-            match stability {
-                Stability::Unstable => Ok(()),
-                Stability::DataSync => file.sync_data(),
-                Stability::FileSync => file.sync_all(),
+            #[cfg(feature = "io-uring")]
+            WriteEngine::Uring(ring) => {
+                let failed = |e: io::Error| WriteError::from_io(&e, WriteOp::Write, &self.path);
+                if direct && !data.len().is_multiple_of(DIRECT_IO_ALIGN) {
+                    // Set before the write: should it fail part way, the padding may be there.
+                    padded.store(true, Ordering::Release);
+                }
+                ring.write(Arc::clone(&self.file), offset, data, direct).await.map_err(failed)?;
+                end.fetch_max(offset + len, Ordering::AcqRel);
+                match stability {
+                    Stability::Unstable => {}
+                    Stability::DataSync => ring.sync(Arc::clone(&self.file), true).await.map_err(failed)?,
+                    Stability::FileSync => ring.sync(Arc::clone(&self.file), false).await.map_err(failed)?,
+                }
             }
-        })
-        .await?;
+        }
         self.counters.n_writes.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes.fetch_add(len, Ordering::Relaxed);
         if stability != Stability::Unstable {
@@ -428,11 +548,27 @@ impl WriteFile for LocalWriteFile {
 
     async fn sync(&self) -> Result<(), WriteError> {
         let (end, padded) = (Arc::clone(&self.end), Arc::clone(&self.padded));
-        self.counted(WriteOp::Sync, move |file| {
-            LocalWriteFile::trim(file, &end, &padded)?;
-            file.sync_data()
-        })
-        .await?;
+        match &self.engine {
+            WriteEngine::Pwrite | WriteEngine::Fallback(_) => {
+                self.counted(WriteOp::Sync, move |file| {
+                    LocalWriteFile::trim(file, &end, &padded)?;
+                    file.sync_data()
+                })
+                .await?;
+            }
+            #[cfg(feature = "io-uring")]
+            WriteEngine::Uring(ring) => {
+                // The length is set on the blocking pool (only after a padded O_DIRECT
+                // write: a file's last), the sync is an FSYNC with DATASYNC on the ring.
+                if self.padded.load(Ordering::Acquire) {
+                    self.counted(WriteOp::Sync, move |file| LocalWriteFile::trim(file, &end, &padded))
+                        .await?;
+                }
+                ring.sync(Arc::clone(&self.file), true)
+                    .await
+                    .map_err(|e| WriteError::from_io(&e, WriteOp::Sync, &self.path))?;
+            }
+        }
         self.counters.n_syncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -572,7 +708,8 @@ mod tests {
         // The target directory is on a disk filesystem, which has direct I/O; procfs and old
         // tmpfs have none, and their refusal is checked instead.
         let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
-        let storage = LocalWriteStorage::new(LocalWriteOptions { direct: true });
+        let storage =
+            LocalWriteStorage::new(LocalWriteOptions { direct: true, ..LocalWriteOptions::default() });
         assert_eq!(storage.describe(), "local files with O_DIRECT");
         let path = dir.path().join("direct");
         let file = match storage.create(&path).await {

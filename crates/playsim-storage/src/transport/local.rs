@@ -78,8 +78,12 @@ impl Location for LocalLocation {
         }
     }
 
+    /// Writes with the engine of this location's [`LocalOptions`] (`io_engine`, `uring`):
+    /// pwrite, or io_uring where it can be set up.
     async fn writer_storage(&self, direct: bool) -> Option<Result<Arc<dyn WriteStorage>, Error>> {
-        Some(Ok(Arc::new(LocalWriteStorage::new(LocalWriteOptions { direct }))))
+        let options =
+            LocalWriteOptions { direct, io_engine: self.options.io_engine, uring: self.options.uring };
+        Some(Ok(Arc::new(LocalWriteStorage::new(options))))
     }
 
     fn describe(&self, reader: &dyn Storage) -> String {

@@ -115,7 +115,8 @@ pub trait Location: Send + Sync {
     fn describe(&self, reader: &dyn Storage) -> String;
 
     /// The storage that writes files here (`record`), with O_DIRECT where `direct` and the
-    /// transport has it; `None` for a transport that only reads.
+    /// transport has it, and the engine of its options where it has a choice (local files:
+    /// [`crate::LocalOptions::io_engine`]); `None` for a transport that only reads.
     async fn writer_storage(&self, _direct: bool) -> Option<Result<Arc<dyn WriteStorage>, Error>> {
         None
     }

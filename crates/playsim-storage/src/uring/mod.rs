@@ -15,7 +15,11 @@
 //!
 //! The thread's CPU time (the copies out of the page cache happen on it, inside
 //! `io_uring_enter`) is counted in the storage's `cpu_ns`, as the pread threads' is.
-
+//!
+//! Writes ([`crate::write::LocalWriteStorage`] with [`crate::IoEngine::IoUring`]) have a
+//! ring and thread of their own (`playsim-uring-w`, [`writer`]), on the same thread loop
+//! ([`thread`]) and the same [`sys::Ring`]: a `write_at` is cut into 1 MiB WRITEs, all in
+//! flight at once, its bytes held by the ring until the last completes; a sync is an FSYNC.
 //!
 //! The engine is the `io-uring` cargo feature (on by default). [`UringOptions`] is in every
 //! build, so that flags and scenario keys are the same; a build without the feature reads
@@ -29,7 +33,13 @@ mod fixed;
 mod reader;
 #[cfg(feature = "io-uring")]
 mod sys;
+#[cfg(feature = "io-uring")]
+mod thread;
+#[cfg(feature = "io-uring")]
+mod writer;
 
 pub use options::{UringOptions, DEFAULT_RING_ENTRIES};
 #[cfg(feature = "io-uring")]
 pub(crate) use reader::UringReader;
+#[cfg(feature = "io-uring")]
+pub(crate) use writer::UringWriter;

@@ -8,36 +8,26 @@ mod tests;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io;
-use std::os::fd::OwnedFd;
-use std::sync::atomic::Ordering;
-use std::sync::mpsc::{self, TryRecvError};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use playsim_core::{IoBuf, DIRECT_IO_ALIGN};
-use rustix::event::{eventfd, EventfdFlags};
 use tokio::sync::oneshot;
 
 use super::fixed::{mb, Choice, Registry, TABLE_SLOTS};
-use super::sys::{Completion, PushError, Ring, WAKE};
+use super::sys::{Completion, Memory, PushError, Ring};
+use super::thread::{Driver, RingThread, Setup};
 use super::UringOptions;
-use crate::read_plan::{deliver, thread_cpu_ns, Counters, ReadDone, ReadPlan};
+use crate::read_plan::{deliver, Counters, ReadDone, ReadPlan};
 
 /// The most bytes Linux moves in one read (`MAX_RW_COUNT`); a multiple of the alignment.
 const MAX_READ_BYTES: usize = 0x7fff_f000;
 
 /// A storage's ring thread, as its storage and files see it.
 pub(crate) struct UringReader {
-    /// Requests to the thread; `None` once dropping.
-    requests: Option<mpsc::Sender<Request>>,
-    /// Written to wake the thread; its ring polls it.
-    wake: Arc<OwnedFd>,
-    entries: u32,
+    thread: RingThread<Request>,
     /// The registered-buffer table's summary, kept up to date by the thread.
     fixed: Arc<Mutex<String>>,
-    /// The thread, for tests to join; in use it is never joined: it ends on its own once
-    /// the reader is dropped and its reads have completed.
-    #[cfg(test)]
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// One frame to read.
@@ -53,51 +43,24 @@ struct Request {
 impl UringReader {
     /// Sets up a ring on a new thread; the error says why io_uring cannot be used here.
     pub fn start(options: &UringOptions, counters: Arc<Counters>) -> Result<UringReader, String> {
-        if let Some(errno) = options.fail_setup {
-            return Err(setup_failure(&io::Error::from_raw_os_error(errno), options.entries));
-        }
-        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
-            .map_err(|errno| format!("cannot make the eventfd that wakes the io_uring thread: {errno}"))?;
-        let wake = Arc::new(wake);
-        let (requests, incoming) = mpsc::channel();
-        let (ready_tx, ready) = mpsc::sync_channel(1);
         let fixed = Arc::new(Mutex::new(String::new()));
-        let options = *options;
-        let thread_wake = Arc::clone(&wake);
         let thread_fixed = Arc::clone(&fixed);
-        #[cfg_attr(not(test), allow(unused_variables))]
-        let thread = std::thread::Builder::new()
-            .name("playsim-uring".into())
-            .spawn(move || {
-                // The ring is made on the thread that drives it: the kernel lets only its
-                // issuer enter a single-issuer ring.
-                let ring = match make_ring(&options, &thread_wake) {
-                    Ok(ring) => ring,
-                    Err(why) => {
-                        let _ = ready_tx.send(Err(why));
-                        return;
-                    }
-                };
-                let mut worker = Worker::new(ring, &options, incoming, thread_wake, counters, thread_fixed);
-                let _ = ready_tx.send(Ok(worker.ring.entries()));
-                worker.run();
-            })
-            .map_err(|err| format!("cannot start the io_uring thread: {err}"))?;
-        let entries =
-            ready.recv().map_err(|_| "the io_uring thread stopped while setting up".to_owned())??;
-        Ok(UringReader {
-            requests: Some(requests),
-            wake,
-            entries,
-            fixed,
-            #[cfg(test)]
-            thread: Some(thread),
-        })
+        let worker_options = *options;
+        let setup = Setup {
+            name: "playsim-uring",
+            has_ops: Ring::has_reads,
+            lacks: "the kernel's io_uring lacks the read operations playsim uses (READ, READ_FIXED, \
+                    POLL_ADD: Linux 5.6 or later has them)",
+        };
+        let thread = RingThread::start(options, setup, move |ring| {
+            Worker::new(ring, &worker_options, counters, thread_fixed)
+        })?;
+        Ok(UringReader { thread, fixed })
     }
 
     /// The ring's submission queue entries, as the kernel sized it.
     pub fn entries(&self) -> u32 {
-        self.entries
+        self.thread.entries()
     }
 
     /// Whether the reads go into registered buffers: `yes: ...`, `partly: ...`, `no: ...`
@@ -117,85 +80,21 @@ impl UringReader {
         direct: bool,
     ) -> Result<ReadDone, String> {
         let (reply, answer) = oneshot::channel();
-        let requests = self.requests.as_ref().ok_or("the io_uring thread is closing")?;
-        requests
-            .send(Request { buf, file, plan, block_size, direct, reply })
-            .map_err(|_| "the io_uring thread has stopped".to_owned())?;
-        self.poke();
+        self.thread.send(Request { buf, file, plan, block_size, direct, reply })?;
         answer.await.map_err(|_| "the io_uring thread stopped before the read completed".to_owned())
     }
 
     /// Closes the reader and waits for its thread to end, which it does once every read in
     /// flight has completed.
     #[cfg(test)]
-    fn close_and_join(mut self) -> std::thread::Result<()> {
-        self.requests = None;
-        self.poke();
-        match self.thread.take() {
-            Some(thread) => thread.join(),
-            None => Ok(()),
-        }
-    }
-
-    /// Wakes the thread. Failure is harmless: the counter is already non-zero (EAGAIN).
-    fn poke(&self) {
-        let _ = rustix::io::write(&*self.wake, &1u64.to_ne_bytes());
-    }
-}
-
-impl Drop for UringReader {
-    /// Closes the request channel and wakes the thread, which ends once the reads in
-    /// flight (of futures dropped before) have completed.
-    fn drop(&mut self) {
-        self.requests = None;
-        self.poke();
+    fn close_and_join(self) -> std::thread::Result<()> {
+        self.thread.close_and_join()
     }
 }
 
 impl std::fmt::Debug for UringReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UringReader").field("entries", &self.entries).finish_non_exhaustive()
-    }
-}
-
-/// The ring of `options`, checked to have the reads this engine uses, with its
-/// registered-buffer table when asked for.
-fn make_ring(options: &UringOptions, wake: &Arc<OwnedFd>) -> Result<Ring, String> {
-    let ring =
-        Ring::new(options.entries, Arc::clone(wake)).map_err(|err| setup_failure(&err, options.entries))?;
-    match ring.has_reads() {
-        Ok(true) => Ok(ring),
-        Ok(false) | Err(_) => {
-            Err("the kernel's io_uring lacks the read operations playsim uses (READ, READ_FIXED, POLL_ADD: \
-             Linux 5.6 or later has them)"
-                .to_owned())
-        }
-    }
-}
-
-/// Why io_uring cannot be set up, from `io_uring_setup`'s error: the cause, and what to change.
-fn setup_failure(err: &io::Error, entries: u32) -> String {
-    let sysctl = match std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled") {
-        Ok(value) => format!("the sysctl kernel.io_uring_disabled is {} here", value.trim()),
-        Err(_) => "this kernel has no kernel.io_uring_disabled sysctl (it came in Linux 6.6)".to_owned(),
-    };
-    match err.raw_os_error() {
-        Some(libc::EPERM) => format!(
-            "io_uring_setup failed with EPERM ({err}): io_uring is turned off by the sysctl \
-             kernel.io_uring_disabled (1 allows it only to processes with CAP_SYS_ADMIN or in the group \
-             kernel.io_uring_group, 2 to none; `sysctl -w kernel.io_uring_disabled=0` allows it to all), \
-             and {sysctl}; or a container's seccomp profile refuses it (Docker's and Podman's default \
-             profiles do: run with a profile that allows io_uring_setup, io_uring_enter and io_uring_register)"
-        ),
-        Some(libc::ENOSYS) => format!(
-            "io_uring_setup failed with ENOSYS ({err}): this kernel has no io_uring (Linux 5.1 or later \
-             built with CONFIG_IO_URING has), or a seccomp profile hides it; {sysctl}"
-        ),
-        Some(libc::ENOMEM) => format!(
-            "io_uring_setup failed with ENOMEM ({err}): no memory for a ring of {entries} entries \
-             (a smaller ring needs less); {sysctl}"
-        ),
-        _ => format!("io_uring_setup failed ({err}); {sysctl}"),
+        f.debug_struct("UringReader").field("entries", &self.entries()).finish_non_exhaustive()
     }
 }
 
@@ -257,8 +156,6 @@ struct Op {
 /// The thread's state: the ring, the frames being read and their reads.
 struct Worker {
     ring: Ring,
-    incoming: mpsc::Receiver<Request>,
-    wake: Arc<OwnedFd>,
     counters: Arc<Counters>,
     registry: Registry,
     fixed_summary: Arc<Mutex<String>>,
@@ -270,15 +167,44 @@ struct Worker {
     retries: VecDeque<Op>,
     ops: HashMap<u64, Op>,
     max_in_flight: usize,
-    closed: bool,
+}
+
+impl Driver for Worker {
+    type Request = Request;
+
+    fn ring(&mut self) -> &mut Ring {
+        &mut self.ring
+    }
+
+    fn start(&mut self, request: Request) {
+        self.start_frame(request);
+    }
+
+    fn fill(&mut self) {
+        self.queue_reads();
+    }
+
+    fn complete(&mut self, completion: Completion) {
+        self.complete_read(completion);
+    }
+
+    fn is_idle(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    fn fail_all(&mut self, err: &io::Error) {
+        self.fail_frames(err);
+    }
+
+    fn cpu_ns(&self) -> &AtomicU64 {
+        &self.counters.cpu_ns
+    }
 }
 
 impl Worker {
     fn new(
         mut ring: Ring,
         options: &UringOptions,
-        incoming: mpsc::Receiver<Request>,
-        wake: Arc<OwnedFd>,
         counters: Arc<Counters>,
         fixed_summary: Arc<Mutex<String>>,
     ) -> Worker {
@@ -295,8 +221,6 @@ impl Worker {
         let max_in_flight = (ring.entries() as usize).saturating_sub(1).max(1);
         let worker = Worker {
             ring,
-            incoming,
-            wake,
             counters,
             registry,
             fixed_summary,
@@ -305,69 +229,13 @@ impl Worker {
             retries: VecDeque::new(),
             ops: HashMap::new(),
             max_in_flight,
-            closed: false,
         };
         worker.publish();
         worker
     }
 
-    /// Reads until the storage is dropped and the last read in flight has completed.
-    fn run(&mut self) {
-        let mut cpu_mark = thread_cpu_ns();
-        let mut completions = Vec::new();
-        loop {
-            self.take_requests();
-            self.fill();
-            if self.closed && self.frames.is_empty() {
-                break;
-            }
-            if self.closed && self.ring.reads_in_flight() == 0 {
-                // Not reachable (a frame left is one with reads in flight), but waiting
-                // here would wait for ever.
-                self.fail_all(&io::Error::other("frames left with no read in flight"));
-                break;
-            }
-            if !self.closed {
-                // Cannot fail: reads leave one entry free for the poll. Were the queue full,
-                // the completions of its reads would wake the thread anyway.
-                let _ = self.ring.arm_wake();
-            }
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(err) if matches!(err.raw_os_error(), Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)) => {}
-                Err(err) => {
-                    self.fail_all(&err);
-                    break;
-                }
-            }
-            self.ring.completions(&mut completions);
-            for completion in completions.drain(..) {
-                self.complete(completion);
-            }
-            let now = thread_cpu_ns();
-            self.counters.cpu_ns.fetch_add(now.saturating_sub(cpu_mark), Ordering::Relaxed);
-            cpu_mark = now;
-        }
-        let now = thread_cpu_ns();
-        self.counters.cpu_ns.fetch_add(now.saturating_sub(cpu_mark), Ordering::Relaxed);
-    }
-
-    /// Takes the requests sent since the last look.
-    fn take_requests(&mut self) {
-        loop {
-            match self.incoming.try_recv() {
-                Ok(request) => self.start(request),
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => {
-                    self.closed = true;
-                    break;
-                }
-            }
-        }
-    }
-
     /// Takes a frame's buffer and file into the ring and queues its blocks.
-    fn start(&mut self, request: Request) {
+    fn start_frame(&mut self, request: Request) {
         let Request { buf, file, plan, block_size, direct, reply } = request;
         let key = self.ring.adopt(buf, file);
         let slot = self.fixed_slot(key);
@@ -434,8 +302,8 @@ impl Worker {
     }
 
     /// Queues reads while the ring has room: retries first, then the oldest frame's blocks.
-    fn fill(&mut self) {
-        while self.ring.reads_in_flight() < self.max_in_flight {
+    fn queue_reads(&mut self) {
+        while self.ring.ops_in_flight() < self.max_in_flight {
             let Some(op) = self.retries.pop_front() else { break };
             let Some(frame) = self.frames.get_mut(&op.frame) else { continue };
             let offset = frame.plan.start + op.pos as u64;
@@ -454,7 +322,7 @@ impl Worker {
                 }
             }
         }
-        while self.ring.reads_in_flight() < self.max_in_flight {
+        while self.ring.ops_in_flight() < self.max_in_flight {
             let Some(&key) = self.queue.front() else { break };
             let Some(frame) = self.frames.get_mut(&key) else {
                 self.queue.pop_front();
@@ -482,13 +350,8 @@ impl Worker {
         }
     }
 
-    /// Handles one completion: the wake-up poll, or a read's result.
-    fn complete(&mut self, completion: Completion) {
-        if completion.op == WAKE {
-            // Reset the eventfd's counter so that the next poll waits for the next poke.
-            let _ = rustix::io::read(&*self.wake, &mut [0u8; 8]);
-            return;
-        }
+    /// Handles a read's completion.
+    fn complete_read(&mut self, completion: Completion) {
         let Some(op) = self.ops.remove(&completion.op) else { return };
         let Some(frame) = self.frames.get_mut(&op.frame) else { return };
         let result = completion.result;
@@ -538,7 +401,7 @@ impl Worker {
         if let Some(slot) = frame.slot {
             self.registry.done(slot);
         }
-        let Some(mut buf) = self.ring.release(key) else {
+        let Some(mut buf) = self.ring.release(key).and_then(Memory::into_buf) else {
             // Not reachable: no read of the frame is in flight. Keep the buffer with the ring.
             let _ = frame.reply.send(ReadDone {
                 buf: IoBuf::default(),
@@ -569,7 +432,7 @@ impl Worker {
 
     /// The ring failed: every frame fails (its buffer stays with the ring, which waits for
     /// the kernel before freeing it).
-    fn fail_all(&mut self, err: &io::Error) {
+    fn fail_frames(&mut self, err: &io::Error) {
         for (_, frame) in self.frames.drain() {
             let message = io::Error::new(err.kind(), format!("the io_uring ring failed: {err}"));
             let _ = frame.reply.send(ReadDone {

@@ -1,13 +1,15 @@
-//! The io_uring ring and every `unsafe` call of this crate: pushing reads, pushing the
-//! wake-up poll, and updating the registered-buffer table.
+//! The io_uring ring and every `unsafe` call of this crate: pushing reads, writes, syncs
+//! and the wake-up poll, and updating the registered-buffer table.
 //!
-//! The ring owns what the kernel writes into: a frame's buffer and file are handed to
-//! [`Ring::adopt`] and come back from [`Ring::release`] only when no read of theirs is in
-//! flight. A read can only name a range inside an adopted buffer, and a fixed read only a
-//! table slot registered for that very buffer (same allocation identity, address and
-//! length). Dropping the ring waits for every read in flight first; if it cannot wait, it
-//! leaks the buffers rather than free memory the kernel may still write. So nothing outside
-//! this module can make the kernel write into memory Rust has freed or handed out again.
+//! The ring owns what the kernel reads or writes: a frame's buffer (or a write's shared
+//! bytes) and its file are handed to [`Ring::adopt`] ([`Ring::adopt_bytes`],
+//! [`Ring::adopt_file`]) and come back from [`Ring::release`] only when no operation of
+//! theirs is in flight. An operation can only name a range inside adopted memory, a read
+//! only memory the ring owns alone (an [`IoBuf`], never shared bytes), and a fixed read only
+//! a table slot registered for that very buffer (same allocation identity, address and
+//! length). Dropping the ring waits for every operation in flight first; if it cannot wait,
+//! it leaks the memory rather than free what the kernel may still use. So nothing outside
+//! this module can make the kernel read or write memory Rust has freed or handed out again.
 #![allow(unsafe_code)]
 
 use std::collections::HashMap;
@@ -20,35 +22,56 @@ use std::sync::Arc;
 use io_uring::{opcode, types, IoUring, Probe};
 use playsim_core::IoBuf;
 
-/// The `user_data` of the wake-up poll's completion; reads get ids from 1.
+/// The `user_data` of the wake-up poll's completion; operations get ids from 1.
 pub(super) const WAKE: u64 = 0;
 
 /// The largest buffer the kernel registers (`SZ_1G` in io_uring/rsrc.c).
 pub(super) const MAX_FIXED_BYTES: usize = 1 << 30;
 
-/// A ring, the buffers and files its reads write into, and its registered-buffer table.
+/// A ring, the memory and files its operations use, and its registered-buffer table.
 pub(super) struct Ring {
     uring: IoUring,
     /// The eventfd the wake-up poll waits on; held so it outlives the poll.
     wake: Arc<OwnedFd>,
     wake_armed: bool,
     targets: HashMap<u64, Target>,
-    /// Reads in flight: read id → the target it writes into.
-    reads: HashMap<u64, u64>,
+    /// Operations in flight: id → the target it uses.
+    ops: HashMap<u64, u64>,
     next_id: u64,
     /// What each slot of the registered-buffer table holds.
     fixed: Vec<Option<Fixed>>,
 }
 
-/// A buffer and a file owned by the ring while reads into it may be in flight.
+/// Memory and a file owned by the ring while operations on them may be in flight.
 struct Target {
-    buf: IoBuf,
-    /// Start of `buf`'s aligned window, taken once at adoption so that no reference to the
-    /// buffer is made while the kernel writes into it.
+    memory: Memory,
+    /// Start of the memory (an [`IoBuf`]'s aligned window), taken once at adoption so that
+    /// no reference to it is made while the kernel writes into it.
     base: *mut u8,
     capacity: usize,
     file: Arc<File>,
     in_flight: usize,
+}
+
+/// What a target's operations read or write.
+pub(super) enum Memory {
+    /// A buffer the ring alone holds: reads write into it, writes read from it.
+    Buf(IoBuf),
+    /// Bytes shared with others (a write's [`crate::write::WriteBytes`]): only read from.
+    /// Held, never looked at: the clone keeps the bytes alive while the kernel reads them.
+    Bytes(#[allow(dead_code)] Arc<[u8]>),
+    /// No memory: a sync of the file.
+    None,
+}
+
+impl Memory {
+    /// The buffer, for memory that is one.
+    pub fn into_buf(self) -> Option<IoBuf> {
+        match self {
+            Memory::Buf(buf) => Some(buf),
+            Memory::Bytes(_) | Memory::None => None,
+        }
+    }
 }
 
 /// A registered buffer: the allocation it belongs to, and the memory registered.
@@ -59,19 +82,19 @@ struct Fixed {
     len: usize,
 }
 
-/// One completion: a read's id (or [`WAKE`]) and the kernel's result (bytes, or -errno).
+/// One completion: an operation's id (or [`WAKE`]) and the kernel's result (bytes, or -errno).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Completion {
     pub op: u64,
     pub result: i32,
 }
 
-/// Why a read was not queued.
+/// Why an operation was not queued.
 #[derive(Debug)]
 pub(super) enum PushError {
     /// The submission queue is full: submit, then push again.
     Full,
-    /// The read does not fit its buffer or names a slot not registered for it.
+    /// The operation does not fit its memory, or names a slot not registered for it.
     Invalid(&'static str),
 }
 
@@ -112,7 +135,7 @@ impl Ring {
             wake,
             wake_armed: false,
             targets: HashMap::new(),
-            reads: HashMap::new(),
+            ops: HashMap::new(),
             next_id: WAKE + 1,
             fixed: Vec::new(),
         })
@@ -125,39 +148,72 @@ impl Ring {
 
     /// Whether the kernel has the operations the reader uses (plain, fixed and poll).
     pub fn has_reads(&self) -> io::Result<bool> {
-        let mut probe = Probe::new();
-        self.uring.submitter().register_probe(&mut probe)?;
-        Ok([opcode::Read::CODE, opcode::ReadFixed::CODE, opcode::PollAdd::CODE]
-            .iter()
-            .all(|&code| probe.is_supported(code)))
+        self.supports(&[opcode::Read::CODE, opcode::ReadFixed::CODE, opcode::PollAdd::CODE])
     }
 
-    /// Takes `buf` and `file` for reads; they come back from [`Ring::release`].
+    /// Whether the kernel has the operations the writer uses (write, fsync and poll).
+    pub fn has_writes(&self) -> io::Result<bool> {
+        self.supports(&[opcode::Write::CODE, opcode::Fsync::CODE, opcode::PollAdd::CODE])
+    }
+
+    fn supports(&self, codes: &[u8]) -> io::Result<bool> {
+        let mut probe = Probe::new();
+        self.uring.submitter().register_probe(&mut probe)?;
+        Ok(codes.iter().all(|&code| probe.is_supported(code)))
+    }
+
+    /// Takes `buf` and `file` for reads (or writes from the buffer); they come back from
+    /// [`Ring::release`].
     pub fn adopt(&mut self, mut buf: IoBuf, file: Arc<File>) -> u64 {
         let window = buf.spare_mut();
         let (base, capacity) = (window.as_mut_ptr(), window.len());
+        self.insert(Target { memory: Memory::Buf(buf), base, capacity, file, in_flight: 0 })
+    }
+
+    /// Takes shared `bytes` and `file` for writes from the bytes.
+    pub fn adopt_bytes(&mut self, bytes: Arc<[u8]>, file: Arc<File>) -> u64 {
+        // The pointer is only ever read through: `read` refuses shared bytes.
+        let (base, capacity) = (bytes.as_ptr().cast_mut(), bytes.len());
+        self.insert(Target { memory: Memory::Bytes(bytes), base, capacity, file, in_flight: 0 })
+    }
+
+    /// Takes `file` for syncs.
+    pub fn adopt_file(&mut self, file: Arc<File>) -> u64 {
+        self.insert(Target {
+            memory: Memory::None,
+            base: std::ptr::null_mut(),
+            capacity: 0,
+            file,
+            in_flight: 0,
+        })
+    }
+
+    fn insert(&mut self, target: Target) -> u64 {
         let key = self.take_id();
-        self.targets.insert(key, Target { buf, base, capacity, file, in_flight: 0 });
+        self.targets.insert(key, target);
         key
     }
 
     /// The identity and capacity of an adopted buffer.
     pub fn buffer_of(&self, key: u64) -> Option<(u64, usize)> {
-        self.targets.get(&key).map(|t| (t.buf.id(), t.capacity))
+        match self.targets.get(&key) {
+            Some(Target { memory: Memory::Buf(buf), capacity, .. }) => Some((buf.id(), *capacity)),
+            _ => None,
+        }
     }
 
-    /// Gives back an adopted buffer once no read into it is in flight (its file is dropped);
-    /// `None` while reads are in flight or for an unknown key.
-    pub fn release(&mut self, key: u64) -> Option<IoBuf> {
+    /// Gives back adopted memory once no operation on it is in flight (its file is dropped);
+    /// `None` while operations are in flight or for an unknown key.
+    pub fn release(&mut self, key: u64) -> Option<Memory> {
         if self.targets.get(&key)?.in_flight > 0 {
             return None;
         }
-        self.targets.remove(&key).map(|t| t.buf)
+        self.targets.remove(&key).map(|t| t.memory)
     }
 
-    /// Reads in flight (not counting the wake-up poll).
-    pub fn reads_in_flight(&self) -> usize {
-        self.reads.len()
+    /// Operations in flight (not counting the wake-up poll).
+    pub fn ops_in_flight(&self) -> usize {
+        self.ops.len()
     }
 
     /// Queues a read of the target's file at `offset` into `range` of its buffer, through
@@ -170,6 +226,9 @@ impl Ring {
         slot: Option<u16>,
     ) -> Result<u64, PushError> {
         let target = self.targets.get(&key).ok_or(PushError::Invalid("the buffer is not the ring's"))?;
+        let Memory::Buf(buf) = &target.memory else {
+            return Err(PushError::Invalid("a read needs a buffer the ring alone holds"));
+        };
         if range.start >= range.end || range.end > target.capacity {
             return Err(PushError::Invalid("the read does not fit its buffer"));
         }
@@ -181,8 +240,7 @@ impl Ring {
         let entry = match slot {
             None => opcode::Read::new(fd, ptr, len).offset(offset).build(),
             Some(slot) => {
-                let registered =
-                    Fixed { id: target.buf.id(), addr: target.base as usize, len: target.capacity };
+                let registered = Fixed { id: buf.id(), addr: target.base as usize, len: target.capacity };
                 if self.fixed.get(usize::from(slot)).copied().flatten() != Some(registered) {
                     return Err(PushError::Invalid("the slot is not registered for this buffer"));
                 }
@@ -198,12 +256,54 @@ impl Ring {
         // allocation (identity, address and length checked above), so the pages the kernel
         // pinned for the slot are this buffer's.
         unsafe { self.uring.submission().push(&entry) }.map_err(|_| PushError::Full)?;
+        Ok(self.pushed(id, key))
+    }
+
+    /// Queues a write of `range` of the target's memory (a buffer or shared bytes) to its
+    /// file at `offset`. Returns the write's id, which its completion carries.
+    pub fn write(&mut self, key: u64, range: Range<usize>, offset: u64) -> Result<u64, PushError> {
+        let target = self.targets.get(&key).ok_or(PushError::Invalid("the memory is not the ring's"))?;
+        if matches!(target.memory, Memory::None) || range.start >= range.end || range.end > target.capacity {
+            return Err(PushError::Invalid("the write does not fit its memory"));
+        }
+        let len = u32::try_from(range.len()).map_err(|_| PushError::Invalid("the write is over 4 GiB"))?;
+        // Inside the memory (checked above), so the pointer stays in the allocation.
+        let ptr = target.base.wrapping_add(range.start).cast_const();
+        let fd = types::Fd(target.file.as_raw_fd());
+        let id = self.next_id;
+        let entry = opcode::Write::new(fd, ptr, len).offset(offset).build().user_data(id);
+        // SAFETY: the write reads at most `len` bytes at `ptr`, inside memory the ring holds
+        // (a buffer, or a clone of the shared bytes, checked above), and writes to the file
+        // the ring holds. The ring keeps both until the write's completion is reaped
+        // (`release` refuses while `in_flight > 0`, and `Drop` waits for every operation), so
+        // the memory and the fd outlive the operation. Shared bytes are never written
+        // through (no `&mut` to them exists while the `Arc` is shared), so the kernel reads
+        // what the caller gave.
+        unsafe { self.uring.submission().push(&entry) }.map_err(|_| PushError::Full)?;
+        Ok(self.pushed(id, key))
+    }
+
+    /// Queues an fsync of the target's file (`fdatasync` with `data_only`). Returns the
+    /// sync's id, which its completion carries.
+    pub fn fsync(&mut self, key: u64, data_only: bool) -> Result<u64, PushError> {
+        let target = self.targets.get(&key).ok_or(PushError::Invalid("the file is not the ring's"))?;
+        let flags = if data_only { types::FsyncFlags::DATASYNC } else { types::FsyncFlags::empty() };
+        let id = self.next_id;
+        let entry = opcode::Fsync::new(types::Fd(target.file.as_raw_fd())).flags(flags).build().user_data(id);
+        // SAFETY: a sync has no memory; the file it names is held by the ring until the
+        // sync's completion is reaped (`release` refuses while `in_flight > 0`).
+        unsafe { self.uring.submission().push(&entry) }.map_err(|_| PushError::Full)?;
+        Ok(self.pushed(id, key))
+    }
+
+    /// Records the operation `id` on target `key` as in flight.
+    fn pushed(&mut self, id: u64, key: u64) -> u64 {
         self.next_id += 1;
-        self.reads.insert(id, key);
+        self.ops.insert(id, key);
         if let Some(target) = self.targets.get_mut(&key) {
             target.in_flight += 1;
         }
-        Ok(id)
+        id
     }
 
     /// Queues the wake-up poll on the eventfd unless it is already waiting.
@@ -224,13 +324,18 @@ impl Ring {
         self.uring.submit_and_wait(want)
     }
 
-    /// Moves the completions that arrived into `out`, ending the reads they complete.
+    /// Submits what is queued without waiting.
+    pub fn submit(&mut self) -> io::Result<usize> {
+        self.uring.submit()
+    }
+
+    /// Moves the completions that arrived into `out`, ending the operations they complete.
     pub fn completions(&mut self, out: &mut Vec<Completion>) {
         for cqe in self.uring.completion() {
             let op = cqe.user_data();
             if op == WAKE {
                 self.wake_armed = false;
-            } else if let Some(key) = self.reads.remove(&op) {
+            } else if let Some(key) = self.ops.remove(&op) {
                 if let Some(target) = self.targets.get_mut(&key) {
                     target.in_flight -= 1;
                 }
@@ -251,6 +356,9 @@ impl Ring {
     pub fn register(&mut self, slot: u16, key: u64) -> io::Result<()> {
         let target =
             self.targets.get(&key).ok_or_else(|| io::Error::other("the buffer is not the ring's"))?;
+        let Memory::Buf(buf) = &target.memory else {
+            return Err(io::Error::other("only a buffer the ring alone holds is registered"));
+        };
         let index = usize::from(slot);
         if index >= self.fixed.len() || target.capacity > MAX_FIXED_BYTES {
             return Err(io::Error::from(io::ErrorKind::InvalidInput));
@@ -261,8 +369,7 @@ impl Ring {
         // the ring closes, so memory freed by Rust later is never written through the slot:
         // reads name a slot only for the allocation registered in it (checked in `read`).
         unsafe { self.uring.submitter().register_buffers_update(u32::from(slot), &[iovec], None) }?;
-        self.fixed[index] =
-            Some(Fixed { id: target.buf.id(), addr: target.base as usize, len: target.capacity });
+        self.fixed[index] = Some(Fixed { id: buf.id(), addr: target.base as usize, len: target.capacity });
         Ok(())
     }
 
@@ -292,18 +399,18 @@ impl Ring {
 const POLLIN: u32 = 0x001;
 
 impl Drop for Ring {
-    /// Waits for every read in flight, so that the buffers and files dropped after this are
-    /// no longer the kernel's. If the ring cannot be waited on, the buffers are leaked.
+    /// Waits for every operation in flight, so that the memory and files dropped after this
+    /// are no longer the kernel's. If the ring cannot be waited on, the memory is leaked.
     fn drop(&mut self) {
         let mut done = Vec::new();
-        while self.reads_in_flight() > 0 {
+        while self.ops_in_flight() > 0 {
             match self.submit_and_wait(1) {
                 Ok(_) => {}
                 Err(err) if matches!(err.raw_os_error(), Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)) => {}
                 Err(_) => {
                     for (_, target) in self.targets.drain() {
                         if target.in_flight > 0 {
-                            std::mem::forget(target.buf);
+                            std::mem::forget(target.memory);
                         }
                     }
                     return;
