@@ -11,6 +11,7 @@
 #include <ImfHeader.h>
 #include <ImfIO.h>
 #include <ImfInputFile.h>
+#include <ImfOutputFile.h>
 #include <ImfPartType.h>
 #include <ImfThreading.h>
 #include <ImfTileDescription.h>
@@ -24,6 +25,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -85,6 +87,31 @@ class MemoryStream final : public Imf::IStream {
     uint64_t len_;
     uint64_t pos_;
     bool mapped_;
+};
+
+// A stream into memory, growing as OpenEXR writes; OpenEXR seeks back to
+// fill in the line offset table when the file is closed.
+class VectorStream final : public Imf::OStream {
+  public:
+    VectorStream() : Imf::OStream(""), pos_(0) {}
+
+    void write(const char c[], int n) override {
+        if (n <= 0) return;
+        size_t end = static_cast<size_t>(pos_) + static_cast<size_t>(n);
+        if (end > bytes_.size()) bytes_.resize(end);
+        std::memcpy(bytes_.data() + pos_, c, static_cast<size_t>(n));
+        pos_ = end;
+    }
+
+    uint64_t tellp() override { return pos_; }
+
+    void seekp(uint64_t pos) override { pos_ = pos; }
+
+    const std::vector<char> &bytes() const { return bytes_; }
+
+  private:
+    std::vector<char> bytes_;
+    uint64_t pos_;
 };
 
 void set_error(char *err, size_t err_len, const char *message) {
@@ -430,6 +457,45 @@ extern "C" int exr_shim_read_pixels(const uint8_t *data, size_t len, const char 
         }
         file.setFrameBuffer(fb);
         file.readPixels(dw.min.y, dw.max.y);
+        return EXR_SHIM_OK;
+    });
+}
+
+extern "C" int exr_shim_write(const uint16_t *halves, size_t n_halves, int32_t width, int32_t height, int32_t n_channels,
+                   int32_t compression, exr_shim_bytes_fn on_bytes, void *ctx, char *err, size_t err_len) {
+    return guarded(err, err_len, [&]() -> int {
+        if (halves == nullptr || on_bytes == nullptr) throw ShimError(EXR_SHIM_BAD_ARGUMENT, "null argument");
+        if (width <= 0 || height <= 0 || (n_channels != 3 && n_channels != 4)) {
+            throw ShimError(EXR_SHIM_BAD_ARGUMENT, "a " + std::to_string(width) + "x" + std::to_string(height) +
+                                                       " frame of " + std::to_string(n_channels) +
+                                                       " channels cannot be written");
+        }
+        if (n_halves != static_cast<size_t>(width) * static_cast<size_t>(height) * static_cast<size_t>(n_channels)) {
+            throw ShimError(EXR_SHIM_BAD_ARGUMENT, "the samples do not fill the frame");
+        }
+        if (compression < Imf::NO_COMPRESSION || compression >= Imf::NUM_COMPRESSION_METHODS) {
+            throw ShimError(EXR_SHIM_UNSUPPORTED, "unknown compression method " + std::to_string(compression));
+        }
+        Imf::Header header(width, height);
+        header.compression() = static_cast<Imf::Compression>(compression);
+        static const char *const names[4] = {"R", "G", "B", "A"};
+        Imf::FrameBuffer frame_buffer;
+        const size_t x_stride = sizeof(uint16_t) * static_cast<size_t>(n_channels);
+        const size_t y_stride = x_stride * static_cast<size_t>(width);
+        for (int c = 0; c < n_channels; ++c) {
+            header.channels().insert(names[c], Imf::Channel(Imf::HALF));
+            // OpenEXR only reads from a frame buffer it writes out.
+            char *base = const_cast<char *>(reinterpret_cast<const char *>(halves + c));
+            frame_buffer.insert(names[c], Imf::Slice(Imf::HALF, base, x_stride, y_stride));
+        }
+        VectorStream stream;
+        {
+            // 0 threads: compressed on this thread, as each encoder of playsim's pool is one.
+            Imf::OutputFile file(stream, header, 0);
+            file.setFrameBuffer(frame_buffer);
+            file.writePixels(height);
+        }  // the destructor writes the line offset table
+        on_bytes(ctx, reinterpret_cast<const uint8_t *>(stream.bytes().data()), stream.bytes().size());
         return EXR_SHIM_OK;
     });
 }

@@ -91,6 +91,23 @@ int exr_shim_read_header(const uint8_t *data, size_t len, exr_shim_header *heade
 int exr_shim_read_pixels(const uint8_t *data, size_t len, const char *const *names, size_t n_names,
                          int32_t threads, uint8_t *out, size_t out_len, char *err, size_t err_len);
 
+/*
+ * Called once by exr_shim_write with the whole file, valid only during the call.
+ * The callback must not unwind (throw or panic).
+ */
+typedef void (*exr_shim_bytes_fn)(void *ctx, const uint8_t *data, size_t len);
+
+/*
+ * Writes a scan-line EXR file of half samples, as Nuke and Flame write one,
+ * through OpenEXR's Imf::OutputFile into memory, and hands it to `on_bytes`:
+ * `halves` holds width * height * n_channels half floats (their bits, host
+ * order), interleaved in rows top to bottom; n_channels is 3 (R, G, B) or
+ * 4 (R, G, B, A). `compression` is an Imf::Compression (see exr_shim_header).
+ * Compressed on the calling thread (no OpenEXR thread pool).
+ */
+int exr_shim_write(const uint16_t *halves, size_t n_halves, int32_t width, int32_t height, int32_t n_channels,
+                   int32_t compression, exr_shim_bytes_fn on_bytes, void *ctx, char *err, size_t err_len);
+
 /* The OpenEXR version the shim was compiled against, e.g. "3.1.5" (a static string). */
 const char *exr_shim_version(void);
 

@@ -40,6 +40,34 @@ pub(crate) fn decode(
     ))
 }
 
+/// Writes `halves` (a `size` frame of `channels` interleaved half samples, R G B and A) as a
+/// scan-line EXR file through OpenEXR into `out`.
+#[cfg(feature = "openexr")]
+pub(crate) fn encode(
+    halves: &[u16],
+    size: (u32, u32),
+    channels: usize,
+    compression: crate::Compression,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    shim::encode(halves, size, channels, compression, out)
+}
+
+/// Without the library, every write through it is refused.
+#[cfg(not(feature = "openexr"))]
+pub(crate) fn encode(
+    _halves: &[u16],
+    _size: (u32, u32),
+    _channels: usize,
+    _compression: crate::Compression,
+    _out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    Err(Error::unsupported(
+        "the openexr writer needs the cargo feature `openexr`, which this build of playsim was built \
+         without (write with the exrs backend)",
+    ))
+}
+
 /// The OpenEXR version the shim was compiled against, e.g. `3.1.5`.
 pub(crate) fn version() -> Option<String> {
     #[cfg(feature = "openexr")]
@@ -91,6 +119,8 @@ mod shim {
             pub min_bytes: u64,
         }
 
+        pub type BytesFn = unsafe extern "C" fn(ctx: *mut c_void, data: *const u8, len: usize);
+
         pub type ChannelFn = unsafe extern "C" fn(
             ctx: *mut c_void,
             name: *const c_char,
@@ -119,6 +149,19 @@ mod shim {
                 threads: i32,
                 out: *mut u8,
                 out_len: usize,
+                err: *mut c_char,
+                err_len: usize,
+            ) -> c_int;
+
+            pub fn exr_shim_write(
+                halves: *const u16,
+                n_halves: usize,
+                width: i32,
+                height: i32,
+                n_channels: i32,
+                compression: i32,
+                on_bytes: BytesFn,
+                ctx: *mut c_void,
                 err: *mut c_char,
                 err_len: usize,
             ) -> c_int;
@@ -194,6 +237,70 @@ mod shim {
             }
         }
         Ok(info)
+    }
+
+    pub(super) fn encode(
+        halves: &[u16],
+        (width, height): (u32, u32),
+        channels: usize,
+        compression: crate::Compression,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        let code = match compression {
+            crate::Compression::None => 0,
+            crate::Compression::Rle => 1,
+            crate::Compression::Zips => 2,
+            crate::Compression::Zip => 3,
+            crate::Compression::Piz => 4,
+            crate::Compression::Pxr24 => 5,
+            crate::Compression::B44 => 6,
+            crate::Compression::B44a => 7,
+            crate::Compression::Dwaa => 8,
+            crate::Compression::Dwab => 9,
+        };
+        let (Ok(w), Ok(h), Ok(n)) = (i32::try_from(width), i32::try_from(height), i32::try_from(channels))
+        else {
+            return Err(Error::limit(format!("a {width}x{height} frame is too large to write")));
+        };
+        let mut err = [0u8; ERR_LEN];
+        let ctx: *mut Vec<u8> = out;
+        // SAFETY: `halves` is a live slice passed with its length, which the shim checks
+        // against width * height * channels before reading it, and only reads; `ctx` is
+        // `out`, a live `Vec<u8>` borrowed mutably for the whole call, and `append` is the
+        // only code that uses it, once, while the shim runs; `err` is writable for
+        // `ERR_LEN` bytes and the shim NUL-terminates it. The shim catches every C++
+        // exception, so none unwinds into Rust.
+        let code = unsafe {
+            ffi::exr_shim_write(
+                halves.as_ptr(),
+                halves.len(),
+                w,
+                h,
+                n,
+                code,
+                append,
+                ctx.cast(),
+                err.as_mut_ptr().cast(),
+                err.len(),
+            )
+        };
+        check(code, &err)
+    }
+
+    /// The shim's `on_bytes`: appends the written file to the `Vec<u8>` behind `ctx`.
+    unsafe extern "C" fn append(ctx: *mut c_void, data: *const u8, len: usize) {
+        if ctx.is_null() || (data.is_null() && len > 0) {
+            return;
+        }
+        // SAFETY: `ctx` is the `Vec<u8>` `encode` passed, alive and not otherwise used
+        // during the call; `data` points at `len` bytes the shim owns until we return.
+        let (out, bytes) = unsafe {
+            (
+                &mut *ctx.cast::<Vec<u8>>(),
+                if len == 0 { &[][..] } else { std::slice::from_raw_parts(data, len) },
+            )
+        };
+        out.extend_from_slice(bytes);
     }
 
     pub(super) fn version() -> String {

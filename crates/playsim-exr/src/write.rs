@@ -48,35 +48,8 @@ pub fn can_write(compression: Compression) -> bool {
 /// half to each f32 value (round to nearest even).
 pub fn write_exr(frame: &DecodedFrame, opts: &WriteOptions, out: &mut Vec<u8>) -> Result<(), Error> {
     let (width, height) = (frame.width, frame.height);
-    let channels = match frame.format {
-        Some(PixelFormat::RgbF32Le) => 3,
-        Some(PixelFormat::RgbaF32Le) => 4,
-        other => {
-            return Err(Error::unsupported(format!(
-                "cannot write a {} frame as exr: only rgbf32le and rgbaf32le frames are written",
-                other.map_or("format-less", |f| f.name())
-            )))
-        }
-    };
+    let channels = checked_channels(frame)?;
     let compression = exr_compression(opts.compression)?;
-    if width == 0 || height == 0 {
-        return Err(Error::unsupported(format!("cannot write an empty {width}x{height} frame as exr")));
-    }
-    let n_pixels = u64::from(width) * u64::from(height);
-    if n_pixels > MAX_PIXELS {
-        return Err(Error::limit(format!(
-            "frame {width}x{height} is larger than the {MAX_PIXELS}-pixel limit for exr writing"
-        )));
-    }
-    // Checked here so that the per-pixel reads below always find their bytes.
-    let expected = usize::try_from(n_pixels).ok().and_then(|n| n.checked_mul(channels * 4));
-    if Some(frame.data.len()) != expected {
-        return Err(Error::malformed(format!(
-            "frame data is {} bytes, but a {width}x{height} frame with {channels} f32 channels is {}",
-            frame.data.len(),
-            n_pixels * channels as u64 * 4
-        )));
-    }
     let pixels = Pixels { data: &frame.data, width: width as usize, channels };
     let encoding = Encoding { compression, blocks: Blocks::ScanLines, line_order: LineOrder::Increasing };
     let size = (width as usize, height as usize);
@@ -97,6 +70,69 @@ pub fn write_exr(frame: &DecodedFrame, opts: &WriteOptions, out: &mut Vec<u8>) -
             _ => Error::malformed(message),
         }
     })
+}
+
+/// As [`write_exr`], through `backend`: the exr crate, or the OpenEXR C++ library (Nuke's and
+/// Flame's writer; half samples only, every compression but DWAA and DWAB, compressed on the
+/// calling thread). Both store the same half values: the nearest to each f32, rounded to even.
+pub fn write_exr_with(
+    backend: crate::Backend,
+    frame: &DecodedFrame,
+    opts: &WriteOptions,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    match backend {
+        crate::Backend::Exrs => write_exr(frame, opts, out),
+        crate::Backend::OpenExr => {
+            if opts.sample != SampleType::Half {
+                return Err(Error::unsupported("the openexr writer writes half samples only"));
+            }
+            let channels = checked_channels(frame)?;
+            exr_compression(opts.compression)?;
+            let halves: Vec<u16> = frame
+                .data
+                .chunks_exact(4)
+                .map(|b| f16::from_f32(f32::from_le_bytes([b[0], b[1], b[2], b[3]])).to_bits())
+                .collect();
+            out.clear();
+            crate::openexr::encode(&halves, (frame.width, frame.height), channels, opts.compression, out)
+        }
+    }
+}
+
+/// The channels of a frame [`write_exr`] can write (3 or 4), after checking its format, size
+/// and data.
+fn checked_channels(frame: &DecodedFrame) -> Result<usize, Error> {
+    let (width, height) = (frame.width, frame.height);
+    let channels = match frame.format {
+        Some(PixelFormat::RgbF32Le) => 3,
+        Some(PixelFormat::RgbaF32Le) => 4,
+        other => {
+            return Err(Error::unsupported(format!(
+                "cannot write a {} frame as exr: only rgbf32le and rgbaf32le frames are written",
+                other.map_or("format-less", |f| f.name())
+            )))
+        }
+    };
+    if width == 0 || height == 0 {
+        return Err(Error::unsupported(format!("cannot write an empty {width}x{height} frame as exr")));
+    }
+    let n_pixels = u64::from(width) * u64::from(height);
+    if n_pixels > MAX_PIXELS {
+        return Err(Error::limit(format!(
+            "frame {width}x{height} is larger than the {MAX_PIXELS}-pixel limit for exr writing"
+        )));
+    }
+    // Checked here so that the per-pixel reads below always find their bytes.
+    let expected = usize::try_from(n_pixels).ok().and_then(|n| n.checked_mul(channels * 4));
+    if Some(frame.data.len()) != expected {
+        return Err(Error::malformed(format!(
+            "frame data is {} bytes, but a {width}x{height} frame with {channels} f32 channels is {}",
+            frame.data.len(),
+            n_pixels * channels as u64 * 4
+        )));
+    }
+    Ok(channels)
 }
 
 /// The `exr` crate's compression for `compression`, or an error for those it cannot write.
@@ -238,8 +274,12 @@ mod tests {
     }
 
     fn assert_round_trips(f: &DecodedFrame, opts: &WriteOptions) {
+        assert_round_trips_through(crate::Backend::Exrs, f, opts);
+    }
+
+    fn assert_round_trips_through(backend: crate::Backend, f: &DecodedFrame, opts: &WriteOptions) {
         let mut out = Vec::new();
-        write_exr(f, opts, &mut out).unwrap();
+        write_exr_with(backend, f, opts, &mut out).unwrap_or_else(|e| panic!("{backend:?} {opts:?}: {e}"));
         let (compression, channels) = read_back(&out);
         assert_eq!(compression, exr_compression(opts.compression).unwrap(), "{opts:?}");
         // EXR stores channels alphabetically.
@@ -276,6 +316,42 @@ mod tests {
                 &WriteOptions { compression: Compression::Pxr24, sample: SampleType::Half, parallel: false },
             );
         }
+    }
+
+    #[test]
+    fn openexr_writes_what_the_exr_crate_reads_back_bit_exactly() {
+        if !crate::openexr::AVAILABLE {
+            let err = write_exr_with(
+                crate::Backend::OpenExr,
+                &frame(8, 8, PixelFormat::RgbF32Le),
+                &WriteOptions::default(),
+                &mut Vec::new(),
+            );
+            assert!(err.is_err_and(|e| e.message().contains("feature `openexr`")));
+            return;
+        }
+        for format in [PixelFormat::RgbaF32Le, PixelFormat::RgbF32Le] {
+            let f = frame(61, 67, format);
+            for compression in [
+                Compression::None,
+                Compression::Rle,
+                Compression::Zips,
+                Compression::Zip,
+                Compression::Piz,
+                Compression::Pxr24,
+            ] {
+                let opts = WriteOptions { compression, sample: SampleType::Half, parallel: false };
+                assert_round_trips_through(crate::Backend::OpenExr, &f, &opts);
+            }
+        }
+        let float = WriteOptions { sample: SampleType::Float, ..WriteOptions::default() };
+        let err = write_exr_with(
+            crate::Backend::OpenExr,
+            &frame(8, 8, PixelFormat::RgbF32Le),
+            &float,
+            &mut Vec::new(),
+        );
+        assert!(err.is_err_and(|e| e.message().contains("half samples only")));
     }
 
     #[test]

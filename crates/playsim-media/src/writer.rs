@@ -471,7 +471,9 @@ impl FrameEncoder for ExrOptions {
             sample: SampleType::Half,
             parallel: false,
         };
-        playsim_exr::write::write_exr(frame, &opts, out).map_err(|e| e.to_string())
+        // Through OpenEXR where it is built in, as Nuke and Flame write, else the exr crate.
+        let backend = playsim_exr::Backend::default_available();
+        playsim_exr::write::write_exr_with(backend, frame, &opts, out).map_err(|e| e.to_string())
     }
 
     fn settings(&self) -> Vec<(&'static str, String)> {
@@ -479,7 +481,13 @@ impl FrameEncoder for ExrOptions {
     }
 
     fn describe(&self, alpha: bool) -> String {
-        format!("half {}, {}", channels(alpha), self.compression)
+        let library = match playsim_exr::Backend::default_available() {
+            playsim_exr::Backend::OpenExr => {
+                format!("openexr {}", playsim_exr::openexr_version().unwrap_or_default())
+            }
+            playsim_exr::Backend::Exrs => "exrs (exr crate)".to_owned(),
+        };
+        format!("half {}, {}, written by {}", channels(alpha), self.compression, library.trim_end())
     }
 
     fn sample_bytes(&self, (width, height): (u32, u32)) -> u64 {
