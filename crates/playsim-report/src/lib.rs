@@ -15,7 +15,8 @@
 //! - [`schema`] gives the JSON schemas; `schema/` holds one file per JSON shape, and a
 //!   test fails when a model and its file disagree.
 //! - [`frametest`] (`playsim frametest`'s result: its model, summary, CSV and JSON),
-//!   [`capacity`] (`playsim capacity`'s result), [`tally`] (a scenario's runs over their
+//!   [`capacity`] (`playsim capacity`'s result), [`matrix`] (`playsim matrix`'s grid of formats
+//!   by rates), [`tally`] (a scenario's runs over their
 //!   repetitions), [`live_csv`] (a row of counters a second), [`record`] (`playsim record`'s
 //!   result) and [`compare`] (runs side by side, playback or record) are the other models,
 //!   each with its renderers.
@@ -70,6 +71,7 @@ pub mod frametest;
 pub mod histograms;
 pub mod json;
 pub mod live_csv;
+pub mod matrix;
 pub mod merge;
 #[cfg(feature = "render")]
 pub mod plot;

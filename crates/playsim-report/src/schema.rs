@@ -1,7 +1,7 @@
 //! The JSON schema of every JSON shape playsim writes, each kept in a file under `schema/`:
 //! the run report (`report.schema.json`), the capacity search's result
-//! (`capacity.schema.json`), frametest's figures (`frametest.schema.json`) and record's
-//! (`record.schema.json`).
+//! (`capacity.schema.json`), the matrix (`matrix.schema.json`), frametest's figures
+//! (`frametest.schema.json`) and record's (`record.schema.json`).
 //!
 //! A test compares each committed file with the schema generated from its model, so a change
 //! to a JSON shape cannot go unnoticed. Regenerate the files with
@@ -9,6 +9,7 @@
 //! line to [`SCHEMAS`].
 
 use crate::capacity::Capacity;
+use crate::matrix::Matrix;
 use crate::model::Report;
 
 /// A JSON shape's schema: its file name under `schema/`, and the function that generates it
@@ -22,6 +23,7 @@ pub const SCHEMAS: &[SchemaFile] = &[
     ("frametest.schema.json", crate::frametest::figures_schema),
     ("record.schema.json", crate::record::figures_schema),
     ("record-capacity.schema.json", crate::record::capacity_schema),
+    ("matrix.schema.json", matrix_schema),
 ];
 
 /// The JSON schema of [`Report`], pretty-printed, ending with a newline.
@@ -32,6 +34,11 @@ pub fn report_schema() -> String {
 /// The JSON schema of [`Capacity`] (`capacity --json`), pretty-printed, ending with a newline.
 pub fn capacity_schema() -> String {
     pretty(&schemars::schema_for!(Capacity))
+}
+
+/// The JSON schema of [`Matrix`] (`matrix --json`), pretty-printed, ending with a newline.
+pub fn matrix_schema() -> String {
+    pretty(&schemars::schema_for!(Matrix))
 }
 
 fn pretty(schema: &schemars::schema::RootSchema) -> String {
