@@ -1,6 +1,7 @@
 //! A scenario's synthetic media: what `generate` writes, whether it is there already, and
-//! writing it. DPX and EXR sequences come from playsim's own generator; ProRes clips from
-//! the `ffmpeg` command, as `cargo xtask fixtures` makes its clips.
+//! writing it. DPX and EXR sequences come from playsim's own generator; ProRes clips (and, for
+//! `playsim matrix`, H.264 and DNxHR HQX clips, [`VideoClip`]) from the `ffmpeg` command, as
+//! `cargo xtask fixtures` makes its clips.
 //!
 //! A directory (or clip) playsim generated carries a recipe file beside the frames, so a
 //! changed `generate` table makes the media again and a directory playsim did not make is
@@ -31,6 +32,8 @@ pub enum Generate {
     Sequence(GenerateOptions),
     /// A ProRes clip, written by the `ffmpeg` command.
     ProRes(ProRes),
+    /// A clip of any codec [`VideoCodec`] names, written by the `ffmpeg` command.
+    Video(VideoClip),
 }
 
 /// A ProRes clip of synthetic pictures (FFmpeg's testsrc2 with grain).
@@ -46,6 +49,67 @@ pub struct ProRes {
     pub rate: FrameRate,
     /// The ProRes 422 flavour.
     pub profile: ProResProfile,
+}
+
+/// A clip of synthetic pictures (FFmpeg's testsrc2 with grain, as the ProRes clips) in any of
+/// the codecs [`VideoCodec`] names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VideoClip {
+    /// The clip's file (`.mov`, `.mp4` or `.mxf`, as [`VideoCodec::container`] says).
+    pub path: PathBuf,
+    /// Frame size (even width and height).
+    pub preset: FramePreset,
+    /// Frames in the clip.
+    pub frames: u64,
+    /// The clip's own frame rate.
+    pub rate: FrameRate,
+    /// The codec and its flavour.
+    pub codec: VideoCodec,
+}
+
+/// The codecs a [`VideoClip`] is written in, with the encoder settings `cargo xtask fixtures`
+/// uses for its full-size clips.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VideoCodec {
+    /// ProRes 422 in a `.mov` (prores_ks).
+    ProRes(ProResProfile),
+    /// H.264 long-GOP in an `.mp4` (libx264 veryfast, a GOP of 24, 2 B-frames).
+    H264,
+    /// DNxHR HQX in an `.mxf` (dnxhd).
+    DnxhrHqx,
+}
+
+impl VideoCodec {
+    /// The container: the file's extension and FFmpeg's muxer.
+    pub fn container(self) -> &'static str {
+        match self {
+            VideoCodec::ProRes(_) => "mov",
+            VideoCodec::H264 => "mp4",
+            VideoCodec::DnxhrHqx => "mxf",
+        }
+    }
+
+    /// The encoder's pixel format.
+    fn pix_fmt(self) -> &'static str {
+        match self {
+            VideoCodec::ProRes(_) | VideoCodec::DnxhrHqx => "yuv422p10le",
+            VideoCodec::H264 => "yuv420p",
+        }
+    }
+
+    /// The encoder and its settings, as `-c:v ...` arguments.
+    fn codec_args(self) -> Vec<String> {
+        let args: &[&str] = match self {
+            VideoCodec::ProRes(_) => &["-c:v", "prores_ks", "-profile:v"],
+            VideoCodec::H264 => &["-c:v", "libx264", "-preset", "veryfast", "-g", "24", "-bf", "2"],
+            VideoCodec::DnxhrHqx => &["-c:v", "dnxhd", "-profile:v", "dnxhr_hqx"],
+        };
+        let mut args: Vec<String> = args.iter().map(|&a| a.to_owned()).collect();
+        if let VideoCodec::ProRes(profile) = self {
+            args.push(profile.number().to_string());
+        }
+        args
+    }
 }
 
 /// ProRes 422 flavours, by FFmpeg's `prores_ks` profile number.
@@ -105,6 +169,7 @@ impl Generate {
         match self {
             Generate::Sequence(options) => &options.dir,
             Generate::ProRes(clip) => &clip.path,
+            Generate::Video(clip) => &clip.path,
         }
     }
 
@@ -118,7 +183,9 @@ impl Generate {
     fn recipe_in_place(&self) -> String {
         match self {
             Generate::Sequence(_) => self.command(Path::new(".")),
-            Generate::ProRes(clip) => self.command(Path::new(clip.path.file_name().unwrap_or_default())),
+            Generate::ProRes(_) | Generate::Video(_) => {
+                self.command(Path::new(self.path().file_name().unwrap_or_default()))
+            }
         }
     }
 
@@ -147,10 +214,8 @@ impl Generate {
                 }
                 command
             }
-            Generate::ProRes(clip) => {
-                let args: Vec<String> = clip.ffmpeg_args(path).iter().map(|a| shell_word(a)).collect();
-                format!("ffmpeg {}", args.join(" "))
-            }
+            Generate::ProRes(clip) => clip.clip().command(path),
+            Generate::Video(clip) => clip.command(path),
         }
     }
 
@@ -165,7 +230,8 @@ impl Generate {
     pub fn state(&self) -> MediaState {
         match self {
             Generate::Sequence(o) => sequence_state(o, &self.recipe_in_place()),
-            Generate::ProRes(clip) => clip.state(&self.recipe_in_place(), &self.recipe()),
+            Generate::ProRes(clip) => clip.clip().state(&self.recipe_in_place(), &self.recipe()),
+            Generate::Video(clip) => clip.state(&self.recipe_in_place(), &self.recipe()),
         }
     }
 
@@ -182,7 +248,8 @@ impl Generate {
         let in_place = self.recipe_in_place();
         match self {
             Generate::Sequence(o) => write_sequence(o, &in_place),
-            Generate::ProRes(clip) => clip.write(&in_place, &recipe),
+            Generate::ProRes(clip) => clip.clip().write(&in_place, &recipe),
+            Generate::Video(clip) => clip.write(&in_place, &recipe),
         }
     }
 }
@@ -245,6 +312,25 @@ fn write_sequence(o: &GenerateOptions, recipe: &str) -> Result<(), ScenarioError
 }
 
 impl ProRes {
+    /// The clip as a [`VideoClip`] of ProRes, which writes it.
+    pub fn clip(&self) -> VideoClip {
+        VideoClip {
+            path: self.path.clone(),
+            preset: self.preset,
+            frames: self.frames,
+            rate: self.rate,
+            codec: VideoCodec::ProRes(self.profile),
+        }
+    }
+}
+
+impl VideoClip {
+    /// The command that writes the clip to `out`.
+    fn command(&self, out: &Path) -> String {
+        let args: Vec<String> = self.ffmpeg_args(out).iter().map(|a| shell_word(a)).collect();
+        format!("ffmpeg {}", args.join(" "))
+    }
+
     /// The recipe file beside the clip: `.NAME.playsim-generate`.
     fn recipe_path(&self) -> PathBuf {
         let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -276,16 +362,19 @@ impl ProRes {
         }
     }
 
-    /// ffmpeg's arguments writing the clip to `out`: testsrc2 with changing grain and the frame
-    /// number drawn, in 4:2:2 10-bit, encoded by prores_ks.
+    /// ffmpeg's arguments writing the clip to `out`: testsrc2 with changing grain, in the
+    /// encoder's pixel format (the grain drawn on its 8-bit form: FFmpeg's noise filter works
+    /// on 8-bit planes only), encoded as the codec says.
     fn ffmpeg_args(&self, out: &Path) -> Vec<String> {
         let (width, height) = self.preset.dimensions();
         let s = GRAIN_STRENGTH;
+        let pix_fmt = self.codec.pix_fmt();
         let graph = format!(
-            "testsrc2=size={width}x{height}:rate={}/{},format=yuv422p,\
-             noise=c0s={s}:c0f=t+u:c1s={s}:c1f=t+u:c2s={s}:c2f=t+u,format=yuv422p10le",
+            "testsrc2=size={width}x{height}:rate={}/{},format={},\
+             noise=c0s={s}:c0f=t+u:c1s={s}:c1f=t+u:c2s={s}:c2f=t+u,format={pix_fmt}",
             self.rate.num(),
-            self.rate.den()
+            self.rate.den(),
+            pix_fmt.trim_end_matches("10le")
         );
         let mut args: Vec<String> =
             ["-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-f", "lavfi", "-i"]
@@ -293,9 +382,8 @@ impl ProRes {
                 .to_vec();
         args.push(graph);
         args.extend(["-frames:v".to_owned(), self.frames.to_string(), "-an".to_owned()]);
-        args.extend(["-c:v", "prores_ks", "-profile:v"].map(String::from));
-        args.push(self.profile.number().to_string());
-        args.extend(["-pix_fmt", "yuv422p10le", "-f", "mov"].map(String::from));
+        args.extend(self.codec.codec_args());
+        args.extend(["-pix_fmt", pix_fmt, "-f", self.codec.container()].map(String::from));
         args.push(out.to_string_lossy().into_owned());
         args
     }
@@ -419,5 +507,16 @@ mod tests {
         assert!(recipe.contains("testsrc2=size=1920x1080:rate=30/1"), "{recipe}");
         assert!(recipe.contains("-profile:v 2") && recipe.ends_with(" 'media/hd 30.mov'"), "{recipe}");
         assert_eq!(clip.estimated_bytes(), None);
+        let Generate::ProRes(prores) = &clip else { unreachable!() };
+        let h264 =
+            Generate::Video(VideoClip { codec: VideoCodec::H264, path: "m/h.mp4".into(), ..prores.clip() });
+        let recipe = h264.recipe();
+        assert!(recipe.contains(",format=yuv420p,noise=") && recipe.contains("noise=c0s=12"), "{recipe}");
+        assert!(
+            recipe.contains("-c:v libx264 -preset veryfast -g 24 -bf 2 -pix_fmt yuv420p -f mp4 m/h.mp4"),
+            "{recipe}"
+        );
+        let dnxhr = Generate::Video(VideoClip { codec: VideoCodec::DnxhrHqx, ..prores.clip() });
+        assert!(dnxhr.recipe().contains("-c:v dnxhd -profile:v dnxhr_hqx -pix_fmt yuv422p10le -f mxf"));
     }
 }

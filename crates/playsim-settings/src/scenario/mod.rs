@@ -19,7 +19,7 @@ use playsim_core::Pacing;
 use playsim_engine::OutputStage;
 use playsim_storage::transport::TransportOptions;
 
-pub use media::{ffmpeg_version, Generate, MediaState, ProRes, ProResProfile};
+pub use media::{ffmpeg_version, Generate, MediaState, ProRes, ProResProfile, VideoClip, VideoCodec};
 
 use crate::request::{PlayRequest, SourceSettings};
 
