@@ -218,7 +218,7 @@ pub fn trial_request(request: &CapacityRequest, candidate: u32) -> Result<PlayRe
     Ok(play)
 }
 
-async fn run_trial(request: &CapacityRequest, candidate: u32) -> Result<Trial, Error> {
+pub(crate) async fn run_trial(request: &CapacityRequest, candidate: u32) -> Result<Trial, Error> {
     let play = trial_request(request, candidate)?;
     let simulation = crate::prepare(&play).await?;
     let report = simulation.run().await;

@@ -28,6 +28,7 @@ mod capacity;
 mod decode;
 pub mod frametest;
 mod location;
+pub mod matrix;
 mod order;
 mod play;
 pub mod record;

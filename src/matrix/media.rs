@@ -1,0 +1,397 @@
+//! The rows of `playsim matrix`: formats by name (`dpx-4k-dci`, `exr-piz-uhd`,
+//! `prores-hq-uhd`, or `FORMAT:WxH`), and the media each plays: a `sim://` URL with the row's
+//! format and size, media given with `--media`, or media generated under
+//! `LOCATION/matrix-media/` by playsim's own writers (DPX, EXR, TIFF) or the `ffmpeg` command
+//! (ProRes, H.264, DNxHR), through the scenario's `generate` code and its recipe files.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use playsim_core::{FramePreset, FrameRate};
+use playsim_media::{GenerateFormat, GenerateOptions};
+use playsim_settings::scenario::{Generate, MediaState, ProResProfile, VideoClip, VideoCodec};
+
+use crate::Error;
+
+/// The rows of the default matrix (issue 23's formats).
+pub const DEFAULT_ROWS: &str =
+    "dpx-2k,dpx-4k-dci,dpx-8k-dci,exr-piz-uhd,exr-piz-6k,prores-hq-uhd,h264-uhd,dnxhr-hqx-uhd";
+
+/// The most bytes a generated row's media may take: a row that would need more for window x
+/// rate frames is made shorter, and loops (said in the matrix's cold note).
+pub const ROW_BYTES_CAP: u64 = 1_500_000_000;
+
+/// The fewest frames a generated sequence gets, whatever its size.
+const MIN_FRAMES: u64 = 8;
+
+/// The formats a row can be, each with its name's prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowFormat {
+    /// 10-bit RGB DPX.
+    Dpx,
+    /// 16-bit RGB TIFF.
+    Tiff,
+    /// Half RGBA EXR, PIZ.
+    ExrPiz,
+    /// ProRes 422 HQ in a `.mov`.
+    ProResHq,
+    /// H.264 in an `.mp4`.
+    H264,
+    /// DNxHR HQX in an `.mxf`.
+    DnxhrHqx,
+}
+
+impl RowFormat {
+    const ALL: [RowFormat; 6] = [
+        RowFormat::Dpx,
+        RowFormat::Tiff,
+        RowFormat::ExrPiz,
+        RowFormat::ProResHq,
+        RowFormat::H264,
+        RowFormat::DnxhrHqx,
+    ];
+
+    /// The prefix of its row names (`exr-piz` in `exr-piz-uhd`).
+    pub fn prefix(self) -> &'static str {
+        match self {
+            RowFormat::Dpx => "dpx",
+            RowFormat::Tiff => "tiff",
+            RowFormat::ExrPiz => "exr-piz",
+            RowFormat::ProResHq => "prores-hq",
+            RowFormat::H264 => "h264",
+            RowFormat::DnxhrHqx => "dnxhr-hqx",
+        }
+    }
+
+    /// The format's word (`FORMAT:WxH`, the report's `format`).
+    pub fn word(self) -> &'static str {
+        match self {
+            RowFormat::Dpx => "dpx",
+            RowFormat::Tiff => "tiff",
+            RowFormat::ExrPiz => "exr",
+            RowFormat::ProResHq => "prores",
+            RowFormat::H264 => "h264",
+            RowFormat::DnxhrHqx => "dnxhr",
+        }
+    }
+
+    fn codec(self) -> Option<VideoCodec> {
+        match self {
+            RowFormat::ProResHq => Some(VideoCodec::ProRes(ProResProfile::Hq)),
+            RowFormat::H264 => Some(VideoCodec::H264),
+            RowFormat::DnxhrHqx => Some(VideoCodec::DnxhrHqx),
+            _ => None,
+        }
+    }
+
+    /// Bytes a frame takes per pixel, roughly, where the writer cannot say exactly: EXR PIZ
+    /// of the generated pictures (half RGBA, about 57%); the clips as `cargo xtask fixtures`
+    /// measured them (ProRes 422 HQ UHD with grain 3.8 MB a frame).
+    fn bytes_per_pixel(self) -> f64 {
+        match self {
+            RowFormat::Dpx => 4.0,
+            RowFormat::Tiff => 6.0,
+            RowFormat::ExrPiz => 4.5,
+            RowFormat::ProResHq | RowFormat::DnxhrHqx => 0.46,
+            RowFormat::H264 => 0.15,
+        }
+    }
+
+    /// Seconds to generate a megapixel of a frame on one core, roughly (measured on a 2-core
+    /// machine; an estimate to print, never relied on).
+    fn seconds_per_megapixel(self) -> f64 {
+        match self {
+            RowFormat::Dpx => 0.012,
+            RowFormat::Tiff => 0.03,
+            RowFormat::ExrPiz => 0.08,
+            RowFormat::ProResHq => 0.03,
+            RowFormat::H264 => 0.06,
+            RowFormat::DnxhrHqx => 0.03,
+        }
+    }
+}
+
+/// A row asked for: its name, format and size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MatrixRowSpec {
+    /// The name as given.
+    pub name: String,
+    /// The format.
+    pub format: RowFormat,
+    /// The frame size.
+    pub preset: FramePreset,
+}
+
+impl FromStr for MatrixRowSpec {
+    type Err = String;
+
+    /// `FORMAT-PRESET` (`dpx-4k-dci`, `exr-piz-6k`, `prores-hq-uhd`, `h264-uhd`,
+    /// `dnxhr-hqx-uhd`, `tiff-2k`) or `FORMAT:WxH` (`dpx:256x144`; FORMAT one of dpx, tiff,
+    /// exr, prores, h264, dnxhr).
+    fn from_str(s: &str) -> Result<MatrixRowSpec, String> {
+        let name = s.trim();
+        let refuse = |why: String| {
+            format!(
+                "'{s}' is not a matrix row: {why}; give FORMAT-PRESET (dpx-2k, dpx-4k-dci, exr-piz-uhd, \
+                 prores-hq-uhd, h264-uhd, dnxhr-hqx-uhd, tiff-uhd) or FORMAT:WxH (for example dpx:256x144)"
+            )
+        };
+        let (format, size) = if let Some((word, size)) = name.split_once(':') {
+            let format = RowFormat::ALL
+                .into_iter()
+                .find(|f| f.word() == word)
+                .ok_or_else(|| refuse(format!("no format is called {word}")))?;
+            (format, size)
+        } else {
+            RowFormat::ALL
+                .into_iter()
+                .find_map(|f| Some((f, name.strip_prefix(f.prefix())?.strip_prefix('-')?)))
+                .ok_or_else(|| refuse("it starts with no format".to_owned()))?
+        };
+        let preset = size.parse::<FramePreset>().map_err(|e| refuse(e.to_string()))?;
+        Ok(MatrixRowSpec { name: name.to_owned(), format, preset })
+    }
+}
+
+/// A row ready to play.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatrixMedia {
+    /// The row's name.
+    pub name: String,
+    /// The format's word.
+    pub format: String,
+    /// `WxH`.
+    pub size: String,
+    /// What is played: a directory, a clip, a URL.
+    pub media: String,
+    /// Frames in the media, when known.
+    pub frames: Option<u64>,
+}
+
+impl MatrixMedia {
+    /// Whether a trial of `window` at `rate` plays more frames than the media has.
+    pub fn loops_at(&self, window: Duration, rate: Option<FrameRate>) -> bool {
+        match (self.frames, rate) {
+            (Some(frames), Some(rate)) => rate.frames_in(window) > frames,
+            _ => false,
+        }
+    }
+}
+
+/// A row's media and what it takes to make it.
+#[derive(Clone, Debug)]
+pub struct MediaPlan {
+    /// The row, ready to play once generated.
+    pub row: MatrixMedia,
+    /// How to make it, when playsim makes it; `None` for a URL or media given.
+    pub generate: Option<Generate>,
+    /// Bytes it will take (an estimate for compressed formats; 0 when present already).
+    pub bytes: u64,
+    /// Seconds it will take to make, roughly (0 when present already).
+    pub seconds: f64,
+}
+
+impl MediaPlan {
+    /// Makes the media unless it is there, saying what it does to `log`.
+    pub fn ensure(&self, log: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        let Some(generate) = &self.generate else { return Ok(()) };
+        generate.ensure(log).map_err(|e| Error::Engine(e.to_string()))
+    }
+}
+
+/// The media of every row at `location`: for `sim://`, the URL with the row's format, size
+/// and frames; for a row in `given` (`--media ROW=PATH`), that; else, under a local
+/// `location`, media in `LOCATION/matrix-media/ROW` of `frames` frames (fewer when that would
+/// take more than [`ROW_BYTES_CAP`]). Rows to generate elsewhere are refused, naming
+/// `--media`.
+pub fn plan_media(
+    location: &str,
+    rows: &[MatrixRowSpec],
+    given: &[(String, String)],
+    frames: u64,
+) -> Result<Vec<MediaPlan>, Error> {
+    let mut plans = Vec::with_capacity(rows.len());
+    for spec in rows {
+        let (width, height) = spec.preset.dimensions();
+        let mut row = MatrixMedia {
+            name: spec.name.clone(),
+            format: spec.format.word().to_owned(),
+            size: format!("{width}x{height}"),
+            media: String::new(),
+            frames: None,
+        };
+        if let Some((_, media)) = given.iter().find(|(name, _)| *name == spec.name) {
+            row.media = media.clone();
+            plans.push(MediaPlan { row, generate: None, bytes: 0, seconds: 0.0 });
+            continue;
+        }
+        if location.starts_with("sim://") {
+            row.media = sim_url(location, spec, frames)?;
+            row.frames = Some(frames);
+            plans.push(MediaPlan { row, generate: None, bytes: 0, seconds: 0.0 });
+            continue;
+        }
+        if location.contains("://") {
+            return Err(Error::Engine(format!(
+                "the matrix generates media into local directories only for now: point row {} at media \
+                 on {location} with --media {}=URL (every row needs one), or give a local directory or a mount",
+                spec.name, spec.name
+            )));
+        }
+        plans.push(local_plan(Path::new(location), spec, row, frames));
+    }
+    Ok(plans)
+}
+
+/// The row's `sim://` URL: `location` with the row's format, size and frames in its query.
+fn sim_url(location: &str, spec: &MatrixRowSpec, frames: u64) -> Result<String, Error> {
+    if !matches!(spec.format, RowFormat::Dpx | RowFormat::ExrPiz) {
+        return Err(Error::Engine(format!(
+            "sim:// serves DPX and EXR frames only: row {} cannot be simulated (for example --formats \
+             dpx-4k-dci,exr-piz-uhd)",
+            spec.name
+        )));
+    }
+    let query = location.split_once('?').map_or("", |(_, q)| q);
+    for key in ["format", "preset", "frame_bytes"] {
+        if query.split('&').any(|pair| pair.split('=').next() == Some(key)) {
+            return Err(Error::Engine(format!(
+                "the matrix sets {key}= of a sim:// location per row: leave it out (for example \
+                 sim://lan?bw=10Gbit&lat=300us)"
+            )));
+        }
+    }
+    let (width, height) = spec.preset.dimensions();
+    let separator = if location.contains('?') { '&' } else { '?' };
+    let frames = if query.split('&').any(|pair| pair.starts_with("frames=")) {
+        String::new()
+    } else {
+        format!("&frames={frames}")
+    };
+    Ok(format!("{location}{separator}format={}&preset={width}x{height}{frames}", spec.format.word()))
+}
+
+/// A row's media under `location/matrix-media/`, with its size and time to make.
+fn local_plan(location: &Path, spec: &MatrixRowSpec, mut row: MatrixMedia, frames: u64) -> MediaPlan {
+    let (width, height) = spec.preset.dimensions();
+    let pixels = f64::from(width) * f64::from(height);
+    let dir = location.join("matrix-media");
+    let file_name = spec.name.replace([':', '/'], "-");
+    let generate = match spec.format.codec() {
+        Some(codec) => {
+            let frame_bytes = (pixels * spec.format.bytes_per_pixel()) as u64;
+            Generate::Video(VideoClip {
+                path: dir.join(format!("{file_name}.{}", codec.container())),
+                preset: spec.preset,
+                frames: capped_frames(frames, frame_bytes),
+                rate: FrameRate::FILM,
+                codec,
+            })
+        }
+        None => {
+            let (name, options): (&str, &[(&str, &str)]) = match spec.format {
+                RowFormat::Tiff => ("tiff", &[]),
+                RowFormat::ExrPiz => ("exr", &[("compression", "piz")]),
+                _ => ("dpx", &[]),
+            };
+            // The formats' own defaults, which always parse.
+            let format = GenerateFormat::parse(name, options).unwrap_or_default();
+            let alpha = format.writer().rgba_by_default;
+            let frame_bytes = format
+                .encoder()
+                .file_bytes((width, height), alpha)
+                .unwrap_or((pixels * spec.format.bytes_per_pixel()) as u64);
+            Generate::Sequence(GenerateOptions {
+                format,
+                alpha,
+                threads: 0,
+                ..GenerateOptions::new(dir.join(&file_name), spec.preset, capped_frames(frames, frame_bytes))
+            })
+        }
+    };
+    let n_frames = match &generate {
+        Generate::Sequence(o) => o.n_frames,
+        Generate::Video(clip) => clip.frames,
+        Generate::ProRes(clip) => clip.frames,
+    };
+    row.media = generate.path().to_string_lossy().into_owned();
+    row.frames = Some(n_frames);
+    let present = generate.state() == MediaState::Present;
+    let bytes = if present {
+        0
+    } else {
+        generate.estimated_bytes().unwrap_or((pixels * spec.format.bytes_per_pixel()) as u64 * n_frames)
+    };
+    let seconds = if present {
+        0.0
+    } else {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+        pixels / 1e6 * spec.format.seconds_per_megapixel() * n_frames as f64 / cores
+    };
+    MediaPlan { row, generate: Some(generate), bytes, seconds }
+}
+
+/// `wanted` frames, or as many of `frame_bytes` as [`ROW_BYTES_CAP`] holds (at least
+/// [`MIN_FRAMES`]).
+fn capped_frames(wanted: u64, frame_bytes: u64) -> u64 {
+    wanted.min((ROW_BYTES_CAP / frame_bytes.max(1)).max(MIN_FRAMES)).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_named_format_then_preset_or_format_colon_size() {
+        let row = |s: &str| s.parse::<MatrixRowSpec>();
+        for name in DEFAULT_ROWS.split(',') {
+            assert!(row(name).is_ok(), "{name}: {:?}", row(name));
+        }
+        assert_eq!(
+            row("exr-piz-6k").map(|r| (r.format, r.preset)),
+            Ok((RowFormat::ExrPiz, FramePreset::Dci6k))
+        );
+        assert_eq!(
+            row("dpx:256x144").map(|r| (r.format, r.preset)),
+            Ok((RowFormat::Dpx, FramePreset::Custom { width: 256, height: 144 }))
+        );
+        let refused = row("mpeg2-uhd").unwrap_err();
+        assert!(
+            refused.contains("'mpeg2-uhd' is not a matrix row") && refused.contains("dpx:256x144"),
+            "{refused}"
+        );
+        assert!(row("dpx-huge").is_err() && row("gif:10x10").is_err());
+    }
+
+    #[test]
+    fn sim_rows_are_the_url_with_the_rows_format_and_size() {
+        let rows: Vec<MatrixRowSpec> =
+            ["dpx:256x144", "exr:512x288"].iter().map(|r| r.parse().unwrap()).collect();
+        let plans = plan_media("sim://lan?bw=1Gbit", &rows, &[], 48).unwrap();
+        assert_eq!(plans[0].row.media, "sim://lan?bw=1Gbit&format=dpx&preset=256x144&frames=48");
+        assert_eq!(plans[1].row.media, "sim://lan?bw=1Gbit&format=exr&preset=512x288&frames=48");
+        assert!(plans.iter().all(|p| p.generate.is_none() && p.bytes == 0));
+        let h264 = vec!["h264-uhd".parse().unwrap()];
+        assert!(plan_media("sim://lan", &h264, &[], 48).is_err());
+        assert!(plan_media("sim://lan?format=exr", &rows, &[], 48).is_err());
+        assert!(plan_media("nfs://filer/x", &rows, &[], 48)
+            .unwrap_err()
+            .to_string()
+            .contains("--media dpx:256x144=URL"));
+    }
+
+    #[test]
+    fn local_rows_are_generated_under_matrix_media_and_capped_in_size() {
+        let rows: Vec<MatrixRowSpec> =
+            ["dpx:256x144", "dpx-8k-dci", "prores-hq-uhd"].iter().map(|r| r.parse().unwrap()).collect();
+        let plans =
+            plan_media("/no/such/m", &rows, &[("prores-hq-uhd".into(), "/a/clip.mov".into())], 300).unwrap();
+        assert_eq!(plans[0].row.media, "/no/such/m/matrix-media/dpx-256x144");
+        assert_eq!((plans[0].row.frames, plans[0].bytes), (Some(300), (256 * 144 * 4 + 2048) * 300));
+        // 8K DCI DPX is 141.6 MB a frame: 10 fit in the cap.
+        assert_eq!(plans[1].row.frames, Some(10));
+        assert!(plans[1].bytes <= ROW_BYTES_CAP);
+        assert_eq!((plans[2].row.media.as_str(), plans[2].generate.is_none()), ("/a/clip.mov", true));
+    }
+}
