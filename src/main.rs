@@ -50,6 +50,9 @@ enum Command {
     /// Show runs side by side from their JSON reports: fps, drops by cause, MB/s, latency,
     /// CPU per GB; each later run marked against the first.
     Compare(CompareArgs),
+    /// Will it play? Formats by frame rates, each cell the most streams that play with no drop
+    /// (a capacity search), its limiting cause and margin; media generated where missing.
+    Matrix(Box<cli::matrix::MatrixArgs>),
     /// Play a scenario file (TOML): runs of streams, each repeated with a cold or warm cache,
     /// a JSON report per repetition, then the runs side by side (see examples/).
     Run(cli::run::RunArgs),
@@ -288,6 +291,7 @@ fn main() -> ExitCode {
         },
         Command::Frametest(args) => cli::frametest::run(*args),
         Command::Record(args) => cli::record::run(*args),
+        Command::Matrix(args) => cli::matrix::run(*args),
         Command::Run(args) => cli::run::run(args),
     };
     match result {

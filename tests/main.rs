@@ -19,6 +19,7 @@ mod hostile_smb;
 #[cfg(feature = "io-uring")]
 mod io_uring;
 mod limits;
+mod matrix;
 mod mount_label;
 #[cfg(feature = "mpi")]
 mod mpi;

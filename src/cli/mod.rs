@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod frametest;
+pub mod matrix;
 pub mod record;
 pub mod run;
 

@@ -1,0 +1,220 @@
+//! `playsim matrix LOCATION`: "will it play?", formats by frame rates, each cell the most
+//! streams that play with no drop (ARCHITECTURE.md, "Matrix"). Media is generated into
+//! `LOCATION/matrix-media/` where missing, after saying how much and how long, and only with
+//! `--yes` when that is large.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use playsim::matrix::{MatrixProgress, MatrixRequest, MatrixRowSpec, DEFAULT_ROWS};
+use playsim::report::matrix::MatrixText;
+use playsim::report::renderer::{self, Renderer, Renderers};
+use playsim::settings::{parse, units, Settings};
+use playsim::FrameRate;
+
+/// Media larger than this is generated only with `--yes`.
+const LARGE_BYTES: u64 = 20_000_000_000;
+/// Media estimated to take longer than this to generate is generated only with `--yes`.
+const LARGE_SECONDS: f64 = 300.0;
+
+#[derive(Args)]
+pub struct MatrixArgs {
+    /// Where the media is (and is generated, under LOCATION/matrix-media): a local directory
+    /// or a mount, or a sim:// URL (each row then sets its format and preset in the query).
+    location: String,
+    /// The rows: FORMAT-PRESET (dpx-2k, dpx-4k-dci, dpx-8k-dci, exr-piz-uhd, exr-piz-6k,
+    /// prores-hq-uhd, h264-uhd, dnxhr-hqx-uhd, tiff-uhd, ...) or FORMAT:WxH (dpx:256x144).
+    #[arg(long, default_value = DEFAULT_ROWS, value_delimiter = ',', value_parser = parse_row)]
+    formats: Vec<MatrixRowSpec>,
+    /// Play existing media for a row instead of generating it: ROW=PATH (a directory, a
+    /// pattern, a clip or a URL); repeat it for several rows.
+    #[arg(long, value_name = "ROW=PATH", value_parser = parse_media)]
+    media: Vec<(String, String)>,
+    /// The columns: frame rates, comma-separated.
+    #[arg(long, default_value = "23.976,25,29.97,50,59.94", value_delimiter = ',', value_parser = parse_rate)]
+    rates: Vec<(String, FrameRate)>,
+    /// Playback time of each trial.
+    #[arg(long, default_value = "5s", value_parser = parse_window, allow_hyphen_values = true)]
+    window: Duration,
+    /// Trials per candidate: it passes only when every one has no drop.
+    #[arg(long, default_value_t = 1, value_parser = parse::count, allow_hyphen_values = true)]
+    trials: u32,
+    /// The most streams a cell tries.
+    #[arg(long, default_value_t = 16, value_parser = parse::count, allow_hyphen_values = true)]
+    max: u32,
+    /// The most streams a cell tries, as Disk Speed Test asks it: --streams 1 makes a yes/no
+    /// table (it overrides --max).
+    #[arg(long, value_parser = parse::count, allow_hyphen_values = true)]
+    streams: Option<u32>,
+    /// Generate the media even when it is large (more than 20 GB, or more than 5 minutes by
+    /// the estimate).
+    #[arg(long)]
+    yes: bool,
+    /// Write the matrix as JSON (schema: crates/playsim-report/schema/matrix.schema.json).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the matrix as CSV, a line per cell.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn parse_row(s: &str) -> Result<MatrixRowSpec, String> {
+    s.parse()
+}
+
+fn parse_media(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((row, path)) if !row.trim().is_empty() && !path.is_empty() => {
+            Ok((row.trim().to_owned(), path.to_owned()))
+        }
+        _ => Err(format!("'{s}' is not ROW=PATH (for example --media dpx-4k-dci=/mnt/nas/shot)")),
+    }
+}
+
+fn parse_rate(s: &str) -> Result<(String, FrameRate), String> {
+    let rate = s.parse::<FrameRate>().map_err(|e| format!("{e} (for example --rates 23.976,25,29.97)"))?;
+    Ok((s.trim().to_owned(), rate))
+}
+
+fn parse_window(s: &str) -> Result<Duration, String> {
+    match units::parse_duration(s) {
+        Ok(window) if window >= Duration::from_secs(1) => Ok(window),
+        Ok(_) => Err(format!("'{s}' is shorter than 1 s (for example --window 5s)")),
+        Err(e) => Err(format!("{e} (for example --window 5s)")),
+    }
+}
+
+pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
+    let outputs = [("--json", &args.json), ("--csv", &args.csv)];
+    if let Some(code) =
+        super::refuse_unwritable_outputs(outputs.iter().filter_map(|(flag, p)| Some((*flag, p.as_deref()?))))
+    {
+        return Ok(code);
+    }
+    for (row, _) in &args.media {
+        if !args.formats.iter().any(|f| f.name == *row) {
+            anyhow::bail!(
+                "--media {row}=...: no row is called {row} (the rows: {}; for example --formats dpx-4k-dci --media dpx-4k-dci=/mnt/nas/shot)",
+                args.formats.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    let max = args.streams.unwrap_or(args.max);
+    let top = args.rates.iter().map(|(_, r)| *r).max_by(|a, b| a.as_f64().total_cmp(&b.as_f64()));
+    let frames = top.map_or(1, |r| r.frames_in(args.window)).max(1);
+    let plans = playsim::matrix::plan_media(&args.location, &args.formats, &args.media, frames)?;
+    let to_make: Vec<_> = plans.iter().filter(|p| p.bytes > 0).collect();
+    if !to_make.is_empty() {
+        let bytes: u64 = to_make.iter().map(|p| p.bytes).sum();
+        let seconds: f64 = to_make.iter().map(|p| p.seconds).sum();
+        let names: Vec<String> = to_make
+            .iter()
+            .map(|p| format!("{} ({} frames)", p.row.name, p.row.frames.unwrap_or(0)))
+            .collect();
+        eprintln!(
+            "playsim: the matrix will generate {} of media into {}/matrix-media ({}), about {} by a rough estimate",
+            human_bytes(bytes),
+            args.location,
+            names.join(", "),
+            human_time(seconds)
+        );
+        if let Some(free) = free_bytes(Path::new(&args.location)) {
+            if free < bytes + bytes / 10 {
+                anyhow::bail!(
+                    "{} has {} free, too little for {} of media: free some space, point rows at existing \
+                     media (--media ROW=PATH), or choose fewer rows (for example --formats dpx-2k,prores-hq-uhd)",
+                    args.location,
+                    human_bytes(free),
+                    human_bytes(bytes)
+                );
+            }
+        }
+        if (bytes > LARGE_BYTES || seconds > LARGE_SECONDS) && !args.yes {
+            anyhow::bail!(
+                "that is more than 20 GB or 5 minutes: add --yes to generate it (for example playsim matrix {} --yes), \
+                 or choose fewer rows with --formats",
+                args.location
+            );
+        }
+    }
+    for (k, plan) in plans.iter().enumerate() {
+        let n = plans.len();
+        plan.ensure(&mut |line| {
+            if !args.quiet {
+                eprintln!("playsim: row {} of {n}: {line}", k + 1);
+            }
+        })?;
+    }
+    let play = Settings::default().request(Vec::new());
+    let request = MatrixRequest {
+        location: args.location.clone(),
+        rows: plans.into_iter().map(|p| p.row).collect(),
+        rates: args.rates.clone(),
+        window: args.window,
+        trials: args.trials,
+        max,
+        cold: true,
+        play,
+    };
+    let quiet = args.quiet;
+    let mut progress = move |event: MatrixProgress<'_>| {
+        if quiet {
+            return;
+        }
+        match event {
+            MatrixProgress::Cell { k, n, row, fps, max } => {
+                eprintln!("playsim: cell {k} of {n}: {row} at {fps} fps, up to {max} streams")
+            }
+            MatrixProgress::Candidate(candidate) => eprintln!("playsim:   trying {candidate} streams"),
+            MatrixProgress::CellDone { k, n, cell, elapsed } => {
+                let eta = elapsed.as_secs_f64() / k as f64 * (n - k) as f64;
+                eprintln!(
+                    "playsim: cell {k} of {n} done: {}{}",
+                    cell.label(max == 1),
+                    if k < n { format!("; about {} left", human_time(eta)) } else { String::new() }
+                )
+            }
+        }
+    };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
+    let found = runtime.block_on(playsim::matrix::matrix(&request, &mut progress))?;
+    MatrixText.render(&found, &mut std::io::stdout().lock())?;
+    let renderers = Renderers::matrix();
+    for (name, path) in [("json", &args.json), ("csv", &args.csv)] {
+        if let Some(path) = path {
+            renderer::write_atomic(renderers.by_name(name)?, &found, path)?;
+            eprintln!("playsim: matrix as {name} written to {}", path.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Free bytes for an unprivileged user on the file system that holds `path` (or its nearest
+/// existing parent).
+fn free_bytes(path: &Path) -> Option<u64> {
+    let existing = path.ancestors().find(|p| p.exists())?;
+    let stat = rustix::fs::statvfs(existing).ok()?;
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
+fn human_bytes(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1_000_000_000 => format!("{:.1} GB", b as f64 / 1e9),
+        b => format!("{:.0} MB", (b as f64 / 1e6).max(1.0)),
+    }
+}
+
+fn human_time(seconds: f64) -> String {
+    let seconds = seconds.round() as u64;
+    match seconds {
+        s if s >= 60 => format!("{}m {:02}s", s / 60, s % 60),
+        s => format!("{s}s"),
+    }
+}

@@ -1,0 +1,176 @@
+//! `playsim matrix` end to end: over `sim://`, where the simulated link makes every cell
+//! exact (text, JSON against its schema's shape, CSV), and on a local directory, where the
+//! media is generated once and reused.
+
+use anyhow::{ensure, Context, Result};
+use serde_json::Value;
+
+use crate::util::{playsim, run};
+
+/// 8.5 MB/s. A 256x144 10-bit DPX frame is 149,504 bytes: 2 streams at 24 fps need 7.2 MB/s
+/// (84% of the link), 3 need 10.8 (127%); 1 stream at 48 needs 7.2, 2 need 14.4 (169%). A
+/// 1024x576 frame is 2,361,344 bytes: 1 stream at 24 needs 56.7 MB/s, 6.7 times the link.
+/// A stream prerolls 5 frames before its clock starts, which hides a small deficit over a
+/// short window: over 2 s, 3 streams at 24 get 5 + 38 of the 48 frames due, and 2 at 48
+/// get 5 + 57 of 96, so each failure is short by 5 frames or more.
+const LINK: &str = "sim://lan?bw=8.5MB/s&lat=1ms&jitter=0&seed=1";
+
+#[test]
+fn a_sim_matrix_is_exact_and_reuses_a_zero() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (json, csv) = (dir.path().join("m.json"), dir.path().join("m.csv"));
+    let done = run(playsim()
+        .args(["matrix", LINK, "--formats", "dpx:256x144,dpx:1024x576", "--rates", "24,48"])
+        .args(["--window", "2s", "--trials", "1", "--max", "4", "--json"])
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv))?;
+    done.ensure_code(0)?;
+    let rows: Vec<Vec<&str>> = done.stdout.lines().map(|l| l.split_whitespace().collect()).collect();
+    ensure!(
+        rows.iter().any(|r| r[..] == ["dpx:256x144", "256x144", "2", "(storage)", "1", "(storage)"]),
+        "{done}"
+    );
+    ensure!(
+        rows.iter().any(|r| r[..] == ["dpx:1024x576", "1024x576", "0", "(storage)", "0", "(storage)*"]),
+        "{done}"
+    );
+    ensure!(done.stdout.contains("cold reads: sim:// frames are made in memory"), "{done}");
+    ensure!(done.stderr.contains("cell 1 of 4: dpx:256x144 at 24 fps, up to 4 streams"), "{done}");
+    ensure!(done.stderr.contains("cell 2 of 4: dpx:256x144 at 48 fps, up to 2 streams"), "{done}");
+    ensure!(done.stderr.contains("cell 4 of 4 done: 0 (storage)*"), "{done}");
+    ensure!(done.stderr.contains("about") && !done.stderr.contains("cell 4 of 4: "), "{done}");
+
+    let text = std::fs::read_to_string(&json)?;
+    let value: Value = serde_json::from_str(&text)?;
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crates/playsim-report/schema/matrix.schema.json"
+    ))?)?;
+    conforms(&value, &schema, &schema).context("the JSON against matrix.schema.json")?;
+    for row in value["rows"].as_array().context("rows")? {
+        conforms(row, &schema["definitions"]["MatrixRow"], &schema)?;
+        for cell in row["cells"].as_array().context("cells")? {
+            conforms(cell, &schema["definitions"]["MatrixCell"], &schema)?;
+        }
+    }
+    let cells = |row: usize| value["rows"][row]["cells"].clone();
+    ensure!(cells(0)[0]["best_streams"] == 2 && cells(0)[1]["best_streams"] == 1, "{text}");
+    ensure!(cells(0)[1]["max"] == 2 && cells(0)[1]["limit"] == "storage", "{text}");
+    ensure!(
+        cells(1)[1]["inherited_from"] == "24" && cells(1)[1]["trials"].as_array().is_some_and(Vec::is_empty)
+    );
+    let matrix = playsim::report::matrix::from_str(&text)?;
+    ensure!(matrix.rows[1].cells[0].trials.len() == 1 && matrix.rates == ["24", "48"]);
+
+    let csv = std::fs::read_to_string(&csv)?;
+    let lines: Vec<&str> = csv.lines().collect();
+    ensure!(lines.len() == 5 && lines[0] == playsim::report::matrix::CSV_HEADER, "{csv}");
+    ensure!(
+        lines[1].starts_with("dpx:256x144,dpx,256x144,sim://lan?bw=8.5MB/s")
+            && lines[1].contains(",24,2,4,false,storage,"),
+        "{csv}"
+    );
+    ensure!(
+        lines[4].starts_with("dpx:1024x576,") && lines[4].ends_with(",48,0,4,false,storage,,24,0"),
+        "{csv}"
+    );
+    Ok(())
+}
+
+/// Checks the shape of `value` against `schema` (draft 7 as schemars writes it): required
+/// properties present, no property the schema does not declare, and the JSON types.
+fn conforms(value: &Value, schema: &Value, root: &Value) -> Result<()> {
+    let object = value.as_object().context("not an object")?;
+    for required in schema["required"].as_array().into_iter().flatten() {
+        let key = required.as_str().unwrap_or_default();
+        ensure!(object.contains_key(key), "missing required {key}");
+    }
+    let properties = schema["properties"].as_object().context("the schema has no properties")?;
+    for (key, field) in object {
+        let declared = properties.get(key).with_context(|| format!("{key} is not in the schema"))?;
+        let declared = match declared.get("$ref").and_then(Value::as_str) {
+            Some(reference) => &root["definitions"][reference.trim_start_matches("#/definitions/")],
+            None => declared,
+        };
+        let types: Vec<&str> = match &declared["type"] {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => continue,
+        };
+        let actual = match field {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        ensure!(
+            types.contains(&actual) || (actual == "integer" && types.contains(&"number")),
+            "{key} is {actual}, the schema says {types:?}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_local_matrix_generates_its_media_once_and_refuses_bad_flags() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let matrix = || {
+        let mut command = playsim();
+        command.args(["matrix"]).arg(dir.path()).args([
+            "--formats",
+            "dpx:256x144",
+            "--rates",
+            "24",
+            "--window",
+            "1s",
+            "--streams",
+            "1",
+        ]);
+        command
+    };
+    let first = run(&mut matrix())?;
+    first.ensure_code(0)?;
+    ensure!(
+        first.stderr.contains("will generate 4 MB of media")
+            && first.stderr.contains("dpx:256x144 (24 frames)"),
+        "{first}"
+    );
+    ensure!(first.stderr.contains("row 1 of 1: generating"), "{first}");
+    let media = dir.path().join("matrix-media/dpx-256x144");
+    let frames = std::fs::read_dir(&media)?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".dpx"))
+        .count();
+    ensure!(frames == 24, "{frames} frames in {}", media.display());
+    let row: Vec<&str> = first
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("dpx:256x144"))
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    ensure!(row == ["dpx:256x144", "256x144", "yes"], "{first}");
+    ensure!(
+        first.stdout.contains("posix_fadvise DONTNEED") && first.stdout.contains("no trial loops"),
+        "{first}"
+    );
+
+    let second = run(&mut matrix())?;
+    second.ensure_code(0)?;
+    ensure!(!second.stderr.contains("generat"), "the media was made again:\n{second}");
+
+    let bad = run(playsim().arg("matrix").arg(dir.path()).args(["--formats", "mpeg2-uhd"]))?;
+    bad.ensure_code(2)?;
+    ensure!(
+        bad.stderr.contains("not a matrix row") && bad.stderr.contains("for example dpx:256x144"),
+        "{bad}"
+    );
+    let bad = run(playsim().arg("matrix").arg(dir.path()).args(["--rates", "fast"]))?;
+    bad.ensure_code(2)?;
+    ensure!(bad.stderr.contains("for example --rates"), "{bad}");
+    Ok(())
+}
