@@ -171,7 +171,7 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             MatrixProgress::Cell { k, n, row, fps, max } => {
                 eprintln!("playsim: cell {k} of {n}: {row} at {fps} fps, up to {max} streams")
             }
-            MatrixProgress::Candidate(candidate) => eprintln!("playsim:   trying {candidate} streams"),
+            MatrixProgress::Candidate(candidate) => eprintln!("playsim:   trying {candidate} stream(s)"),
             MatrixProgress::CellDone { k, n, cell, elapsed } => {
                 let eta = elapsed.as_secs_f64() / k as f64 * (n - k) as f64;
                 eprintln!(
