@@ -246,19 +246,11 @@ mod shim {
         compression: crate::Compression,
         out: &mut Vec<u8>,
     ) -> Result<(), Error> {
-        let code = match compression {
-            crate::Compression::None => 0,
-            crate::Compression::Rle => 1,
-            crate::Compression::Zips => 2,
-            crate::Compression::Zip => 3,
-            crate::Compression::Piz => 4,
-            crate::Compression::Pxr24 => 5,
-            crate::Compression::B44 => 6,
-            crate::Compression::B44a => 7,
-            crate::Compression::Dwaa => 8,
-            crate::Compression::Dwab => 9,
-        };
-        let (Ok(w), Ok(h), Ok(n)) = (i32::try_from(width), i32::try_from(height), i32::try_from(channels))
+        // The file format's (and Imf::Compression's) number: its place in `ALL`, as a decode
+        // reads it back.
+        let code = Compression::ALL.iter().position(|c| *c == compression);
+        let (Some(Ok(code)), Ok(w), Ok(h), Ok(n)) =
+            (code.map(i32::try_from), i32::try_from(width), i32::try_from(height), i32::try_from(channels))
         else {
             return Err(Error::limit(format!("a {width}x{height} frame is too large to write")));
         };
