@@ -306,7 +306,7 @@ struct FrameRead {
 pub(crate) struct StreamState {
     pub frames: Vec<FrameEntry>,
     next_admit: u64,
-    oldest_holder: u64,
+    pub(super) oldest_holder: u64,
     pub hist: Histograms,
     pub drops: DropCounters,
     pub presented: u64,
@@ -357,6 +357,9 @@ pub(crate) struct StreamState {
     gop_restart: Option<u64>,
     /// When the stream's last read finished, on the run's clock.
     last_read_done_ns: u64,
+    /// The storage's last stall (see `StreamCtx::note_stall`): when it ended, on the run's
+    /// clock, and how long its read ran past the typical read.
+    last_stall: Option<(u64, Duration)>,
     /// Reads finished (for the CPU a read costs, see `read_cpu_share`).
     reads_done: u64,
     /// Long-GOP streams: GOPs the decoder skipped the rest of.
@@ -813,6 +816,7 @@ impl StreamCtx {
             // the recycled buffer do not pay, nor its wait for room in `--max-buffer`.
             let read_time = read_end.saturating_sub(read_start).saturating_sub(faulting + waiting);
             let mut st = self.lock();
+            self.note_stall(&mut st, read_start, read_end, read_time);
             st.recent_read.push(read_time);
             st.busy.read += read_time;
             st.last_read_done_ns = duration_ns(read_end);
