@@ -16,6 +16,11 @@ use anyhow::{bail, Context, Result};
 
 use crate::process;
 
+/// The targets' names and costs, from the fuzz crate's dependency-free list: xtask must build
+/// before the system libraries the parsers link are installed.
+#[path = "../../crates/playsim-fuzz/src/catalog.rs"]
+mod fuzz_catalog;
+
 /// `cargo xtask fuzz`'s arguments.
 #[derive(clap::Args)]
 pub struct FuzzArgs {
@@ -121,8 +126,8 @@ pub fn fuzz(args: &FuzzArgs) -> Result<FuzzRun> {
     }
     let mut targets = Vec::new();
     for name in &args.targets {
-        targets.push(playsim_fuzz::target(name).with_context(|| {
-            let names: Vec<&str> = playsim_fuzz::TARGETS.iter().map(|t| t.name).collect();
+        targets.push(fuzz_catalog::entry(name).with_context(|| {
+            let names: Vec<&str> = fuzz_catalog::CATALOG.iter().map(|t| t.name).collect();
             format!(
                 "no fuzz target {name}: there are {} (for example cargo xtask fuzz url)",
                 names.join(", ")
@@ -130,7 +135,7 @@ pub fn fuzz(args: &FuzzArgs) -> Result<FuzzRun> {
         })?);
     }
     if targets.is_empty() {
-        targets = playsim_fuzz::TARGETS.iter().filter(|t| t.cheap || !args.cheap).collect();
+        targets = fuzz_catalog::CATALOG.iter().filter(|t| t.cheap || !args.cheap).collect();
     }
     let root = std::env::current_dir()?;
     let fuzz_dir = root.join("crates/playsim-fuzz/fuzz");

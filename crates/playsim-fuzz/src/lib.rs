@@ -10,7 +10,8 @@
 //!   (seeded from the fixtures) and `crashes/TARGET/` (every crash found, kept as a
 //!   regression) through its target: part of `cargo xtask test`.
 //!
-//! A new parser adds one function here and one line in [`TARGETS`]; `fuzz/` gets a
+//! A new parser adds one function here, one line in [`TARGETS`] and one in
+//! [`catalog::CATALOG`] (which xtask reads without linking the parsers); `fuzz/` gets a
 //! two-line binary of the same name.
 
 #![deny(missing_docs)]
@@ -18,6 +19,8 @@
 use std::path::Path;
 
 use playsim_core::{DecodedFrame, EntryKind};
+
+pub mod catalog;
 
 /// A fuzz target: its name (the directory of its corpus and crashes, and its libFuzzer
 /// binary) and the function the input goes through.
@@ -195,5 +198,17 @@ pub fn sequence_pattern(data: &[u8]) {
                 sequence.pattern()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{catalog, TARGETS};
+
+    #[test]
+    fn the_catalog_xtask_reads_names_every_target_with_its_cost() {
+        let targets: Vec<(&str, bool)> = TARGETS.iter().map(|t| (t.name, t.cheap)).collect();
+        let catalog: Vec<(&str, bool)> = catalog::CATALOG.iter().map(|e| (e.name, e.cheap)).collect();
+        assert_eq!(targets, catalog);
     }
 }
