@@ -34,7 +34,7 @@ pub use exec::{
     DecodeExecutor, DecodeJob, DecodePool, EncodeExecutor, EncodeJob, EncodePool, FrameMaker, InOrderJob,
     JobFuture, OutputExecutor, OutputJob, V210Output,
 };
-pub use live::{LiveCounters, LiveSnapshot};
+pub use live::{LiveCounters, LiveSnapshot, LiveStage, LiveStream, LiveView};
 pub use run::{report_settings, OwnDecodePool, Simulation, SimulationBuilder, StreamSpec};
 pub use start::{StartBarrier, StartFuture};
 pub use stream::MAX_FRAME_BYTES;

@@ -1,15 +1,79 @@
-//! Live counters that workers bump and a progress reporter samples once a second.
+//! Live counters that workers bump and a progress reporter samples once a second, and the
+//! fuller [`LiveView`] a dashboard draws a few times a second.
+//!
+//! The counters are atomics bumped on the hot path. The view is read only when asked for: it
+//! takes each stream's lock for as long as copying its counters takes, so a dashboard costs
+//! the run nothing between its frames and never runs on the presenter's thread.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use playsim_core::{DropCause, DropCounters};
 
 /// Counters over all streams, updated as frames fall due.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct LiveCounters {
     presented: AtomicU64,
     dropped: [AtomicU64; 4],
     bytes_read: AtomicU64,
+    /// The running simulation's probe, while it runs.
+    probe: Mutex<Option<Arc<dyn LiveProbe>>>,
+}
+
+impl std::fmt::Debug for LiveCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveCounters").field("snapshot", &self.snapshot()).finish_non_exhaustive()
+    }
+}
+
+/// The run as it is now, for a live display.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LiveView {
+    /// Time since the run's start, on the run's clock.
+    pub elapsed: Duration,
+    /// Each stream, in the run's order.
+    pub streams: Vec<LiveStream>,
+    /// Each stage (read, decode, output): CPU so far and latency.
+    pub stages: Vec<LiveStage>,
+}
+
+/// One stream now.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LiveStream {
+    /// Its name, as in the report.
+    pub name: String,
+    /// Frames presented.
+    pub presented: u64,
+    /// Frames dropped, by cause.
+    pub dropped: DropCounters,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Frames in its window now: read ahead, decoding or waiting to be presented.
+    pub buffered: usize,
+    /// The window's size: the prefetch, plus a long-GOP decoder's delay.
+    pub window: usize,
+    /// The slack to their deadline of the frames presented last, oldest first (negative:
+    /// ready after it).
+    pub recent_slack: Vec<i64>,
+    /// Frames it will play, when known (not for `--loop` until cancelled).
+    pub frames_planned: Option<u64>,
+}
+
+/// One stage now.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LiveStage {
+    /// `read`, `decode` or `output`.
+    pub name: &'static str,
+    /// CPU time the stage has used since the run started.
+    pub cpu: Duration,
+    /// The 99th percentile of its latency over the run so far, over every stream.
+    pub p99: Option<Duration>,
+}
+
+/// What a running simulation gives a [`LiveCounters::view`].
+pub(crate) trait LiveProbe: Send + Sync {
+    fn view(&self) -> LiveView;
 }
 
 /// A copy of the [`LiveCounters`] at one instant.
@@ -43,6 +107,22 @@ impl LiveCounters {
 
     pub(crate) fn bytes(&self, n: u64) {
         self.bytes_read.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The run's streams and stages now, or `None` when no simulation is running (before it
+    /// starts, after it ends, or for a counter no simulation uses).
+    pub fn view(&self) -> Option<LiveView> {
+        let probe = self.probe.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        probe.map(|p| p.view())
+    }
+
+    /// Makes `probe` answer [`LiveCounters::view`] until [`LiveCounters::detach`].
+    pub(crate) fn attach(&self, probe: Arc<dyn LiveProbe>) {
+        *self.probe.lock().unwrap_or_else(|e| e.into_inner()) = Some(probe);
+    }
+
+    pub(crate) fn detach(&self) {
+        *self.probe.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// The counters now.

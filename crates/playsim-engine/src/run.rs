@@ -282,6 +282,15 @@ impl Simulation {
                 Arc::new(StreamCtx::new(s.name.clone(), Arc::clone(&s.source), Arc::clone(&s.storage), &own))
             })
             .collect();
+        self.live.attach(Arc::new(RunProbe {
+            streams: ctxs.clone(),
+            storages: self.streams.iter().map(|s| Arc::clone(&s.storage)).collect(),
+            decoders: self.decode_executors(),
+            output: self.output.clone(),
+            codec_before: codec_before.clone(),
+            clock: Arc::clone(&self.clock),
+            origin,
+        }));
         let handles: Vec<_> = ctxs.iter().map(|c| tokio::spawn(Arc::clone(c).run())).collect();
         let mut error = None;
         for h in handles {
@@ -289,6 +298,7 @@ impl Simulation {
                 error = Some(format!("a stream's task failed: {e}"));
             }
         }
+        self.live.detach();
         let duration = self.clock.now().saturating_sub(origin);
         let cpu_after = ProcessCpu::now();
         // Read while the streams (and so their decoders and FFmpeg's threads) are alive.
@@ -377,13 +387,60 @@ impl Simulation {
 impl Simulation {
     /// CPU time of the shared decode pool and of every pool some streams have to themselves.
     fn decode_cpu(&self) -> Duration {
+        self.decode_executors().iter().map(|d| d.cpu_time()).sum()
+    }
+
+    /// The shared decode pool and every pool some streams have to themselves, each once.
+    fn decode_executors(&self) -> Vec<Arc<dyn DecodeExecutor>> {
         let mut pools: Vec<&OwnDecodePool> = Vec::new();
         for pool in self.streams.iter().filter_map(|s| s.decode_pool.as_ref()) {
             if !pools.iter().any(|p| p.same_pool(pool)) {
                 pools.push(pool);
             }
         }
-        pools.iter().map(|p| p.executor.cpu_time()).sum::<Duration>() + self.decode.cpu_time()
+        let mut executors: Vec<Arc<dyn DecodeExecutor>> =
+            pools.iter().map(|p| Arc::clone(&p.executor)).collect();
+        executors.push(Arc::clone(&self.decode));
+        executors
+    }
+}
+
+/// Answers [`LiveCounters::view`] while a simulation runs: each stream's counters and window
+/// under its lock, each stage's CPU as the report counts it.
+struct RunProbe {
+    streams: Vec<Arc<StreamCtx>>,
+    storages: Vec<Arc<dyn Storage>>,
+    decoders: Vec<Arc<dyn DecodeExecutor>>,
+    output: Option<Arc<dyn OutputExecutor>>,
+    codec_before: CodecThreadsCpu,
+    clock: Arc<dyn Clock>,
+    origin: Duration,
+}
+
+impl crate::live::LiveProbe for RunProbe {
+    fn view(&self) -> crate::LiveView {
+        let mut latencies = [None, None, None];
+        let streams = self.streams.iter().map(|s| s.live(&mut latencies)).collect();
+        let p99 = |h: &Option<hdrhistogram::Histogram<u64>>| {
+            h.as_ref().filter(|h| !h.is_empty()).map(|h| Duration::from_nanos(h.value_at_quantile(0.99)))
+        };
+        let read_cpu: u64 = self.storages.iter().map(|s| s.stats().cpu_ns).sum();
+        let decode_cpu: Duration = self.decoders.iter().map(|d| d.cpu_time()).sum::<Duration>()
+            + CodecThreadsCpu::now().since(&self.codec_before);
+        let output_cpu = self.output.as_ref().map_or(Duration::ZERO, |o| o.cpu_time());
+        crate::LiveView {
+            elapsed: self.clock.now().saturating_sub(self.origin),
+            streams,
+            stages: vec![
+                crate::LiveStage {
+                    name: "read",
+                    cpu: Duration::from_nanos(read_cpu),
+                    p99: p99(&latencies[0]),
+                },
+                crate::LiveStage { name: "decode", cpu: decode_cpu, p99: p99(&latencies[1]) },
+                crate::LiveStage { name: "output", cpu: output_cpu, p99: p99(&latencies[2]) },
+            ],
+        }
     }
 }
 

@@ -222,6 +222,9 @@ pub(crate) struct Histograms {
     pub pacing_error: SignedHistogram,
 }
 
+/// How many of the last frames' slack a stream keeps for a live view (a few seconds' worth).
+pub(crate) const RECENT_SLACK_LEN: usize = 120;
+
 /// A latency histogram in nanoseconds, auto-resizing, three significant figures.
 ///
 /// `Histogram::new` fails only for a precision above 5 digits; holding an
@@ -241,6 +244,17 @@ impl LatencyHistogram {
 
     pub fn percentiles(&self) -> playsim_report::Percentiles {
         self.0.as_ref().map(playsim_report::Percentiles::from_histogram_ns).unwrap_or_default()
+    }
+
+    /// Adds its counts to `into` (made on first use), for a percentile over several streams.
+    pub fn add_to(&self, into: &mut Option<Histogram<u64>>) {
+        let Some(h) = &self.0 else { return };
+        match into {
+            Some(sum) => {
+                let _ = sum.add(h);
+            }
+            None => *into = Some(h.clone()),
+        }
     }
 
     /// Its non-empty buckets, in the report's compact form.
@@ -326,6 +340,8 @@ pub(crate) struct StreamState {
     /// Whether the first frame decoded had its pixels in the frame's own buffer, not in the
     /// decoder's: then the decoded pool's buffers are worth faulting in ahead.
     decoded_in_own_buffer: bool,
+    /// The slack of the frames presented last (at most [`RECENT_SLACK_LEN`]), for a live view.
+    pub recent_slack: std::collections::VecDeque<i64>,
     /// Recent read, decode and output times, to tell a frame that cannot be ready in time.
     recent_read: RecentTimes,
     recent_decode: RecentTimes,
@@ -548,6 +564,26 @@ impl StreamCtx {
             "in_order"
         } else {
             "independent"
+        }
+    }
+
+    /// The stream now, for a live view; adds its read, decode and output latencies to
+    /// `stages` (in that order).
+    pub fn live(&self, stages: &mut [Option<Histogram<u64>>; 3]) -> crate::LiveStream {
+        let buffered = self.window_len.saturating_sub(self.window.available_permits());
+        let st = self.lock();
+        st.hist.read.add_to(&mut stages[0]);
+        st.hist.decode.add_to(&mut stages[1]);
+        st.hist.output.add_to(&mut stages[2]);
+        crate::LiveStream {
+            name: self.name.clone(),
+            presented: st.presented,
+            dropped: st.drops,
+            bytes_read: st.bytes_read,
+            buffered,
+            window: self.window_len,
+            recent_slack: st.recent_slack.iter().copied().collect(),
+            frames_planned: self.n_frames,
         }
     }
 

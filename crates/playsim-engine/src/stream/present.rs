@@ -234,6 +234,10 @@ impl StreamCtx {
                 drop(entry.token.take());
                 st.hist.pacing_error.record(signed_ns(now_ns, due_ns));
                 st.hist.slack.record(signed_ns(due_ns, output_done));
+                if st.recent_slack.len() == super::RECENT_SLACK_LEN {
+                    st.recent_slack.pop_front();
+                }
+                st.recent_slack.push_back(signed_ns(due_ns, output_done));
                 st.presented += 1;
                 self.live.presented();
             }

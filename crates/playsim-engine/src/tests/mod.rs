@@ -1114,3 +1114,42 @@ async fn paced_frames_ready_ahead_of_their_deadline_count_in_max_buffer_too() {
     let unbounded = unbounded.run().await;
     assert!(window_peak_bytes(&unbounded) >= 70_000_000, "{}", window_peak_bytes(&unbounded));
 }
+
+/// A live view taken mid-run shows each stream's counters as the presenter left them, its
+/// window, the slack of recent frames and the stages' latency; after the run there is none.
+#[tokio::test(start_paused = true)]
+async fn the_live_view_mid_run_shows_each_streams_counters_and_the_stages() {
+    let mut sc = Scenario::new(60);
+    sc.gaps = [7].into();
+    let sim = sc.simulation();
+    let live = sim.live();
+    assert_eq!(live.view(), None, "no view before the run starts");
+    let watcher = Arc::clone(&live);
+    let sampled = tokio::spawn(async move {
+        // Frame k is due at 0.4 s (the preroll) + k / 10 s; at 3.05 s frames 0..=26 are due.
+        tokio::time::sleep(Duration::from_millis(3050)).await;
+        watcher.view()
+    });
+    let report = sim.run().await;
+    let view = sampled.await.unwrap().expect("a view while the run goes");
+    assert_eq!(live.view(), None, "no view after the run");
+    assert_eq!(view.streams.len(), 1);
+    let s = &view.streams[0];
+    assert_eq!(s.name, report.streams[0].name);
+    assert_eq!(s.dropped.unreadable, 1, "frame 7 was missing: {s:?}");
+    assert!(s.presented > 10 && s.presented < 60, "{s:?}");
+    assert_eq!(s.frames_planned, Some(60));
+    assert_eq!(s.window, 4);
+    assert!(s.buffered <= s.window, "{s:?}");
+    assert_eq!(s.recent_slack.len() as u64, s.presented, "fewer than the ring holds");
+    assert!(s.recent_slack.iter().all(|&ns| ns > 0), "a clean run has slack: {s:?}");
+    let names: Vec<&str> = view.stages.iter().map(|st| st.name).collect();
+    assert_eq!(names, ["read", "decode", "output"]);
+    // Reads take 2 ms and decodes 5 ms under the paused clock, within the histograms' 0.1 %.
+    let p99_ms = |i: usize| view.stages[i].p99.map(|d| d.as_secs_f64() * 1e3);
+    assert!(p99_ms(0).is_some_and(|ms| (ms - 2.0).abs() < 0.01), "{:?}", view.stages);
+    assert!(p99_ms(1).is_some_and(|ms| (ms - 5.0).abs() < 0.01), "{:?}", view.stages);
+    assert!(view.elapsed >= Duration::from_secs(3) && view.elapsed < Duration::from_secs(4), "{view:?}");
+    // The end of the run agrees with the report.
+    assert_eq!(live.snapshot().presented, report.streams[0].presented);
+}
