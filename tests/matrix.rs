@@ -174,3 +174,64 @@ fn a_local_matrix_generates_its_media_once_and_refuses_bad_flags() -> Result<()>
     ensure!(bad.stderr.contains("for example --rates"), "{bad}");
     Ok(())
 }
+
+/// On a server, the matrix makes the media in its staging directory and copies it through
+/// playsim's own client (NFS to Ganesha: a DPX sequence; SMB to Samba: an H.264 clip), marks
+/// each copy complete, plays it there, and copies nothing the second time.
+#[test]
+fn a_matrix_on_a_server_copies_its_media_there_once_through_playsims_client() -> Result<()> {
+    let stage = tempfile::tempdir()?;
+    let nfs = playsim_testserver::NfsServer::start().context("starting nfs-ganesha")?;
+    let smb = playsim_testserver::SmbServer::start().context("starting smbd")?;
+    let cases = [
+        (nfs.url(""), nfs.export_dir().to_path_buf(), "dpx:256x144", "dpx-256x144"),
+        (smb.writable_url(""), smb.export_dir().to_path_buf(), "h264:256x144", "h264-256x144.mp4"),
+    ];
+    for (location, export, row, name) in &cases {
+        let matrix = || {
+            let mut command = playsim();
+            command
+                .args([
+                    "matrix",
+                    location,
+                    "--formats",
+                    row,
+                    "--rates",
+                    "24",
+                    "--window",
+                    "1s",
+                    "--streams",
+                    "1",
+                ])
+                .arg("--stage")
+                .arg(stage.path())
+                .env("PLAYSIM_SMB_USER", smb.user())
+                .env("PLAYSIM_SMB_PASSWORD", smb.password());
+            command
+        };
+        let first = run(&mut matrix())?;
+        first.ensure_code(0)?;
+        ensure!(first.stderr.contains("made in") && first.stderr.contains("copied there"), "{first}");
+        let base = location.split('?').next().unwrap_or_default().trim_end_matches('/');
+        ensure!(first.stderr.contains(&format!("to {base}/matrix-media/{name}")), "{first}");
+        let copied = export.join("matrix-media").join(name);
+        ensure!(copied.exists(), "{} is not on the server:\n{first}", copied.display());
+        ensure!(export.join(format!("matrix-media/.{name}.complete")).exists(), "no marker:\n{first}");
+        if copied.is_dir() {
+            let frames = std::fs::read_dir(&copied)?
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".dpx"))
+                .count();
+            ensure!(frames == 24, "{frames} files in {}", copied.display());
+        }
+        let cells: Vec<&str> =
+            first.stdout.lines().find(|l| l.starts_with(row)).unwrap_or("").split_whitespace().collect();
+        ensure!(cells.last() == Some(&"yes"), "{first}");
+        ensure!(!first.stdout.contains(smb.password()) && !first.stderr.contains(smb.password()), "{first}");
+
+        let second = run(&mut matrix())?;
+        second.ensure_code(0)?;
+        ensure!(!second.stderr.contains("generat") && !second.stderr.contains("copying"), "{second}");
+    }
+    Ok(())
+}

@@ -12,8 +12,10 @@ use clap::Args;
 use playsim::matrix::{MatrixProgress, MatrixRequest, MatrixRowSpec, DEFAULT_ROWS};
 use playsim::report::matrix::MatrixText;
 use playsim::report::renderer::{self, Renderer, Renderers};
-use playsim::settings::{parse, units, Settings};
-use playsim::FrameRate;
+use playsim::settings::{
+    parse, units, DecoderKnobs, LocalReadKnobs, NfsKnobs, PlayKnobs, Settings, SmbKnobs,
+};
+use playsim::{FrameRate, PlayRequest};
 
 /// Media larger than this is generated only with `--yes`.
 const LARGE_BYTES: u64 = 20_000_000_000;
@@ -49,6 +51,10 @@ pub struct MatrixArgs {
     /// table (it overrides --max).
     #[arg(long, value_parser = parse::count, allow_hyphen_values = true)]
     streams: Option<u32>,
+    /// Where media for a location on a server (nfs://, smb://) is made before it is copied
+    /// there; it is kept, so that the next matrix on another server copies without making.
+    #[arg(long, value_name = "DIR", default_value_os_t = std::env::temp_dir().join("playsim-matrix-stage"))]
+    stage: PathBuf,
     /// Generate the media even when it is large (more than 20 GB, or more than 5 minutes by
     /// the estimate).
     #[arg(long)]
@@ -62,6 +68,18 @@ pub struct MatrixArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// The knobs of every trial's run (decode threads, prefetch, reads in flight, ...), as
+    /// `play` takes them; the matrix sets the rate, the streams and the duration.
+    #[command(flatten)]
+    knobs: PlayKnobs,
+    #[command(flatten)]
+    local: LocalReadKnobs,
+    #[command(flatten)]
+    decoder: DecoderKnobs,
+    #[command(flatten)]
+    nfs: NfsKnobs,
+    #[command(flatten)]
+    smb: SmbKnobs,
 }
 
 fn parse_row(s: &str) -> Result<MatrixRowSpec, String> {
@@ -108,7 +126,36 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let max = args.streams.unwrap_or(args.max);
     let top = args.rates.iter().map(|(_, r)| *r).max_by(|a, b| a.as_f64().total_cmp(&b.as_f64()));
     let frames = top.map_or(1, |r| r.frames_in(args.window)).max(1);
-    let plans = playsim::matrix::plan_media(&args.location, &args.formats, &args.media, frames)?;
+    let mut settings = Settings::from_flags(&args.knobs, &args.local, &args.decoder, &args.nfs);
+    args.smb.apply(&mut settings);
+    for (flag, given) in [
+        ("--fps", settings.fps.is_some()),
+        ("--frames", settings.frames.is_some()),
+        ("--duration", settings.duration.is_some()),
+        ("--loop", settings.loop_playback.is_some()),
+    ] {
+        if given {
+            anyhow::bail!(
+                "{flag}: the matrix sets each trial's rate and length itself; give the rates as columns and \
+                 the window instead (for example --rates 25,50 --window 5s)"
+            );
+        }
+    }
+    let play = PlayRequest { decode: settings.decode_options(None), ..settings.request(Vec::new()) };
+    let transport = play.transport_options(&Default::default());
+    let mut plans = playsim::matrix::plan_media(
+        &args.location,
+        &args.formats,
+        &args.media,
+        frames,
+        &args.stage,
+        &transport,
+    )?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
+    for plan in &mut plans {
+        runtime.block_on(plan.check_server())?;
+    }
     let to_make: Vec<_> = plans.iter().filter(|p| p.bytes > 0).collect();
     if !to_make.is_empty() {
         let bytes: u64 = to_make.iter().map(|p| p.bytes).sum();
@@ -117,19 +164,26 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|p| format!("{} ({} frames)", p.row.name, p.row.frames.unwrap_or(0)))
             .collect();
+        let on_server = to_make.iter().any(|p| p.upload.is_some());
         eprintln!(
-            "playsim: the matrix will generate {} of media into {}/matrix-media ({}), about {} by a rough estimate",
+            "playsim: the matrix will generate {} of media into {}/matrix-media ({}), about {} by a rough estimate{}",
             human_bytes(bytes),
-            args.location,
+            args.location.split('?').next().unwrap_or_default().trim_end_matches('/'),
             names.join(", "),
-            human_time(seconds)
+            human_time(seconds),
+            if on_server {
+                format!(", made in {} first and copied there through playsim's client", args.stage.display())
+            } else {
+                String::new()
+            }
         );
-        if let Some(free) = free_bytes(Path::new(&args.location)) {
+        let local = if on_server { args.stage.as_path() } else { Path::new(&args.location) };
+        if let Some(free) = free_bytes(local) {
             if free < bytes + bytes / 10 {
                 anyhow::bail!(
                     "{} has {} free, too little for {} of media: free some space, point rows at existing \
                      media (--media ROW=PATH), or choose fewer rows (for example --formats dpx-2k,prores-hq-uhd)",
-                    args.location,
+                    local.display(),
                     human_bytes(free),
                     human_bytes(bytes)
                 );
@@ -145,13 +199,14 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     }
     for (k, plan) in plans.iter().enumerate() {
         let n = plans.len();
-        plan.ensure(&mut |line| {
+        let mut log = |line: &str| {
             if !args.quiet {
                 eprintln!("playsim: row {} of {n}: {line}", k + 1);
             }
-        })?;
+        };
+        plan.ensure(&mut log)?;
+        runtime.block_on(plan.copy(&mut log))?;
     }
-    let play = Settings::default().request(Vec::new());
     let request = MatrixRequest {
         location: args.location.clone(),
         rows: plans.into_iter().map(|p| p.row).collect(),
@@ -182,8 +237,6 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     let found = runtime.block_on(playsim::matrix::matrix(&request, &mut progress))?;
     MatrixText.render(&found, &mut std::io::stdout().lock())?;
     let renderers = Renderers::matrix();

@@ -11,7 +11,9 @@ use std::time::Duration;
 use playsim_core::{FramePreset, FrameRate};
 use playsim_media::{GenerateFormat, GenerateOptions};
 use playsim_settings::scenario::{Generate, MediaState, ProResProfile, VideoClip, VideoCodec};
+use playsim_storage::transport::TransportOptions;
 
+use super::upload::Upload;
 use crate::Error;
 
 /// The rows of the default matrix (issue 23's formats).
@@ -189,8 +191,12 @@ impl MatrixMedia {
 pub struct MediaPlan {
     /// The row, ready to play once generated.
     pub row: MatrixMedia,
-    /// How to make it, when playsim makes it; `None` for a URL or media given.
+    /// How to make it, when playsim makes it; `None` for a URL or media given, or media on a
+    /// server already.
     pub generate: Option<Generate>,
+    /// Where it is copied once made, for a location on a server (made first in a local
+    /// staging directory).
+    pub upload: Option<Upload>,
     /// Bytes it will take (an estimate for compressed formats; 0 when present already).
     pub bytes: u64,
     /// Seconds it will take to make, roughly (0 when present already).
@@ -198,23 +204,46 @@ pub struct MediaPlan {
 }
 
 impl MediaPlan {
-    /// Makes the media unless it is there, saying what it does to `log`.
+    /// Makes the media unless it is there, saying what it does to `log`; for a server, in
+    /// the staging directory (then [`MediaPlan::copy`]).
     pub fn ensure(&self, log: &mut dyn FnMut(&str)) -> Result<(), Error> {
         let Some(generate) = &self.generate else { return Ok(()) };
         generate.ensure(log).map_err(|e| Error::Engine(e.to_string()))
     }
+
+    /// Checks whether media to copy to a server is there whole already: then nothing is
+    /// made or copied.
+    pub async fn check_server(&mut self) -> Result<(), Error> {
+        let Some(upload) = &self.upload else { return Ok(()) };
+        if upload.is_done().await? {
+            self.generate = None;
+            self.upload = None;
+            self.bytes = 0;
+            self.seconds = 0.0;
+        }
+        Ok(())
+    }
+
+    /// Copies media made in the staging directory to its server, saying what it does to
+    /// `log`; nothing for media that stays where it is made.
+    pub async fn copy(&self, log: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        let (Some(upload), Some(generate)) = (&self.upload, &self.generate) else { return Ok(()) };
+        upload.copy(generate.path(), log).await.map(|_| ())
+    }
 }
 
 /// The media of every row at `location`: for `sim://`, the URL with the row's format, size
-/// and frames; for a row in `given` (`--media ROW=PATH`), that; else, under a local
-/// `location`, media in `LOCATION/matrix-media/ROW` of `frames` frames (fewer when that would
-/// take more than [`ROW_BYTES_CAP`]). Rows to generate elsewhere are refused, naming
-/// `--media`.
+/// and frames; for a row in `given` (`--media ROW=PATH`), that; else media in
+/// `LOCATION/matrix-media/ROW` of `frames` frames (fewer when that would take more than
+/// [`ROW_BYTES_CAP`]), made there for a local `location`, or for a URL made in `stage` and
+/// copied there through the transport's writer.
 pub fn plan_media(
     location: &str,
     rows: &[MatrixRowSpec],
     given: &[(String, String)],
     frames: u64,
+    stage: &Path,
+    transport: &TransportOptions,
 ) -> Result<Vec<MediaPlan>, Error> {
     let mut plans = Vec::with_capacity(rows.len());
     for spec in rows {
@@ -228,25 +257,45 @@ pub fn plan_media(
         };
         if let Some((_, media)) = given.iter().find(|(name, _)| *name == spec.name) {
             row.media = media.clone();
-            plans.push(MediaPlan { row, generate: None, bytes: 0, seconds: 0.0 });
+            plans.push(MediaPlan { row, generate: None, upload: None, bytes: 0, seconds: 0.0 });
             continue;
         }
         if location.starts_with("sim://") {
             row.media = sim_url(location, spec, frames)?;
             row.frames = Some(frames);
-            plans.push(MediaPlan { row, generate: None, bytes: 0, seconds: 0.0 });
+            plans.push(MediaPlan { row, generate: None, upload: None, bytes: 0, seconds: 0.0 });
             continue;
         }
         if location.contains("://") {
-            return Err(Error::Engine(format!(
-                "the matrix generates media into local directories only for now: point row {} at media \
-                 on {location} with --media {}=URL (every row needs one), or give a local directory or a mount",
-                spec.name, spec.name
-            )));
+            let mut plan = local_plan(stage, spec, row, frames);
+            let name = plan
+                .generate
+                .as_ref()
+                .and_then(|g| g.path().file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| spec.name.clone());
+            plan.row.media = url_join(location, &format!("matrix-media/{name}"));
+            plan.upload = Some(Upload { location: location.to_owned(), name, transport: transport.clone() });
+            // The staged copy may be there from an earlier matrix; the server's is not.
+            if plan.bytes == 0 {
+                plan.bytes = plan.generate.as_ref().and_then(Generate::estimated_bytes).unwrap_or(0);
+            }
+            plans.push(plan);
+            continue;
         }
         plans.push(local_plan(Path::new(location), spec, row, frames));
     }
     Ok(plans)
+}
+
+/// `url` with `tail` appended to its path (before any query).
+fn url_join(url: &str, tail: &str) -> String {
+    let (path, query) = url.split_once('?').map_or((url, None), |(p, q)| (p, Some(q)));
+    let joined = format!("{}/{tail}", path.trim_end_matches('/'));
+    match query {
+        Some(q) => format!("{joined}?{q}"),
+        None => joined,
+    }
 }
 
 /// The row's `sim://` URL: `location` with the row's format, size and frames in its query.
@@ -335,7 +384,7 @@ fn local_plan(location: &Path, spec: &MatrixRowSpec, mut row: MatrixMedia, frame
         let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
         pixels / 1e6 * spec.format.seconds_per_megapixel() * n_encoded as f64 / cores
     };
-    MediaPlan { row, generate: Some(generate), bytes, seconds }
+    MediaPlan { row, generate: Some(generate), upload: None, bytes, seconds }
 }
 
 /// `wanted` frames, or as many of `frame_bytes` as [`ROW_BYTES_CAP`] holds (at least
@@ -374,25 +423,65 @@ mod tests {
     fn sim_rows_are_the_url_with_the_rows_format_and_size() {
         let rows: Vec<MatrixRowSpec> =
             ["dpx:256x144", "exr:512x288"].iter().map(|r| r.parse().unwrap()).collect();
-        let plans = plan_media("sim://lan?bw=1Gbit", &rows, &[], 48).unwrap();
+        let plans = plan_media(
+            "sim://lan?bw=1Gbit",
+            &rows,
+            &[],
+            48,
+            Path::new("/stage"),
+            &TransportOptions::default(),
+        )
+        .unwrap();
         assert_eq!(plans[0].row.media, "sim://lan?bw=1Gbit&format=dpx&preset=256x144&frames=48");
         assert_eq!(plans[1].row.media, "sim://lan?bw=1Gbit&format=exr&preset=512x288&frames=48");
         assert!(plans.iter().all(|p| p.generate.is_none() && p.bytes == 0));
         let h264 = vec!["h264-uhd".parse().unwrap()];
-        assert!(plan_media("sim://lan", &h264, &[], 48).is_err());
-        assert!(plan_media("sim://lan?format=exr", &rows, &[], 48).is_err());
-        assert!(plan_media("nfs://filer/x", &rows, &[], 48)
-            .unwrap_err()
-            .to_string()
-            .contains("--media dpx:256x144=URL"));
+        assert!(plan_media("sim://lan", &h264, &[], 48, Path::new("/stage"), &TransportOptions::default())
+            .is_err());
+        assert!(plan_media(
+            "sim://lan?format=exr",
+            &rows,
+            &[],
+            48,
+            Path::new("/stage"),
+            &TransportOptions::default()
+        )
+        .is_err());
+        let nfs = plan_media(
+            "nfs://filer/x?nconnect=2",
+            &rows,
+            &[],
+            48,
+            Path::new("/stage"),
+            &TransportOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(nfs[0].row.media, "nfs://filer/x/matrix-media/dpx-256x144?nconnect=2");
+        assert_eq!(
+            nfs[0].generate.as_ref().map(|g| g.path().to_path_buf()),
+            Some("/stage/matrix-media/dpx-256x144".into())
+        );
+        let upload = nfs[0].upload.as_ref().unwrap();
+        assert_eq!(
+            (upload.location.as_str(), upload.name.as_str()),
+            ("nfs://filer/x?nconnect=2", "dpx-256x144")
+        );
+        assert_eq!(nfs[0].bytes, (256 * 144 * 4 + 2048) * 48);
     }
 
     #[test]
     fn local_rows_are_generated_under_matrix_media_and_capped_in_size() {
         let rows: Vec<MatrixRowSpec> =
             ["dpx:256x144", "dpx-8k-dci", "prores-hq-uhd"].iter().map(|r| r.parse().unwrap()).collect();
-        let plans =
-            plan_media("/no/such/m", &rows, &[("prores-hq-uhd".into(), "/a/clip.mov".into())], 300).unwrap();
+        let plans = plan_media(
+            "/no/such/m",
+            &rows,
+            &[("prores-hq-uhd".into(), "/a/clip.mov".into())],
+            300,
+            Path::new("/s"),
+            &TransportOptions::default(),
+        )
+        .unwrap();
         assert_eq!(plans[0].row.media, "/no/such/m/matrix-media/dpx-256x144");
         assert_eq!((plans[0].row.frames, plans[0].bytes), (Some(300), (256 * 144 * 4 + 2048) * 300));
         // 8K DCI DPX is 141.6 MB a frame: 10 fit in the cap.

@@ -5,6 +5,7 @@
 //! rate), and a row that found 0 at one rate is 0 at every higher rate without a search.
 
 mod media;
+mod upload;
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,7 @@ use playsim_core::{FrameRate, Pacing};
 use playsim_report::matrix::{Matrix, MatrixCell, MatrixRow};
 
 pub use media::{plan_media, MatrixMedia, MatrixRowSpec, MediaPlan, RowFormat, DEFAULT_ROWS, ROW_BYTES_CAP};
+pub use upload::Upload;
 
 use crate::capacity::run_trial;
 use crate::{CapacityBy, CapacityRequest, Error, PlayRequest};
