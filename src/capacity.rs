@@ -2,9 +2,11 @@
 //! over a window, found by doubling and then bisection, each candidate tried more than once.
 //! This is SPECstorage VDA's STREAMS figure, for real playback with real decode.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use playsim_core::{FrameRate, Pacing};
+use playsim_engine::LiveCounters;
 use playsim_report::{DropCauseName, Drops, Report};
 
 pub use playsim_report::capacity::{Capacity, CapacityBy, FirstDrop, Trial};
@@ -36,9 +38,21 @@ pub(crate) struct Found {
     trials: Vec<Trial>,
 }
 
+/// What watches each trial as it starts: the candidate and the trial's live counters (for a
+/// progress line or a dashboard), called before its simulation runs.
+pub type TrialWatch = Arc<dyn Fn(u32, Arc<LiveCounters>) + Send + Sync>;
+
 /// Runs the search: candidates 1, 2, 4, ... until one fails (or `max` passes), then bisection
 /// between the last pass and the first failure. Must run inside a tokio runtime.
 pub async fn capacity(request: &CapacityRequest) -> Result<Capacity, Error> {
+    capacity_watched(request, None).await
+}
+
+/// [`capacity`], with `watch` told of each trial as it starts.
+pub async fn capacity_watched(
+    request: &CapacityRequest,
+    watch: Option<TrialWatch>,
+) -> Result<Capacity, Error> {
     check(request)?;
     if request.by == CapacityBy::Clients {
         return Err(Error::Engine(
@@ -47,7 +61,8 @@ pub async fn capacity(request: &CapacityRequest) -> Result<Capacity, Error> {
                 .into(),
         ));
     }
-    let found = search(request.max, request.trials, |candidate| run_trial(request, candidate)).await?;
+    let found =
+        search(request.max, request.trials, |candidate| run_trial(request, candidate, watch.clone())).await?;
     Ok(result(request, found))
 }
 
@@ -218,9 +233,17 @@ pub fn trial_request(request: &CapacityRequest, candidate: u32) -> Result<PlayRe
     Ok(play)
 }
 
-pub(crate) async fn run_trial(request: &CapacityRequest, candidate: u32) -> Result<Trial, Error> {
+/// Plays one trial of `candidate`, telling `watch` as it starts.
+pub(crate) async fn run_trial(
+    request: &CapacityRequest,
+    candidate: u32,
+    watch: Option<TrialWatch>,
+) -> Result<Trial, Error> {
     let play = trial_request(request, candidate)?;
     let simulation = crate::prepare(&play).await?;
+    if let Some(watch) = watch {
+        watch(candidate, simulation.live());
+    }
     let report = simulation.run().await;
     if let Some(error) = report.error.as_ref().filter(|_| report.status == playsim_report::RunStatus::Failed)
     {

@@ -35,7 +35,8 @@ pub mod record;
 pub mod scenario;
 
 pub use capacity::{
-    capacity, capacity_with, trial_of, trial_request, Capacity, CapacityBy, CapacityRequest, FirstDrop, Trial,
+    capacity, capacity_watched, capacity_with, trial_of, trial_request, Capacity, CapacityBy,
+    CapacityRequest, FirstDrop, Trial, TrialWatch,
 };
 pub use decode::{decode_md5, decode_md5_with, DecodeSummary};
 pub use location::{register_enabled_transports, transports};

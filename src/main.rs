@@ -417,7 +417,8 @@ fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
     }
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
-    let found = runtime.block_on(playsim::capacity(&request))?;
+    let watch = (!args.play.quiet).then(|| cli::capacity_progress(&request));
+    let found = runtime.block_on(playsim::capacity_watched(&request, watch))?;
     CapacityText.render(&found, &mut std::io::stdout().lock())?;
     if let Some(path) = &args.play.json {
         renderer::write_atomic(&CapacityJson, &found, path)?;

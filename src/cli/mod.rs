@@ -50,6 +50,38 @@ pub fn spawn_progress(live: Arc<LiveCounters>) -> (indicatif::ProgressBar, tokio
     (bar, task)
 }
 
+/// A line on stderr as each trial of a capacity search starts: its number, the most trials
+/// the search can take (doubling, then bisection), the candidate, and the time left at most.
+pub fn capacity_progress(request: &playsim::CapacityRequest) -> playsim::TrialWatch {
+    let most = most_trials(request.max) * request.trials;
+    let window = request.window;
+    let started = std::sync::Mutex::new(0u32);
+    let noun = match request.by {
+        playsim::CapacityBy::Streams => "stream(s)",
+        playsim::CapacityBy::Fps => "fps",
+        playsim::CapacityBy::Clients => "client(s)",
+    };
+    Arc::new(move |candidate, _live| {
+        let mut k = started.lock().unwrap_or_else(|e| e.into_inner());
+        *k += 1;
+        let left = window * most.saturating_sub(*k - 1);
+        eprintln!(
+            "playsim: capacity: trial {} (of at most {most}): {candidate} {noun} for {:?}; at most about {}s left",
+            *k,
+            window,
+            left.as_secs()
+        );
+    })
+}
+
+/// The most candidates a search up to `max` tries: 1, 2, 4, ... up to `max`, then a bisection
+/// between the last two.
+fn most_trials(max: u32) -> u32 {
+    let doublings = u32::BITS - max.max(1).saturating_sub(1).leading_zeros();
+    // 1 + doublings candidates, and at most as many again to bisect the last interval.
+    1 + doublings + doublings.saturating_sub(1)
+}
+
 /// Exit status of a command refused before it ran: a file it was asked to write cannot be
 /// written (as clap's for a usage error).
 const EXIT_UNWRITABLE_OUTPUT: u8 = 2;
@@ -151,5 +183,19 @@ mod tests {
             Err(format!("{} is not a directory", file.display()))
         );
         assert_eq!(check_writable(tmp.path()), Err("it is a directory".to_owned()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::most_trials;
+
+    #[test]
+    fn a_search_tries_the_doublings_then_a_bisection_at_most() {
+        // 1, 2, 4, ..., 64, then 32..64 bisected in 5.
+        assert_eq!(most_trials(64), 12);
+        // 1, 2, 4, 8, 16, then 8..16 in 3.
+        assert_eq!(most_trials(16), 8);
+        assert_eq!((most_trials(1), most_trials(2), most_trials(5)), (1, 2, 6));
     }
 }

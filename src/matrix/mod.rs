@@ -15,7 +15,7 @@ use playsim_report::matrix::{Matrix, MatrixCell, MatrixRow};
 pub use media::{plan_media, MatrixMedia, MatrixRowSpec, MediaPlan, RowFormat, DEFAULT_ROWS, ROW_BYTES_CAP};
 pub use upload::Upload;
 
-use crate::capacity::run_trial;
+use crate::capacity::{run_trial, TrialWatch};
 use crate::{CapacityBy, CapacityRequest, Error, PlayRequest};
 
 /// Settings of a matrix.
@@ -134,6 +134,15 @@ pub async fn matrix(
     request: &MatrixRequest,
     progress: &mut (dyn FnMut(MatrixProgress<'_>) + Send),
 ) -> Result<Matrix, Error> {
+    matrix_watched(request, progress, None).await
+}
+
+/// [`matrix`], with `watch` told of each trial as it starts (a dashboard's source).
+pub async fn matrix_watched(
+    request: &MatrixRequest,
+    progress: &mut (dyn FnMut(MatrixProgress<'_>) + Send),
+    watch: Option<TrialWatch>,
+) -> Result<Matrix, Error> {
     if request.rows.is_empty() || request.rates.is_empty() {
         return Err(Error::Engine(
             "a matrix needs a row and a rate at least (for example --formats dpx-2k --rates 24)".into(),
@@ -157,7 +166,7 @@ pub async fn matrix(
                     let capacity = cell_request(request, row, *rate, max);
                     let found = crate::capacity_with(&capacity, |candidate| {
                         progress(MatrixProgress::Candidate(candidate));
-                        run_trial(&capacity, candidate)
+                        run_trial(&capacity, candidate, watch.clone())
                     })
                     .await
                     .map_err(|e| Error::Engine(format!("{} at {label} fps: {e}", row.name)))?;
