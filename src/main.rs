@@ -692,7 +692,14 @@ fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
         ..GenerateOptions::new(&args.dir, args.preset, args.frames)
     };
     let bar = if std::io::stderr().is_terminal() {
-        indicatif::ProgressBar::new(opts.n_frames)
+        let bar = indicatif::ProgressBar::new(opts.n_frames);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "generating {bar:40} {pos}/{len} frames, {per_sec}, {elapsed} in, about {eta} left",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
     } else {
         indicatif::ProgressBar::hidden()
     };

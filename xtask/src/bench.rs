@@ -164,6 +164,19 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         short: args.short,
     };
     let wanted = |section: &str| args.sections.is_empty() || args.sections.iter().any(|s| s == section);
+    let history = out_dir.join(bench.pick("section-times.json", "section-times-short.json"));
+    let mut progress = crate::progress::Progress::remembered(
+        "bench",
+        SECTIONS.iter().filter(|s| wanted(s)).map(|s| s.to_string()).collect(),
+        history,
+    );
+    let mut wanted = |section: &str| {
+        let yes = wanted(section);
+        if yes {
+            progress.start(section);
+        }
+        yes
+    };
     let mut rows = Vec::new();
     if wanted("dpx") {
         let n_frames = bench.pick(DPX_N_FRAMES, DPX_N_FRAMES_SHORT);
@@ -204,6 +217,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         rows.extend(crate::bench_mpi::run(&bench)?);
     }
 
+    progress.done();
     let report = Report { machine: Machine::probe()?, short: args.short, rows };
     let markdown = render_markdown(&report);
     let json = serde_json::to_string_pretty(&report)?;

@@ -141,11 +141,19 @@ pub fn fuzz(args: &FuzzArgs) -> Result<FuzzRun> {
     let fuzz_dir = root.join("crates/playsim-fuzz/fuzz");
     let work = crate::target_dir()?.join("fuzz");
     let mut outcomes = Vec::new();
+    // Each target runs for the time asked (its first build aside).
+    let mut progress = crate::progress::Progress::fixed(
+        "fuzz",
+        targets.iter().map(|t| t.name.to_owned()).collect(),
+        Some(std::time::Duration::from_secs(args.time)),
+    );
     for target in targets {
+        progress.start(target.name);
         let mut outcome = fuzz_one(target.name, &root, &fuzz_dir, &work, args.time)?;
         outcome.executions_total = add_to_stats(&work, &outcome)?;
         outcomes.push(outcome);
     }
+    progress.done();
     Ok(FuzzRun::Ran(outcomes))
 }
 

@@ -17,6 +17,7 @@ mod deps;
 mod fixtures;
 mod fuzz;
 mod process;
+mod progress;
 mod reliability;
 mod vm;
 
