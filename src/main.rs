@@ -100,6 +100,10 @@ struct CompareArgs {
     /// cmp.png): fps, drops by cause, MB/s, p99 latency per stage, CPU s per GB.
     #[arg(long, value_parser = playsim::report::plot::parse_path)]
     plot: Option<PathBuf>,
+    /// Also write the comparison as one HTML file that opens anywhere, with no network: the
+    /// table and the plot inline.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -134,6 +138,10 @@ struct PlayArgs {
     /// histogram per stage. A PNG's text needs a font (Debian: fonts-dejavu-core).
     #[arg(long, value_parser = playsim::report::plot::parse_path)]
     plot: Option<PathBuf>,
+    /// Write the report as one HTML file that opens anywhere, with no network: the summary,
+    /// the timeline and histograms, per-stream and per-client tables (capacity: its trials).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Write the report to FILE in the format its extension names, through the report's
     /// renderers: .json (the report), .csv (the timeline), .svg or .png (the plot), .txt (the
     /// summary); repeat it for several, e.g. --output run.json --output run.svg.
@@ -310,6 +318,7 @@ fn outputs_of(args: &PlayArgs) -> Vec<(&'static str, &std::path::Path)> {
         ("--csv", &args.csv),
         ("--live-csv", &args.live_csv),
         ("--plot", &args.plot),
+        ("--html", &args.html),
     ];
     let mut outputs: Vec<_> = named.into_iter().filter_map(|(flag, p)| Some((flag, p.as_deref()?))).collect();
     outputs.extend(args.output.iter().map(|p| ("--output", p.as_path())));
@@ -419,18 +428,28 @@ fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     let watch = (!args.play.quiet).then(|| cli::capacity_progress(&request));
     let found = runtime.block_on(playsim::capacity_watched(&request, watch))?;
-    CapacityText.render(&found, &mut std::io::stdout().lock())?;
+    finish_capacity(&found, &args)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A capacity search's result: its text on stdout, and the files its flags ask for.
+pub(crate) fn finish_capacity(found: &playsim::Capacity, args: &CapacityArgs) -> anyhow::Result<()> {
+    CapacityText.render(found, &mut std::io::stdout().lock())?;
     if let Some(path) = &args.play.json {
-        renderer::write_atomic(&CapacityJson, &found, path)?;
+        renderer::write_atomic(&CapacityJson, found, path)?;
         eprintln!("playsim: capacity result written to {}", path.display());
     }
     let mut renderers = renderer::Renderers::new();
     playsim::report::capacity::register_capacity_renderers(&mut renderers);
+    if let Some(path) = &args.play.html {
+        renderer::write_atomic(renderers.by_name("html")?, found, path)?;
+        eprintln!("playsim: capacity result as HTML written to {}", path.display());
+    }
     for path in &args.play.output {
-        renderers.write_for_path(&found, path)?;
+        renderers.write_for_path(found, path)?;
         eprintln!("playsim: capacity result written to {}", path.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
@@ -449,24 +468,28 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         let path = std::path::Path::new(path);
         path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
     };
-    fn show<T: Compared>(reports: &[(String, T)], plot: Option<&std::path::Path>) -> anyhow::Result<()> {
+    fn show<T: Compared>(reports: &[(String, T)], args: &CompareArgs) -> anyhow::Result<()> {
         let runs: Vec<Run<'_, T>> = reports.iter().map(|(name, report)| Run { name, report }).collect();
         let renderers = renderer::Renderers::compare();
         renderers.by_name("text")?.render(&runs, &mut std::io::stdout().lock())?;
-        if let Some(plot) = plot {
+        if let Some(plot) = &args.plot {
             renderers.write_for_path(&runs, plot)?;
             eprintln!("playsim: comparison plot written to {}", plot.display());
+        }
+        if let Some(html) = &args.html {
+            renderer::write_atomic(renderers.by_name("html")?, &runs, html)?;
+            eprintln!("playsim: comparison as HTML written to {}", html.display());
         }
         Ok(())
     }
     match compare::read(files)? {
         Reports::Play(reports) => {
             let reports: Vec<_> = reports.into_iter().map(|(path, r)| (name(&path), r)).collect();
-            show(&reports, args.plot.as_deref())?;
+            show(&reports, &args)?;
         }
         Reports::Record(reports) => {
             let reports: Vec<_> = reports.into_iter().map(|(path, r)| (name(&path), r)).collect();
-            show(&reports, args.plot.as_deref())?;
+            show(&reports, &args)?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -496,6 +519,10 @@ fn finish_report(report: &Report, args: &PlayArgs) -> anyhow::Result<()> {
     }
     if let Some(plotted) = plotted {
         eprintln!("playsim: plot written to {}", plotted?.display());
+    }
+    if let Some(html) = &args.html {
+        renderer::write_atomic(renderers.by_name("html")?, report, html)?;
+        eprintln!("playsim: report as HTML written to {}", html.display());
     }
     for path in &args.output {
         renderers.write_for_path(report, path)?;

@@ -16,6 +16,7 @@ mod hostile_nfs;
 mod hostile_nfs_record;
 #[cfg(feature = "smb")]
 mod hostile_smb;
+mod html;
 #[cfg(feature = "io-uring")]
 mod io_uring;
 mod limits;

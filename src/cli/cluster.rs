@@ -22,9 +22,8 @@ use playsim::cluster::{wall_ns, Cluster, Finished, PeerRecord, SNAPSHOT_INTERVAL
 use playsim::core::Clock;
 use playsim::engine::probe::{ProcessCpu, ProcessMemory};
 use playsim::engine::{CancelToken, LiveCounters};
-use playsim::report::capacity::{register_capacity_renderers, CapacityJson, CapacityText};
 use playsim::report::merge::{self, ClientInput, ClientSnapshot};
-use playsim::report::renderer::{self, Renderer, Renderers};
+use playsim::report::renderer::Renderer;
 use playsim::report::{json, render, Report, RunStatus};
 use playsim::scenario::{Repetition, Scenario};
 use playsim::{CapacityRequest, PlayRequest, Trial};
@@ -171,17 +170,7 @@ impl Client {
             Err(e) => return Ok(self.fail(&e.to_string())),
         };
         if rank == 0 {
-            CapacityText.render(&result, &mut std::io::stdout().lock())?;
-            if let Some(path) = &args.play.json {
-                renderer::write_atomic(&CapacityJson, &result, path)?;
-                eprintln!("playsim: capacity result written to {}", path.display());
-            }
-            let mut renderers = Renderers::new();
-            register_capacity_renderers(&mut renderers);
-            for path in &args.play.output {
-                renderers.write_for_path(&result, path)?;
-                eprintln!("playsim: capacity result written to {}", path.display());
-            }
+            crate::finish_capacity(&result, args)?;
         }
         self.close();
         Ok(ExitCode::SUCCESS)

@@ -77,6 +77,9 @@ pub struct FrametestArgs {
     /// Write the summary's figures as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write the result as one HTML file that opens anywhere, with no network.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Decode each frame read with the DPX decoder (frametest does not); a frame then
     /// completes, and leaves the queue, when it is decoded.
     #[arg(long)]
@@ -117,8 +120,8 @@ pub struct FrametestArgs {
 
 /// Runs `playsim frametest`.
 pub fn run(args: FrametestArgs) -> anyhow::Result<ExitCode> {
-    let (csv, json) = (args.csv.clone(), args.json.clone());
-    let outputs = [("-x", &csv), ("--json", &json)];
+    let (csv, json, html) = (args.csv.clone(), args.json.clone(), args.html.clone());
+    let outputs = [("-x", &csv), ("--json", &json), ("--html", &html)];
     if let Some(code) = super::refuse_unwritable_outputs(
         outputs.into_iter().filter_map(|(flag, path)| Some((flag, path.as_deref()?))),
     ) {
@@ -140,7 +143,9 @@ pub fn run(args: FrametestArgs) -> anyhow::Result<ExitCode> {
     print!("{}", frametest::summary(&result));
     let mut renderers = Renderers::new();
     frametest::register_frametest_renderers(&mut renderers);
-    for (path, format, what) in [(&csv, "csv", "frame times"), (&json, "json", "result")] {
+    for (path, format, what) in
+        [(&csv, "csv", "frame times"), (&json, "json", "result"), (&html, "html", "result as HTML")]
+    {
         if let Some(path) = path {
             renderer::write_atomic(renderers.by_name(format)?, &result, path)?;
             eprintln!("playsim: {what} written to {}", path.display());

@@ -65,6 +65,14 @@ pub struct MatrixArgs {
     /// Write the matrix as CSV, a line per cell.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Draw the matrix as a coloured grid, SVG or PNG by the extension (m.svg, m.png): each
+    /// cell's streams, its colour the cause that limits it.
+    #[arg(long, value_parser = playsim::report::plot::parse_path)]
+    plot: Option<PathBuf>,
+    /// Write the matrix as one HTML file that opens anywhere, with no network: the grid, the
+    /// table and every cell's trials.
+    #[arg(long)]
+    html: Option<PathBuf>,
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -109,7 +117,8 @@ fn parse_window(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
-    let outputs = [("--json", &args.json), ("--csv", &args.csv)];
+    let outputs =
+        [("--json", &args.json), ("--csv", &args.csv), ("--plot", &args.plot), ("--html", &args.html)];
     if let Some(code) =
         super::refuse_unwritable_outputs(outputs.iter().filter_map(|(flag, p)| Some((*flag, p.as_deref()?))))
     {
@@ -240,11 +249,15 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let found = runtime.block_on(playsim::matrix::matrix(&request, &mut progress))?;
     MatrixText.render(&found, &mut std::io::stdout().lock())?;
     let renderers = Renderers::matrix();
-    for (name, path) in [("json", &args.json), ("csv", &args.csv)] {
+    for (name, path) in [("json", &args.json), ("csv", &args.csv), ("html", &args.html)] {
         if let Some(path) = path {
             renderer::write_atomic(renderers.by_name(name)?, &found, path)?;
             eprintln!("playsim: matrix as {name} written to {}", path.display());
         }
+    }
+    if let Some(path) = &args.plot {
+        renderers.write_for_path(&found, path)?;
+        eprintln!("playsim: matrix grid written to {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -148,6 +148,10 @@ pub struct RecordArgs {
     /// --capacity.
     #[arg(long, value_name = "FILE", value_parser = playsim::report::plot::parse_path)]
     plot: Option<PathBuf>,
+    /// Write the run as one HTML file that opens anywhere, with no network: the summary, the
+    /// plot inline, per-stream figures. Not with --capacity.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// playsim's NFS client for nfs:// destinations (`--nconnect`, `--nfs-timeout`): the
     /// settings list's group, as `play` has it.
     #[command(flatten)]
@@ -164,7 +168,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|p| ("--json", p.as_path()))
             .chain(args.timeline.iter().map(|p| ("--timeline", p.as_path())))
-            .chain(args.plot.iter().map(|p| ("--plot", p.as_path()))),
+            .chain(args.plot.iter().map(|p| ("--plot", p.as_path())))
+            .chain(args.html.iter().map(|p| ("--html", p.as_path()))),
     ) {
         return Ok(refused);
     }
@@ -172,11 +177,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     if let Some(by) = args.capacity {
-        if args.plot.is_some() {
-            anyhow::bail!(
-                "--plot draws one record run, and --capacity runs many trials: drop --plot (the \
-                 search's result is its table and --json), or plot one run of the answer without --capacity"
-            );
+        for (flag, given) in [("--plot", args.plot.is_some()), ("--html", args.html.is_some())] {
+            if given {
+                anyhow::bail!(
+                    "{flag} shows one record run, and --capacity runs many trials: drop {flag} (the \
+                     search's result is its table and --json), or show one run of the answer without --capacity"
+                );
+            }
         }
         let search = RecordCapacityRequest {
             record: request,
@@ -232,6 +239,11 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(plotted) = plotted {
         eprintln!("playsim: plot written to {}", plotted?.display());
+    }
+    if let Some(path) = &args.html {
+        let renderers = playsim::report::renderer::Renderers::record();
+        playsim::report::renderer::write_atomic(renderers.by_name("html")?, &result, path)?;
+        eprintln!("playsim: record run as HTML written to {}", path.display());
     }
     Ok(exit_code(&result))
 }

@@ -27,6 +27,10 @@ pub struct RunArgs {
     /// SCENARIO-RUN-REPETITION.json [default: target/scenarios/SCENARIO].
     #[arg(long)]
     pub json_dir: Option<PathBuf>,
+    /// Write the scenario as one HTML file that opens anywhere, with no network: every timed
+    /// repetition side by side; and each repetition's own page beside its JSON report.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Check the scenario and print its plan (and what media is missing) without generating
     /// or playing anything.
     #[arg(long)]
@@ -147,6 +151,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         renderer::write_atomic(renderers.by_name("json")?, &report, &path)
             .with_context(|| format!("writing the report to {}", path.display()))?;
         eprintln!("playsim: report written to {}", path.display());
+        if args.html.is_some() {
+            let page = path.with_extension("html");
+            renderer::write_atomic(renderers.by_name("html")?, &report, &page)?;
+            eprintln!("playsim: report as HTML written to {}", page.display());
+        }
         if report.status == RunStatus::Failed && report.streams.is_empty() {
             // A run that could not start (a missing source, a refused setting) would fail the
             // same way every time.
@@ -170,6 +179,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if timed.len() >= 2 {
         println!("\n== {}: every repetition, against the first ==", scenario.name);
         compare::CompareText.render(&timed, &mut std::io::stdout().lock())?;
+    }
+    if let Some(html) = &args.html {
+        match (timed.len(), outcomes.first()) {
+            (2.., _) => renderer::write_atomic(Renderers::compare().by_name("html")?, &timed, html)?,
+            (_, Some((_, report))) => renderer::write_atomic(renderers.by_name("html")?, report, html)?,
+            (_, None) => {}
+        }
+        if !outcomes.is_empty() {
+            eprintln!("playsim: scenario as HTML written to {}", html.display());
+        }
     }
     let record_names: Vec<String> = recorded
         .iter()

@@ -66,6 +66,11 @@ pub const PACKAGES: &[Package] = &[
         why: "tiffcp, libtiff's reader and writer, makes the tiled, big-endian and float TIFF files FFmpeg does not",
     },
     Package {
+        name: "chromium",
+        why: "headless Chromium opens the one-file HTML reports in the browser tier: a DOM check and a screenshot",
+    },
+    Package { name: "tmux", why: "the dashboard (--tui) is tested in a tmux pane: keys sent, the pane captured" },
+    Package {
         name: "fio",
         why: "the bench's local-read anchor: the same files, block size and reads in flight as playsim",
     },

@@ -115,7 +115,7 @@ fn run(task: Task) -> Result<ExitCode> {
 type Step = (&'static str, fn() -> Result<()>);
 
 fn test() -> Result<ExitCode> {
-    let steps: [Step; 9] = [
+    let steps: [Step; 10] = [
         ("deps", deps::run),
         ("fmt", || process::run(cargo().args(["fmt", "--all", "--", "--check"]))),
         ("clippy", || {
@@ -131,6 +131,7 @@ fn test() -> Result<ExitCode> {
             process::run(
                 cargo()
                     .args(["test", "--workspace", "--features", "playsim/mpi", "--", "--skip", "mpi::"])
+                    .args(["--skip", "html::"])
                     .env("PLAYSIM_RELIABILITY_DIR", reliability::fresh_rows_dir()?)
                     .env("PLAYSIM_XTASK_TEST", "1"),
             )
@@ -141,6 +142,21 @@ fn test() -> Result<ExitCode> {
             let mut test = cargo();
             test.args(["test", "--workspace", "--features", "playsim/mpi", "--test", "integration", "mpi::"]);
             process::run(mpi_switches(&mut test).env("PLAYSIM_XTASK_TEST", "1"))
+        }),
+        // The one-file HTML reports in headless Chromium (from Debian's packages, installed by
+        // `deps`): a DOM check of the numbers on each page against its JSON, and a screenshot.
+        ("browser", || {
+            let mut test = cargo();
+            test.args([
+                "test",
+                "--workspace",
+                "--features",
+                "playsim/mpi",
+                "--test",
+                "integration",
+                "html::",
+            ]);
+            process::run(test.env("PLAYSIM_REQUIRE_CHROMIUM", "1").env("PLAYSIM_XTASK_TEST", "1"))
         }),
         // The pure-Rust build, without the native libraries: what the cargo features change.
         ("no-default-features", test_without_default_features),
