@@ -23,9 +23,10 @@
 //! - [`merge`] makes the reports of several clients (MPI ranks) one report on one time line,
 //!   with a row per client; [`histograms`] keeps a run's latency histograms in the report in a
 //!   compact form that merges exactly.
-//! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG, and
-//!   `record_plot` a record run's timeline, behind the `render` feature (on by default), so
-//!   that a crate that fills reports (the engine) does not compile plotters and resvg.
+//! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG,
+//!   `record_plot` a record run's timeline and `matrix_plot` the matrix's grid, behind the
+//!   `render` feature (on by default), so that a crate that fills reports (the engine) does not
+//!   compile plotters and resvg.
 //!
 //! Latencies are gathered in hdrhistogram histograms of nanoseconds, one per
 //! worker, merged at the end and summarised with
@@ -72,6 +73,8 @@ pub mod histograms;
 pub mod json;
 pub mod live_csv;
 pub mod matrix;
+#[cfg(feature = "render")]
+pub mod matrix_plot;
 pub mod merge;
 #[cfg(feature = "render")]
 pub mod plot;
