@@ -27,6 +27,9 @@
 //!   `record_plot` a record run's timeline and `matrix_plot` the matrix's grid, behind the
 //!   `render` feature (on by default), so that a crate that fills reports (the engine) does not
 //!   compile plotters and resvg.
+//! - `html` writes every model above as one self-contained HTML page (tables, the figures as
+//!   inline SVG, the text summary), each figure tagged with its JSON pointer and value for a
+//!   machine to check; also behind `render`.
 //!
 //! Latencies are gathered in hdrhistogram histograms of nanoseconds, one per
 //! worker, merged at the end and summarised with
@@ -70,6 +73,8 @@ pub mod compare_plot;
 pub mod csv;
 pub mod frametest;
 pub mod histograms;
+#[cfg(feature = "render")]
+pub mod html;
 pub mod json;
 pub mod live_csv;
 pub mod matrix;

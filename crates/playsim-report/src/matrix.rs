@@ -210,7 +210,7 @@ impl Renderer<Matrix> for MatrixCsv {
 }
 
 /// Registers the matrix's renderers, one line per format: its text, JSON and CSV, and with the
-/// `render` feature the grid as SVG and as PNG.
+/// `render` feature the grid as SVG and as PNG and the HTML page.
 pub fn register_matrix_renderers(renderers: &mut Renderers<Matrix>) {
     renderers.register(MatrixText);
     renderers.register(MatrixJson);
@@ -219,6 +219,8 @@ pub fn register_matrix_renderers(renderers: &mut Renderers<Matrix>) {
     renderers.register(crate::matrix_plot::MatrixPlot::svg());
     #[cfg(feature = "render")]
     renderers.register(crate::matrix_plot::MatrixPlot::png());
+    #[cfg(feature = "render")]
+    renderers.register(crate::html::Html);
 }
 
 impl Renderers<Matrix> {

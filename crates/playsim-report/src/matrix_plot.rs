@@ -13,6 +13,7 @@
 //!
 //! The grid is drawn by hand as SVG (it is cells and text, with nothing for a chart library to
 //! do); a PNG is that SVG rendered by resvg, with the fonts and the refusal of [`crate::plot`].
+//! The HTML page of a matrix ([`crate::html`]) shows the same SVG.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -132,6 +133,17 @@ impl CellState {
             RGBColor(255, 255, 255)
         } else {
             RGBColor(33, 33, 33)
+        }
+    }
+
+    /// A class name for the state, for the HTML page's cells: `passed`, `limited-storage`,
+    /// `carried-decode`, `not-searched`.
+    pub(crate) fn class(self) -> String {
+        match self {
+            CellState::MaxPassed => "passed".to_owned(),
+            CellState::Limited(cause) => format!("limited-{}", cause.word()),
+            CellState::Carried(cause) => format!("carried-{}", cause.word()),
+            CellState::NotSearched(_) => "not-searched".to_owned(),
         }
     }
 }
