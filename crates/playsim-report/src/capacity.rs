@@ -216,10 +216,13 @@ impl Renderer<Capacity> for CapacityText {
     }
 }
 
-/// Registers the capacity result's renderers, one line per format: its text and its JSON.
+/// Registers the capacity result's renderers, one line per format: its text and its JSON, and
+/// with the `render` feature its HTML page.
 pub fn register_capacity_renderers(renderers: &mut Renderers<Capacity>) {
     renderers.register(CapacityText);
     renderers.register(CapacityJson);
+    #[cfg(feature = "render")]
+    renderers.register(crate::html::Html);
 }
 
 /// The result as text: a line per trial, then the answer.

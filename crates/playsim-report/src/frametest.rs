@@ -780,11 +780,13 @@ impl Renderer<FrametestResult> for FrametestJson {
 }
 
 /// Registers frametest's renderers, one line per format: its summary, its frame times as CSV
-/// and its figures as JSON.
+/// and its figures as JSON, and with the `render` feature its HTML page.
 pub fn register_frametest_renderers(renderers: &mut Renderers<FrametestResult>) {
     renderers.register(FrametestText);
     renderers.register(FrametestCsv);
     renderers.register(FrametestJson);
+    #[cfg(feature = "render")]
+    renderers.register(crate::html::Html);
 }
 
 /// frametest's summary: frames transferred and dropped, fastest and slowest frame,

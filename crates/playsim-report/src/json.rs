@@ -114,8 +114,8 @@ fn create_temp(dir: &Path, file_name: &std::ffi::OsStr) -> io::Result<(PathBuf, 
     Err(last_err.unwrap_or_else(|| io::Error::other("no free temporary file name")))
 }
 
-/// The report with every non-finite number replaced by 0.
-fn finite(report: &Report) -> Report {
+/// The report with every non-finite number replaced by 0: what its JSON holds.
+pub(crate) fn finite(report: &Report) -> Report {
     let mut r = report.clone();
     let mut numbers: Vec<&mut f64> = vec![&mut r.duration_s, &mut r.totals.fps, &mut r.totals.mb_per_s];
     numbers.push(&mut r.totals.stall_ms);

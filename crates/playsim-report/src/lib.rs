@@ -23,9 +23,13 @@
 //! - [`merge`] makes the reports of several clients (MPI ranks) one report on one time line,
 //!   with a row per client; [`histograms`] keeps a run's latency histograms in the report in a
 //!   compact form that merges exactly.
-//! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG, and
-//!   `record_plot` a record run's timeline, behind the `render` feature (on by default), so
-//!   that a crate that fills reports (the engine) does not compile plotters and resvg.
+//! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG,
+//!   `record_plot` a record run's timeline and `matrix_plot` the matrix's grid, behind the
+//!   `render` feature (on by default), so that a crate that fills reports (the engine) does not
+//!   compile plotters and resvg.
+//! - `html` writes every model above as one self-contained HTML page (tables, the figures as
+//!   inline SVG, the text summary), each figure tagged with its JSON pointer and value for a
+//!   machine to check; also behind `render`.
 //!
 //! Latencies are gathered in hdrhistogram histograms of nanoseconds, one per
 //! worker, merged at the end and summarised with
@@ -69,9 +73,13 @@ pub mod compare_plot;
 pub mod csv;
 pub mod frametest;
 pub mod histograms;
+#[cfg(feature = "render")]
+pub mod html;
 pub mod json;
 pub mod live_csv;
 pub mod matrix;
+#[cfg(feature = "render")]
+pub mod matrix_plot;
 pub mod merge;
 #[cfg(feature = "render")]
 pub mod plot;

@@ -209,11 +209,18 @@ impl Renderer<Matrix> for MatrixCsv {
     }
 }
 
-/// Registers the matrix's renderers, one line per format: its text, JSON and CSV.
+/// Registers the matrix's renderers, one line per format: its text, JSON and CSV, and with the
+/// `render` feature the grid as SVG and as PNG and the HTML page.
 pub fn register_matrix_renderers(renderers: &mut Renderers<Matrix>) {
     renderers.register(MatrixText);
     renderers.register(MatrixJson);
     renderers.register(MatrixCsv);
+    #[cfg(feature = "render")]
+    renderers.register(crate::matrix_plot::MatrixPlot::svg());
+    #[cfg(feature = "render")]
+    renderers.register(crate::matrix_plot::MatrixPlot::png());
+    #[cfg(feature = "render")]
+    renderers.register(crate::html::Html);
 }
 
 impl Renderers<Matrix> {
@@ -344,7 +351,7 @@ pub fn from_str(text: &str) -> Result<Matrix, crate::Error> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::Drops;
 

@@ -186,6 +186,12 @@ pub(crate) fn figure_bytes(
         draw(&root).map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())?;
     }
+    svg_bytes(format, svg, fonts)
+}
+
+/// An SVG drawn by hand (the matrix's grid) as `format`'s bytes: itself, or rendered to a PNG
+/// with `fonts`, as a figure of plotters is.
+pub(crate) fn svg_bytes(format: PlotFormat, svg: String, fonts: &Fonts) -> Result<Vec<u8>, String> {
     match format {
         PlotFormat::Svg => Ok(svg.into_bytes()),
         PlotFormat::Png => svg_to_png(&svg, &fonts.load()?),

@@ -196,7 +196,7 @@ impl Renderers<Report> {
 
 /// Registers every renderer of the run report this build has, one line per format: the text
 /// summary, the JSON report, the per-frame timeline as CSV, and with the `render` feature the
-/// plot as SVG and as PNG.
+/// plot as SVG and as PNG and the HTML page.
 pub fn register_enabled_renderers(renderers: &mut Renderers<Report>) {
     renderers.register(crate::render::SummaryText);
     renderers.register(crate::json::ReportJson);
@@ -205,16 +205,21 @@ pub fn register_enabled_renderers(renderers: &mut Renderers<Report>) {
     renderers.register(crate::plot::TimelinePlot::svg());
     #[cfg(feature = "render")]
     renderers.register(crate::plot::TimelinePlot::png());
+    #[cfg(feature = "render")]
+    renderers.register(crate::html::Html);
 }
 
 /// Registers every renderer of a comparison of runs (playback or record) this build has, one
-/// line per format: the table, and with the `render` feature the figure as SVG and as PNG.
+/// line per format: the table, and with the `render` feature the figure as SVG and as PNG and
+/// the HTML page.
 pub fn register_compare_renderers<T: Compared>(renderers: &mut Renderers<[Run<'_, T>]>) {
     renderers.register(crate::compare::CompareText);
     #[cfg(feature = "render")]
     renderers.register(crate::compare_plot::ComparePlot::svg());
     #[cfg(feature = "render")]
     renderers.register(crate::compare_plot::ComparePlot::png());
+    #[cfg(feature = "render")]
+    renderers.register(crate::html::Html);
 }
 
 impl<T: Compared> Renderers<[Run<'_, T>]> {
@@ -228,13 +233,15 @@ impl<T: Compared> Renderers<[Run<'_, T>]> {
 
 /// Registers every renderer of a record run's result this build has beyond its summary, JSON
 /// and timeline CSV (which `record` writes by name): with the `render` feature, the plot as
-/// SVG and as PNG.
+/// SVG and as PNG and the HTML page.
 #[cfg_attr(not(feature = "render"), allow(unused_variables))]
 pub fn register_record_renderers(renderers: &mut Renderers<RecordResult>) {
     #[cfg(feature = "render")]
     renderers.register(crate::record_plot::RecordPlot::svg());
     #[cfg(feature = "render")]
     renderers.register(crate::record_plot::RecordPlot::png());
+    #[cfg(feature = "render")]
+    renderers.register(crate::html::Html);
 }
 
 impl Renderers<RecordResult> {
@@ -283,8 +290,10 @@ mod tests {
             err.contains("run.xls") && err.contains(".csv") && err.contains("for example run.txt"),
             "{err}"
         );
-        let err = renderers.by_name("html").map(|r| r.name()).unwrap_err().to_string();
-        assert!(err.contains("no html output") && err.contains("json"), "{err}");
+        #[cfg(feature = "render")]
+        assert_eq!(renderers.for_path(Path::new("run.html")).unwrap().name(), "html");
+        let err = renderers.by_name("markdown").map(|r| r.name()).unwrap_err().to_string();
+        assert!(err.contains("no markdown output") && err.contains("json"), "{err}");
     }
 
     #[test]
@@ -322,26 +331,26 @@ mod tests {
     /// A new format is a type and a registration: the lookup and the write need nothing else.
     #[test]
     fn a_registered_format_is_found_by_its_extension_and_written() {
-        struct Html;
-        impl Renderer<Report> for Html {
+        struct Markdown;
+        impl Renderer<Report> for Markdown {
             fn name(&self) -> &'static str {
-                "html"
+                "markdown"
             }
             fn extensions(&self) -> &'static [&'static str] {
-                &["html", "htm"]
+                &["md", "markdown"]
             }
             fn render(&self, report: &Report, out: &mut dyn Write) -> Result<(), RenderError> {
-                Ok(write!(out, "<p>{} streams</p>", report.streams.len())?)
+                Ok(write!(out, "# {} streams", report.streams.len())?)
             }
         }
         let mut renderers = Renderers::<Report>::enabled();
-        renderers.register(Html);
+        renderers.register(Markdown);
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run.HTM");
+        let path = dir.path().join("run.MD");
         renderers.write_for_path(&sample_report(), &path).unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
-            format!("<p>{} streams</p>", sample_report().streams.len())
+            format!("# {} streams", sample_report().streams.len())
         );
     }
 

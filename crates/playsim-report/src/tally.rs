@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use crate::model::{Drops, Report, RunStatus};
-use crate::renderer::{RenderError, Renderer};
+use crate::renderer::{RenderError, Renderer, Renderers};
 
 /// Every run of a scenario, in the order of the file.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -98,6 +98,23 @@ impl Renderer<Tally> for TallyText {
 
     fn render(&self, tally: &Tally, out: &mut dyn Write) -> Result<(), RenderError> {
         Ok(out.write_all(text(tally).as_bytes())?)
+    }
+}
+
+/// Registers the tally's renderers, one line per format: its text, and with the `render`
+/// feature its HTML page.
+pub fn register_tally_renderers(renderers: &mut Renderers<Tally>) {
+    renderers.register(TallyText);
+    #[cfg(feature = "render")]
+    renderers.register(crate::html::Html);
+}
+
+impl Renderers<Tally> {
+    /// The tally's renderers ([`register_tally_renderers`]).
+    pub fn tally() -> Self {
+        let mut renderers = Renderers::new();
+        register_tally_renderers(&mut renderers);
+        renderers
     }
 }
 

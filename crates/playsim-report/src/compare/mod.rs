@@ -181,6 +181,17 @@ pub trait Compared: sealed::Sealed + Sized {
     #[cfg(feature = "render")]
     #[doc(hidden)]
     fn panels() -> Vec<crate::compare_plot::Panel<Self::Measure>>;
+
+    /// The run's JSON form, as its file holds it: what the HTML page's figures are read from.
+    #[cfg(feature = "render")]
+    #[doc(hidden)]
+    fn json(&self) -> serde_json::Value;
+
+    /// Where the measure's value is in [`Compared::json`] (an RFC 6901 pointer), when it is one
+    /// value of it (not a sum).
+    #[cfg(feature = "render")]
+    #[doc(hidden)]
+    fn pointer(&self, measure: Self::Measure) -> Option<String>;
 }
 
 pub(crate) mod sealed {

@@ -105,6 +105,16 @@ impl Compared for Report {
     fn panels() -> Vec<crate::compare_plot::Panel<Measure>> {
         crate::compare_plot::play_panels()
     }
+
+    #[cfg(feature = "render")]
+    fn json(&self) -> serde_json::Value {
+        crate::html::play_json(self)
+    }
+
+    #[cfg(feature = "render")]
+    fn pointer(&self, measure: Measure) -> Option<String> {
+        crate::html::play_pointer(self, measure)
+    }
 }
 
 /// The worst (largest) of a figure over a run's streams.

@@ -111,6 +111,16 @@ impl Compared for RecordFigures {
     fn panels() -> Vec<crate::compare_plot::Panel<RecordMeasure>> {
         crate::compare_plot::record_panels()
     }
+
+    #[cfg(feature = "render")]
+    fn json(&self) -> serde_json::Value {
+        crate::html::record_json(self)
+    }
+
+    #[cfg(feature = "render")]
+    fn pointer(&self, measure: RecordMeasure) -> Option<String> {
+        crate::html::record_pointer(self, measure)
+    }
 }
 
 /// `complete`, `stopped: REASON` (an error stopped it) or `interrupted`.
