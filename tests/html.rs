@@ -91,11 +91,13 @@ fn screenshot(chromium: &Path, page: &Path, name: &str) -> Result<PathBuf> {
     Ok(png)
 }
 
-/// One element the page marks: its JSON pointer, raw value and text.
+/// One element the page marks: its JSON pointer, raw value, the scale its text shows it at
+/// (`1e-6` for bytes as MB), and its text.
 #[derive(Debug)]
 struct Marked {
     pointer: String,
     value: String,
+    scale: Option<f64>,
     text: String,
 }
 
@@ -115,12 +117,31 @@ fn marked(dom: &str) -> Result<Vec<Marked>> {
         };
         let pointer = attribute("data-json").context("data-json")?;
         let value = attribute("data-value").with_context(|| format!("{pointer}: no data-value in {tag}"))?;
+        let scale = match attribute("data-scale") {
+            Some(scale) => {
+                Some(scale.parse::<f64>().with_context(|| format!("{pointer}: data-scale {scale}"))?)
+            }
+            None => None,
+        };
         let after = &rest[tag_end + 1..];
         let text = unescape(&after[..after.find('<').unwrap_or(after.len())]);
-        found.push(Marked { pointer, value, text });
+        found.push(Marked { pointer, value, scale, text });
         rest = &rest[tag_end..];
     }
     Ok(found)
+}
+
+/// The first number in `text` and its decimals, thousands separators dropped (`1,234.5 MB/s`
+/// is 1234.5 with 1).
+fn first_number(text: &str) -> Option<(f64, usize)> {
+    let start = text.find(|c: char| c.is_ascii_digit() || c == '-')?;
+    let number: String = text[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || matches!(c, '.' | ',' | '-'))
+        .filter(|c| *c != ',')
+        .collect();
+    let decimals = number.split_once('.').map_or(0, |(_, d)| d.len());
+    Some((number.parse().ok()?, decimals))
 }
 
 fn unescape(s: &str) -> String {
@@ -146,9 +167,26 @@ fn check_against_json(dom: &str, json: &Value, required: &[&str]) -> Result<usiz
             "{}: the page says {shown}, the JSON {expected}",
             mark.pointer
         );
-        if let Some(n) = expected.as_u64() {
-            let digits: String = mark.text.chars().filter(char::is_ascii_digit).collect();
-            ensure!(digits == n.to_string(), "{}: the page shows {:?} for {n}", mark.pointer, mark.text);
+        // A count shows exactly; any other number as its value times its scale, rounded.
+        match (expected.as_u64(), expected.as_f64()) {
+            (Some(n), _) if mark.scale.is_none() => {
+                let digits: String = mark.text.chars().filter(char::is_ascii_digit).collect();
+                ensure!(digits == n.to_string(), "{}: the page shows {:?} for {n}", mark.pointer, mark.text);
+            }
+            (_, Some(x)) => {
+                let (shown, decimals) = first_number(&mark.text)
+                    .with_context(|| format!("{}: the page shows {:?} for {x}", mark.pointer, mark.text))?;
+                let want = x * mark.scale.unwrap_or(1.0);
+                // Rounded to the decimals shown (or to 3 significant digits, whichever is looser).
+                let rounding = 0.5 * 10f64.powi(-(decimals as i32)) * 1.001;
+                ensure!(
+                    (shown - want).abs() <= rounding.max(want.abs() * 0.005),
+                    "{}: the page shows {:?} for {want}",
+                    mark.pointer,
+                    mark.text
+                );
+            }
+            _ => {}
         }
     }
     for pointer in required {
