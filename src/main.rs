@@ -153,6 +153,12 @@ struct PlayArgs {
     /// No live progress line.
     #[arg(long, short)]
     quiet: bool,
+    /// A live dashboard instead of the progress line: per stream Flame's drop counters, the
+    /// frames buffered against the window, the slack to each deadline, MB/s and fps; per stage
+    /// CPU and p99 latency. q hides it, Ctrl-C stops the run. Off with --quiet or without a
+    /// terminal.
+    #[arg(long)]
+    tui: bool,
     #[command(flatten)]
     decoder: DecoderArgs,
     #[command(flatten)]
@@ -369,7 +375,14 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
                 ),
                 None => None,
             };
-            runtime.block_on(run_with_progress(sim, !args.quiet && std::io::stderr().is_terminal(), live_csv))
+            let display = if cli::dashboard::wanted(args.tui, args.quiet) {
+                Display::Dashboard(dashboard_title("play", &request))
+            } else if !args.quiet && std::io::stderr().is_terminal() {
+                Display::Line
+            } else {
+                Display::None
+            };
+            runtime.block_on(run_with_progress(sim, display, live_csv, &request))
         }
         Err(e) => {
             let mut report = playsim::failed_report(&request, &e.to_string());
@@ -426,9 +439,20 @@ fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
     }
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
-    let watch = (!args.play.quiet).then(|| cli::capacity_progress(&request));
-    let found = runtime.block_on(playsim::capacity_watched(&request, watch))?;
-    finish_capacity(&found, &args)?;
+    let dashboard = cli::dashboard::wanted(args.play.tui, args.play.quiet).then(|| {
+        let slot = cli::dashboard::LiveSlot::default();
+        let title = dashboard_title("capacity", &request.play);
+        (cli::dashboard::start(title, slot.clone(), Some(request.window), None), slot)
+    });
+    let watch = match &dashboard {
+        Some((_, slot)) => {
+            Some(cli::dashboard::trial_watch(slot.clone(), "capacity", request.max, request.trials))
+        }
+        None => (!args.play.quiet).then(|| cli::capacity_progress(&request)),
+    };
+    let found = runtime.block_on(playsim::capacity_watched(&request, watch));
+    cli::dashboard::stop(dashboard.and_then(|(d, _)| d));
+    finish_capacity(&found?, &args)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -531,10 +555,45 @@ fn finish_report(report: &Report, args: &PlayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a run shows while it goes.
+enum Display {
+    /// Nothing.
+    None,
+    /// The progress line.
+    Line,
+    /// The dashboard, with this title.
+    Dashboard(String),
+}
+
+/// The dashboard's title for `command` playing `request`: its sources, rate and streams.
+fn dashboard_title(command: &str, request: &PlayRequest) -> String {
+    let sources: Vec<String> = request.sources.iter().map(|s| s.display().to_string()).collect();
+    format!(
+        "playsim {command} {}  {} fps  {} stream(s) a source",
+        sources.join(" "),
+        request.engine.pacing,
+        request.streams_per_source
+    )
+}
+
+/// The run's length when its flags say it (`--duration`; `--frames` at a rate).
+fn planned_length(request: &PlayRequest) -> (Option<Duration>, Option<f64>) {
+    let fps = match request.engine.pacing {
+        playsim::Pacing::Rate(rate) => Some(rate.as_f64()),
+        _ => None,
+    };
+    let planned = request.engine.duration.or_else(|| {
+        let frames = request.engine.frames? as f64;
+        fps.filter(|f| *f > 0.0).map(|f| Duration::from_secs_f64(frames / f))
+    });
+    (planned, fps)
+}
+
 async fn run_with_progress(
     sim: playsim::Simulation,
-    show_progress: bool,
+    display: Display,
     live_csv: Option<std::fs::File>,
+    request: &PlayRequest,
 ) -> Report {
     let cancel = sim.canceller();
     let ctrl_c = tokio::spawn(async move {
@@ -543,9 +602,19 @@ async fn run_with_progress(
             cancel.cancel();
         }
     });
-    let progress = show_progress.then(|| cli::spawn_progress(sim.live()));
+    let dashboard = match &display {
+        Display::Dashboard(title) => {
+            let slot = cli::dashboard::LiveSlot::default();
+            slot.show(sim.live());
+            let (planned, fps) = planned_length(request);
+            cli::dashboard::start(title.clone(), slot, planned, fps)
+        }
+        _ => None,
+    };
+    let progress = matches!(display, Display::Line).then(|| cli::spawn_progress(sim.live()));
     let live_rows = live_csv.map(|file| spawn_live_csv(sim.live(), file));
     let report = sim.run().await;
+    cli::dashboard::stop(dashboard);
     ctrl_c.abort();
     if let Some(task) = live_rows {
         task.abort();

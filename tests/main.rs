@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod cli;
+mod dashboard;
 mod dpx_ffmpeg;
 mod exr_bad_input;
 mod exr_ffmpeg;

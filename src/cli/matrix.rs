@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -76,6 +77,10 @@ pub struct MatrixArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// A live dashboard of each trial instead of the progress lines (see `play --tui`). Off
+    /// with --quiet or without a terminal.
+    #[arg(long)]
+    tui: bool,
     /// The knobs of every trial's run (decode threads, prefetch, reads in flight, ...), as
     /// `play` takes them; the matrix sets the rate, the streams and the duration.
     #[command(flatten)]
@@ -227,26 +232,48 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         play,
     };
     let quiet = args.quiet;
+    let dashboard = super::dashboard::wanted(args.tui, args.quiet).then(|| {
+        let slot = super::dashboard::LiveSlot::default();
+        let title = format!(
+            "playsim matrix {}  {} rows x {} rates",
+            args.location,
+            request.rows.len(),
+            request.rates.len()
+        );
+        (super::dashboard::start(title, slot.clone(), Some(request.window), None), slot)
+    });
+    let slot = dashboard.as_ref().map(|(_, slot)| slot.clone());
+    let watch: Option<playsim::TrialWatch> =
+        slot.clone().map(|slot| Arc::new(move |_, live| slot.show(live)) as playsim::TrialWatch);
+    let mut cell_line = String::new();
     let mut progress = move |event: MatrixProgress<'_>| {
         if quiet {
             return;
         }
-        match event {
+        let line = match event {
             MatrixProgress::Cell { k, n, row, fps, max } => {
-                eprintln!("playsim: cell {k} of {n}: {row} at {fps} fps, up to {max} streams")
+                cell_line = format!("cell {k} of {n}: {row} at {fps} fps, up to {max} streams");
+                cell_line.clone()
             }
-            MatrixProgress::Candidate(candidate) => eprintln!("playsim:   trying {candidate} stream(s)"),
+            MatrixProgress::Candidate(candidate) => format!("  trying {candidate} stream(s)"),
             MatrixProgress::CellDone { k, n, cell, elapsed } => {
                 let eta = elapsed.as_secs_f64() / k as f64 * (n - k) as f64;
-                eprintln!(
-                    "playsim: cell {k} of {n} done: {}{}",
+                format!(
+                    "cell {k} of {n} done: {}{}",
                     cell.label(max == 1),
                     if k < n { format!("; about {} left", human_time(eta)) } else { String::new() }
                 )
             }
+        };
+        match &slot {
+            // The dashboard's status line, where stderr would write over it.
+            Some(slot) => slot.status(format!("matrix: {cell_line}; {}", line.trim())),
+            None => eprintln!("playsim: {line}"),
         }
     };
-    let found = runtime.block_on(playsim::matrix::matrix(&request, &mut progress))?;
+    let found = runtime.block_on(playsim::matrix::matrix_watched(&request, &mut progress, watch));
+    super::dashboard::stop(dashboard.and_then(|(d, _)| d));
+    let found = found?;
     MatrixText.render(&found, &mut std::io::stdout().lock())?;
     let renderers = Renderers::matrix();
     for (name, path) in [("json", &args.json), ("csv", &args.csv), ("html", &args.html)] {

@@ -4,6 +4,7 @@
 //! and so is the check, before a run, that the files it will write can be written.
 
 pub mod cluster;
+pub mod dashboard;
 pub mod frametest;
 pub mod matrix;
 pub mod record;
@@ -76,7 +77,7 @@ pub fn capacity_progress(request: &playsim::CapacityRequest) -> playsim::TrialWa
 
 /// The most candidates a search up to `max` tries: 1, 2, 4, ... up to `max`, then a bisection
 /// between the last two.
-fn most_trials(max: u32) -> u32 {
+pub(crate) fn most_trials(max: u32) -> u32 {
     let doublings = u32::BITS - max.max(1).saturating_sub(1).leading_zeros();
     // 1 + doublings candidates, and at most as many again to bisect the last interval.
     1 + doublings + doublings.saturating_sub(1)
@@ -184,11 +185,6 @@ mod tests {
         );
         assert_eq!(check_writable(tmp.path()), Err("it is a directory".to_owned()));
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::most_trials;
 
     #[test]
     fn a_search_tries_the_doublings_then_a_bisection_at_most() {

@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// No live progress line.
     #[arg(long, short)]
     pub quiet: bool,
+    /// A live dashboard of each run instead of the progress line (see `play --tui`). Off with
+    /// --quiet or without a terminal.
+    #[arg(long)]
+    pub tui: bool,
 }
 
 /// Runs `playsim run`.
@@ -90,6 +94,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })
     };
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let use_dashboard = super::dashboard::wanted(args.tui, args.quiet);
     let renderers = Renderers::<Report>::enabled();
 
     let mut outcomes: Vec<(Pass, Report)> = Vec::new();
@@ -124,7 +129,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         let mut progress = None;
+        // One dashboard a run, so that each run's summary lands on the normal screen.
+        let slot = super::dashboard::LiveSlot::default();
+        let dashboard = use_dashboard.then(|| {
+            let title = format!("playsim run {}: {} ({label})", scenario.name, run.name);
+            super::dashboard::start(title, slot.clone(), None, None)
+        });
+        let show_progress = show_progress && dashboard.is_none();
         let report = runtime.block_on(playsim::scenario::play(&scenario, &pass, |sim| {
+            slot.show(sim.live());
             let cancel = sim.canceller();
             if interrupted.load(Ordering::SeqCst) {
                 cancel.cancel();
@@ -136,6 +149,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 progress = Some(super::spawn_progress(sim.live()));
             }
         }));
+        super::dashboard::stop(dashboard.flatten());
         if let Ok(mut slot) = current.lock() {
             *slot = None;
         }

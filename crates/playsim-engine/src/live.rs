@@ -17,8 +17,20 @@ pub struct LiveCounters {
     presented: AtomicU64,
     dropped: [AtomicU64; 4],
     bytes_read: AtomicU64,
-    /// The running simulation's probe, while it runs.
-    probe: Mutex<Option<Arc<dyn LiveProbe>>>,
+    /// The running simulation's probe, while it runs; then the view at its end.
+    probe: Mutex<Probe>,
+}
+
+/// Where a [`LiveCounters::view`] comes from.
+#[derive(Default)]
+enum Probe {
+    /// No simulation has run.
+    #[default]
+    None,
+    /// A simulation runs.
+    Running(Arc<dyn LiveProbe>),
+    /// It ended: its last view (its streams are gone).
+    Ended(LiveView),
 }
 
 impl std::fmt::Debug for LiveCounters {
@@ -109,20 +121,28 @@ impl LiveCounters {
         self.bytes_read.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// The run's streams and stages now, or `None` when no simulation is running (before it
-    /// starts, after it ends, or for a counter no simulation uses).
+    /// The run's streams and stages now; once it ended, as they were at its end (the counters
+    /// its report gives); `None` before it starts (or for counters no simulation uses).
     pub fn view(&self) -> Option<LiveView> {
-        let probe = self.probe.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        probe.map(|p| p.view())
+        let running = match &*self.probe.lock().unwrap_or_else(|e| e.into_inner()) {
+            Probe::None => return None,
+            Probe::Running(probe) => Arc::clone(probe),
+            Probe::Ended(view) => return Some(view.clone()),
+        };
+        Some(running.view())
     }
 
-    /// Makes `probe` answer [`LiveCounters::view`] until [`LiveCounters::detach`].
+    /// Makes `probe` answer [`LiveCounters::view`] until [`LiveCounters::ended`].
     pub(crate) fn attach(&self, probe: Arc<dyn LiveProbe>) {
-        *self.probe.lock().unwrap_or_else(|e| e.into_inner()) = Some(probe);
+        *self.probe.lock().unwrap_or_else(|e| e.into_inner()) = Probe::Running(probe);
     }
 
-    pub(crate) fn detach(&self) {
-        *self.probe.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    /// The run ended: its last view answers from now on, and its streams are let go.
+    pub(crate) fn ended(&self) {
+        let mut probe = self.probe.lock().unwrap_or_else(|e| e.into_inner());
+        if let Probe::Running(running) = &*probe {
+            *probe = Probe::Ended(running.view());
+        }
     }
 
     /// The counters now.

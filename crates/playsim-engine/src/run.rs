@@ -298,7 +298,7 @@ impl Simulation {
                 error = Some(format!("a stream's task failed: {e}"));
             }
         }
-        self.live.detach();
+        self.live.ended();
         let duration = self.clock.now().saturating_sub(origin);
         let cpu_after = ProcessCpu::now();
         // Read while the streams (and so their decoders and FFmpeg's threads) are alive.
