@@ -62,30 +62,41 @@ fn dashboard_pacing(bench: &Bench) -> Result<BenchRow> {
             let _ = Command::new("tmux").args(["kill-session", "-t", &name]).status();
             let report = read_playsim_report(&json)?;
             let p99 = stream(&report, 0)?.latency.pacing_error.p99_ms;
-            if tui { with.push(p99) } else { without.push(p99) }
+            if tui {
+                with.push(p99)
+            } else {
+                without.push(p99)
+            }
         }
     }
     let median = |v: &[f64]| -> f64 {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
-        if v.len() % 2 == 1 { v[v.len() / 2] } else { (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0 }
+        if v.len() % 2 == 1 {
+            v[v.len() / 2]
+        } else {
+            (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+        }
     };
-    let spread = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min);
+    let spread =
+        |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min);
     let (with_ms, without_ms) = (median(&with), median(&without));
     println!(
         "pacing p99 at 59.94 fps: {with_ms:.3} ms with --tui, {without_ms:.3} ms without (medians of {pairs} \
          alternating runs each; with {with:?}, without {without:?})"
     );
+    // Both are microseconds on a quiet machine, where their ratio is noise: the row holds the
+    // dashboard's run to the pacing target, and keeps the run without it beside.
     Ok(BenchRow::time(
-        &format!("pacing: presentation error p99 at 59.94 fps with the --tui dashboard in tmux, {seconds} s runs"),
+        &format!(
+            "pacing: presentation error p99 at 59.94 fps with the --tui dashboard in tmux, {seconds} s runs"
+        ),
         "ms",
         with_ms,
-        "the same runs without it (--quiet), alternating",
-        without_ms,
+        "target",
+        PACING_P99_MS,
     )
-    // The dashboard may cost the presenter little: its p99 at most doubles, or stays within the
-    // 0.5 ms target.
-    .target(0.5)
+    .extra("without --tui, alternating, ms", without_ms)
     .extra("spread with ms", spread(&with))
     .extra("spread without ms", spread(&without))
     .extra("runs each", pairs as f64))
