@@ -77,6 +77,11 @@ pub struct MatrixArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Read local media through the page cache, as most players do, instead of with
+    /// O_DIRECT: the streams of a trial read the same files, so all but the first reader of
+    /// a frame may then be served from memory, not storage.
+    #[arg(long)]
+    page_cache: bool,
     /// A live dashboard of each trial instead of the progress lines (see `play --tui`). Off
     /// with --quiet or without a terminal.
     #[arg(long)]
@@ -155,7 +160,12 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let play = PlayRequest { decode: settings.decode_options(None), ..settings.request(Vec::new()) };
+    let mut play = PlayRequest { decode: settings.decode_options(None), ..settings.request(Vec::new()) };
+    // Local media is read with O_DIRECT unless asked otherwise: a trial's streams share its
+    // files, and through the page cache only the first reader of a frame would reach storage.
+    if !args.location.contains("://") && !args.page_cache {
+        play.direct = true;
+    }
     let transport = play.transport_options(&Default::default());
     let mut plans = playsim::matrix::plan_media(
         &args.location,

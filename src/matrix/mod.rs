@@ -219,10 +219,23 @@ fn cold_note(request: &MatrixRequest, matrix: &Matrix) -> String {
         return "sim:// frames are made in memory and cross the simulated link on every read: no page cache"
             .to_owned();
     }
+    if request.play.direct {
+        let mut note =
+            "local reads use O_DIRECT: every read of every stream reaches storage, none comes from \
+                        the page cache"
+                .to_owned();
+        if matrix.rows.iter().any(|r| r.loops) {
+            note.push_str(
+                "; rows shorter than window x rate loop over their frames, still read from storage",
+            );
+        }
+        return note;
+    }
     let mut note = if request.cold {
         "each trial drops its files' pages from the page cache before it starts (posix_fadvise \
          DONTNEED on every frame file or clip; a kernel NFS or SMB mount may keep its own cache), \
-         so a trial's first pass over the media reads storage"
+         so a trial's first pass over the media reads storage, but the streams of a trial read the \
+         same files, so all but the first reader of a frame may be served from the page cache"
             .to_owned()
     } else {
         "not kept cold (--warm): frames may come from the page cache".to_owned()

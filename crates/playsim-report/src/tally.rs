@@ -118,6 +118,57 @@ impl Renderers<Tally> {
     }
 }
 
+/// A run's figures over its timed repetitions, as the text and the page give them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunSummary<'a> {
+    /// The mean of the repetitions' fps.
+    pub mean_fps: f64,
+    /// The lowest fps of a repetition.
+    pub low_fps: f64,
+    /// The highest fps of a repetition.
+    pub high_fps: f64,
+    /// The mean of the repetitions' MB/s.
+    pub mean_mb_per_s: f64,
+    /// Drops by cause over every repetition, each cause in the order first met.
+    pub drops: Vec<(&'a str, u64)>,
+    /// Repetitions that failed.
+    pub failed: usize,
+    /// Repetitions interrupted.
+    pub partial: usize,
+    /// Frames that failed to write (a record run's).
+    pub failed_frames: u64,
+}
+
+impl TallyRun {
+    /// Its figures over its timed repetitions (all zero when it has none).
+    pub fn summary(&self) -> RunSummary<'_> {
+        let timed = &self.timed;
+        if timed.is_empty() {
+            return RunSummary::default();
+        }
+        let n = timed.len() as f64;
+        let (low_fps, high_fps) =
+            timed.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), r| (l.min(r.fps), h.max(r.fps)));
+        let mut drops: Vec<(&str, u64)> = Vec::new();
+        for (cause, n) in timed.iter().flat_map(|r| &r.dropped) {
+            match drops.iter_mut().find(|(c, _)| c == cause) {
+                Some((_, sum)) => *sum += n,
+                None => drops.push((cause, *n)),
+            }
+        }
+        RunSummary {
+            mean_fps: timed.iter().map(|r| r.fps).sum::<f64>() / n,
+            low_fps,
+            high_fps,
+            mean_mb_per_s: timed.iter().map(|r| r.mb_per_s).sum::<f64>() / n,
+            drops,
+            failed: timed.iter().filter(|r| r.status == RunStatus::Failed).count(),
+            partial: timed.iter().filter(|r| r.status == RunStatus::Partial).count(),
+            failed_frames: timed.iter().map(|r| r.failed).sum(),
+        }
+    }
+}
+
 /// The tally as text, a line per run.
 ///
 /// ```
@@ -133,22 +184,17 @@ pub fn text(tally: &Tally) -> String {
             let _ = writeln!(out, "run {}: not played", run.name);
             continue;
         }
-        let n = timed.len() as f64;
-        let mean_fps = timed.iter().map(|r| r.fps).sum::<f64>() / n;
-        let (low, high) =
-            timed.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), r| (l.min(r.fps), h.max(r.fps)));
-        let mean_mb = timed.iter().map(|r| r.mb_per_s).sum::<f64>() / n;
-        let mut drops: Vec<(&str, u64)> = Vec::new();
-        for (cause, n) in timed.iter().flat_map(|r| &r.dropped) {
-            match drops.iter_mut().find(|(c, _)| c == cause) {
-                Some((_, sum)) => *sum += n,
-                None => drops.push((cause, *n)),
-            }
-        }
+        let RunSummary {
+            mean_fps,
+            low_fps: low,
+            high_fps: high,
+            mean_mb_per_s: mean_mb,
+            drops,
+            failed,
+            partial,
+            failed_frames,
+        } = run.summary();
         let by_cause: Vec<String> = drops.iter().map(|(cause, n)| format!("{cause} {n}")).collect();
-        let failed = timed.iter().filter(|r| r.status == RunStatus::Failed).count();
-        let partial = timed.iter().filter(|r| r.status == RunStatus::Partial).count();
-        let failed_frames: u64 = timed.iter().map(|r| r.failed).sum();
         let _ = write!(
             out,
             "run {}: {} repetition(s), mean {mean_fps:.2} fps ({low:.2} to {high:.2}), mean {mean_mb:.1} MB/s; \

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::page::{escape, plural, table, td, td_n, text_details, th, verdict, Page};
 use crate::model::RunStatus;
-use crate::tally::Tally;
+use crate::tally::{RunSummary, Tally};
 
 /// The tally as a page.
 pub fn tally_page(tally: &Tally) -> String {
@@ -53,18 +53,16 @@ pub fn tally_page(tally: &Tally) -> String {
             ]);
             continue;
         }
-        let n = timed.len() as f64;
-        let mean_fps = timed.iter().map(|r| r.fps).sum::<f64>() / n;
-        let (low, high) =
-            timed.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), r| (l.min(r.fps), h.max(r.fps)));
-        let mean_mb = timed.iter().map(|r| r.mb_per_s).sum::<f64>() / n;
-        let mut drops: Vec<(&str, u64)> = Vec::new();
-        for (cause, n) in timed.iter().flat_map(|r| &r.dropped) {
-            match drops.iter_mut().find(|(c, _)| c == cause) {
-                Some((_, sum)) => *sum += n,
-                None => drops.push((cause, *n)),
-            }
-        }
+        let RunSummary {
+            mean_fps,
+            low_fps: low,
+            high_fps: high,
+            mean_mb_per_s: mean_mb,
+            drops,
+            failed,
+            partial,
+            failed_frames,
+        } = run.summary();
         let total: u64 = drops.iter().map(|(_, n)| n).sum();
         let by_cause: Vec<String> = drops
             .iter()
@@ -73,9 +71,6 @@ pub fn tally_page(tally: &Tally) -> String {
                 format!("{} <span class=\"{class}\">{n}</span>", escape(cause))
             })
             .collect();
-        let failed = timed.iter().filter(|r| r.status == RunStatus::Failed).count();
-        let partial = timed.iter().filter(|r| r.status == RunStatus::Partial).count();
-        let failed_frames: u64 = timed.iter().map(|r| r.failed).sum();
         let mut notes = Vec::new();
         if failed_frames > 0 {
             notes.push(format!("{} failed to write", plural(failed_frames, "frame")));
