@@ -844,6 +844,20 @@ fn storage_error(e: playsim_storage::write::WriteError) -> StorageError {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_trial_directory_goes_inside_a_urls_path_before_its_query() {
+        let join = |d: &str| super::destination_join(std::path::Path::new(d), "capacity-trial");
+        assert_eq!(join("/mnt/m"), std::path::PathBuf::from("/mnt/m/capacity-trial"));
+        assert_eq!(
+            join("nfs://h/x/?nfsport=2049&mountport=20048"),
+            std::path::PathBuf::from("nfs://h/x/capacity-trial?nfsport=2049&mountport=20048")
+        );
+        assert_eq!(
+            join("smb://h:445/share/d"),
+            std::path::PathBuf::from("smb://h:445/share/d/capacity-trial")
+        );
+    }
+
     use super::*;
 
     #[test]
@@ -901,7 +915,7 @@ pub async fn record_capacity(
         }
         (_, rate) => rate,
     };
-    let trial_dir = base.destination.join("capacity-trial");
+    let trial_dir = destination_join(&base.destination, "capacity-trial");
     let info = std::sync::Mutex::new(None);
     let trial = |candidate: u32| {
         let mut run = base.clone();
@@ -948,6 +962,18 @@ pub async fn record_capacity(
         limit: searched.failed_at.map(|(_, t)| t.limit()),
         trials: searched.trials.into_iter().map(|(_, t)| t).collect(),
     })
+}
+
+/// `name` inside the destination `dest`: a path joined as a path, a URL's path before its
+/// query (`nfs://h/x?nfsport=2049` gives `nfs://h/x/name?nfsport=2049`).
+fn destination_join(dest: &std::path::Path, name: &str) -> PathBuf {
+    let text = dest.to_string_lossy();
+    match text.split_once('?') {
+        Some((path, query)) if text.contains("://") => {
+            PathBuf::from(format!("{}/{name}?{query}", path.trim_end_matches('/')))
+        }
+        _ => dest.join(name),
+    }
 }
 
 /// Removes the files a record run wrote in its destination (and its stream directories'),

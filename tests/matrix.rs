@@ -237,3 +237,46 @@ fn a_matrix_on_a_server_copies_its_media_there_once_through_playsims_client() ->
     }
     Ok(())
 }
+
+/// `--write` fills the table with `record`: each cell the most streams recorded with no frame
+/// dropped or failed, its trials record trials, its cause a record cause; locally with
+/// O_DIRECT, and over playsim's NFS client to Ganesha. Formats record cannot encode, and
+/// sim://, are refused with an example.
+#[test]
+fn a_write_matrix_records_each_cell_locally_and_over_nfs() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let nfs = playsim_testserver::NfsServer::start().context("starting nfs-ganesha")?;
+    for (location, direct) in [(dir.path().to_string_lossy().into_owned(), true), (nfs.url(""), false)] {
+        let json = dir.path().join("w.json");
+        let done = run(playsim()
+            .args(["matrix", &location, "--write", "--formats", "dpx:256x144", "--rates", "24,48"])
+            .args(["--window", "1s", "--max", "2", "--json"])
+            .arg(&json))?;
+        done.ensure_code(0)?;
+        ensure!(done.stdout.contains("most streams recorded with no drop (up to 2)"), "{done}");
+        ensure!(done.stdout.contains("O_DIRECT") == direct, "{done}");
+        let value: Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+        ensure!(value["write"] == true, "{value}");
+        let cell = &value["rows"][0]["cells"][0];
+        ensure!(cell["best_streams"].as_u64().is_some_and(|n| n >= 1), "{value}");
+        let trials = cell["write_trials"].as_array().context("write_trials")?;
+        ensure!(
+            !trials.is_empty() && trials.iter().all(|t| t["frames_arrived"].as_u64() > Some(0)),
+            "{value}"
+        );
+        ensure!(cell["trials"].as_array().is_some_and(Vec::is_empty), "{value}");
+        if let Some(limit) = cell["limit"].as_str() {
+            ensure!(["storage", "encode", "input"].contains(&limit), "{value}");
+        }
+    }
+    let h264 = run(playsim().arg("matrix").arg(dir.path()).args(["--write", "--formats", "h264-uhd"]))?;
+    h264.ensure_code(1)?;
+    ensure!(
+        h264.stderr.contains("record encodes no h264") && h264.stderr.contains("--write --formats dpx-2k"),
+        "{h264}"
+    );
+    let sim = run(playsim().args(["matrix", "sim://lan", "--write"]))?;
+    sim.ensure_code(1)?;
+    ensure!(sim.stderr.contains("sim:// makes frames") && sim.stderr.contains("--write)"), "{sim}");
+    Ok(())
+}

@@ -10,7 +10,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use playsim::matrix::{MatrixProgress, MatrixRequest, MatrixRowSpec, DEFAULT_ROWS};
+use playsim::engine::record::{OnError, RecordConfig, SyncPolicy};
+use playsim::matrix::{
+    MatrixProgress, MatrixRequest, MatrixRowSpec, WriteMatrix, DEFAULT_ROWS, DEFAULT_WRITE_ROWS,
+};
+use playsim::record::RecordRequest;
 use playsim::report::matrix::MatrixText;
 use playsim::report::renderer::{self, Renderer, Renderers};
 use playsim::settings::{
@@ -30,8 +34,10 @@ pub struct MatrixArgs {
     location: String,
     /// The rows: FORMAT-PRESET (dpx-2k, dpx-4k-dci, dpx-8k-dci, exr-piz-uhd, exr-piz-6k,
     /// prores-hq-uhd, h264-uhd, dnxhr-hqx-uhd, tiff-uhd, ...) or FORMAT:WxH (dpx:256x144).
-    #[arg(long, default_value = DEFAULT_ROWS, value_delimiter = ',', value_parser = parse_row)]
-    formats: Vec<MatrixRowSpec>,
+    /// [default: dpx-2k,dpx-4k-dci,dpx-8k-dci,exr-piz-uhd,exr-piz-6k,prores-hq-uhd,h264-uhd,
+    /// dnxhr-hqx-uhd; with --write, those record encodes, all but h264-uhd and dnxhr-hqx-uhd]
+    #[arg(long, value_delimiter = ',', value_parser = parse_row)]
+    formats: Option<Vec<MatrixRowSpec>>,
     /// Play existing media for a row instead of generating it: ROW=PATH (a directory, a
     /// pattern, a clip or a URL); repeat it for several rows.
     #[arg(long, value_name = "ROW=PATH", value_parser = parse_media)]
@@ -77,6 +83,11 @@ pub struct MatrixArgs {
     /// No progress on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Fill the table by recording instead of playing, as Disk Speed Test's write side: each
+    /// cell the most streams `record` writes at the rate with no frame dropped or failed, into
+    /// LOCATION/matrix-write/ROW (each trial's files removed after it).
+    #[arg(long)]
+    write: bool,
     /// Read local media through the page cache, as most players do, instead of with
     /// O_DIRECT: the streams of a trial read the same files, so all but the first reader of
     /// a frame may then be served from memory, not storage.
@@ -98,6 +109,12 @@ pub struct MatrixArgs {
     nfs: NfsKnobs,
     #[command(flatten)]
     smb: SmbKnobs,
+}
+
+/// The default rows: every format to play, or those record can write.
+fn default_rows(write: bool) -> Vec<MatrixRowSpec> {
+    let names = if write { DEFAULT_WRITE_ROWS } else { DEFAULT_ROWS };
+    names.split(',').filter_map(|name| name.parse().ok()).collect()
 }
 
 fn parse_row(s: &str) -> Result<MatrixRowSpec, String> {
@@ -135,10 +152,10 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         return Ok(code);
     }
     for (row, _) in &args.media {
-        if !args.formats.iter().any(|f| f.name == *row) {
+        if !args.formats.as_ref().is_some_and(|f| f.iter().any(|f| f.name == *row)) {
             anyhow::bail!(
                 "--media {row}=...: no row is called {row} (the rows: {}; for example --formats dpx-4k-dci --media dpx-4k-dci=/mnt/nas/shot)",
-                args.formats.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+                args.formats.iter().flatten().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
             );
         }
     }
@@ -167,82 +184,38 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         play.direct = true;
     }
     let transport = play.transport_options(&Default::default());
-    let mut plans = playsim::matrix::plan_media(
-        &args.location,
-        &args.formats,
-        &args.media,
-        frames,
-        &args.stage,
-        &transport,
-    )?;
+    let formats = args.formats.clone().unwrap_or_else(|| default_rows(args.write));
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
-    for plan in &mut plans {
-        runtime.block_on(plan.check_server())?;
-    }
-    let to_make: Vec<_> = plans.iter().filter(|p| p.bytes > 0).collect();
-    if !to_make.is_empty() {
-        let bytes: u64 = to_make.iter().map(|p| p.bytes).sum();
-        let seconds: f64 = to_make.iter().map(|p| p.seconds).sum();
-        let names: Vec<String> = to_make
-            .iter()
-            .map(|p| format!("{} ({} frames)", p.row.name, p.row.frames.unwrap_or(0)))
-            .collect();
-        let on_server = to_make.iter().any(|p| p.upload.is_some());
-        eprintln!(
-            "playsim: the matrix will generate {} of media into {}/matrix-media ({}), about {} by a rough estimate{}",
-            human_bytes(bytes),
-            args.location.split('?').next().unwrap_or_default().trim_end_matches('/'),
-            names.join(", "),
-            human_time(seconds),
-            if on_server {
-                format!(", made in {} first and copied there through playsim's client", args.stage.display())
-            } else {
-                String::new()
-            }
-        );
-        let local = if on_server { args.stage.as_path() } else { Path::new(&args.location) };
-        if let Some(free) = free_bytes(local) {
-            if free < bytes + bytes / 10 {
-                anyhow::bail!(
-                    "{} has {} free, too little for {} of media: free some space, point rows at existing \
-                     media (--media ROW=PATH), or choose fewer rows (for example --formats dpx-2k,prores-hq-uhd)",
-                    local.display(),
-                    human_bytes(free),
-                    human_bytes(bytes)
-                );
-            }
-        }
-        if (bytes > LARGE_BYTES || seconds > LARGE_SECONDS) && !args.yes {
+    let (rows, write) = if args.write {
+        if !args.media.is_empty() {
             anyhow::bail!(
-                "that is more than 20 GB or 5 minutes: add --yes to generate it (for example playsim matrix {} --yes), \
-                 or choose fewer rows with --formats",
+                "--media gives media to play, and --write records: drop one (for example playsim matrix {} --write)",
                 args.location
             );
         }
-    }
-    for (k, plan) in plans.iter().enumerate() {
-        let n = plans.len();
-        let mut log = |line: &str| {
-            if !args.quiet {
-                eprintln!("playsim: row {} of {n}: {line}", k + 1);
-            }
-        };
-        plan.ensure(&mut log)?;
-        runtime.block_on(plan.copy(&mut log))?;
-    }
+        let (rows, formats) = playsim::matrix::plan_write_rows(&args.location, &formats)?;
+        let base = write_base(&args, transport, formats.first().cloned())?;
+        (rows, Some(WriteMatrix { base, formats }))
+    } else {
+        (read_media(&args, &formats, frames, &transport, &runtime)?, None)
+    };
     let request = MatrixRequest {
         location: args.location.clone(),
-        rows: plans.into_iter().map(|p| p.row).collect(),
+        rows,
         rates: args.rates.clone(),
         window: args.window,
         trials: args.trials,
         max,
         cold: true,
         play,
+        write,
     };
     let quiet = args.quiet;
-    let dashboard = super::dashboard::wanted(args.tui, args.quiet).then(|| {
+    if args.tui && args.write {
+        eprintln!("playsim: --tui shows playback; a --write matrix shows its progress lines instead");
+    }
+    let dashboard = super::dashboard::wanted(args.tui && !args.write, args.quiet).then(|| {
         let slot = super::dashboard::LiveSlot::default();
         let title = format!(
             "playsim matrix {}  {} rows x {} rates",
@@ -297,6 +270,100 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         eprintln!("playsim: matrix grid written to {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The media of a playback matrix's rows: planned, checked on a server, and made (and copied)
+/// where missing, after saying how much and how long.
+fn read_media(
+    args: &MatrixArgs,
+    formats: &[MatrixRowSpec],
+    frames: u64,
+    transport: &playsim::storage::transport::TransportOptions,
+    runtime: &tokio::runtime::Runtime,
+) -> anyhow::Result<Vec<playsim::matrix::MatrixMedia>> {
+    let mut plans =
+        playsim::matrix::plan_media(&args.location, formats, &args.media, frames, &args.stage, transport)?;
+    for plan in &mut plans {
+        runtime.block_on(plan.check_server())?;
+    }
+    let to_make: Vec<_> = plans.iter().filter(|p| p.bytes > 0).collect();
+    if !to_make.is_empty() {
+        let bytes: u64 = to_make.iter().map(|p| p.bytes).sum();
+        let seconds: f64 = to_make.iter().map(|p| p.seconds).sum();
+        let names: Vec<String> = to_make
+            .iter()
+            .map(|p| format!("{} ({} frames)", p.row.name, p.row.frames.unwrap_or(0)))
+            .collect();
+        let on_server = to_make.iter().any(|p| p.upload.is_some());
+        eprintln!(
+            "playsim: the matrix will generate {} of media into {}/matrix-media ({}), about {} by a rough estimate{}",
+            human_bytes(bytes),
+            args.location.split('?').next().unwrap_or_default().trim_end_matches('/'),
+            names.join(", "),
+            human_time(seconds),
+            if on_server {
+                format!(", made in {} first and copied there through playsim's client", args.stage.display())
+            } else {
+                String::new()
+            }
+        );
+        let local = if on_server { args.stage.as_path() } else { Path::new(&args.location) };
+        if let Some(free) = free_bytes(local) {
+            if free < bytes + bytes / 10 {
+                anyhow::bail!(
+                    "{} has {} free, too little for {} of media: free some space, point rows at existing \
+                     media (--media ROW=PATH), or choose fewer rows (for example --formats dpx-2k,prores-hq-uhd)",
+                    local.display(),
+                    human_bytes(free),
+                    human_bytes(bytes)
+                );
+            }
+        }
+        if (bytes > LARGE_BYTES || seconds > LARGE_SECONDS) && !args.yes {
+            anyhow::bail!(
+                "that is more than 20 GB or 5 minutes: add --yes to generate it (for example playsim matrix {} --yes), \
+                 or choose fewer rows with --formats",
+                args.location
+            );
+        }
+    }
+    for (k, plan) in plans.iter().enumerate() {
+        let n = plans.len();
+        let mut log = |line: &str| {
+            if !args.quiet {
+                eprintln!("playsim: row {} of {n}: {line}", k + 1);
+            }
+        };
+        plan.ensure(&mut log)?;
+        runtime.block_on(plan.copy(&mut log))?;
+    }
+    Ok(plans.into_iter().map(|p| p.row).collect())
+}
+
+/// The recording a write matrix's trials scale: record's defaults (a queue of 4, an encoder a
+/// core, 2 writers, no sync), with O_DIRECT on local storage unless `--page-cache`, into a
+/// destination that may hold files.
+fn write_base(
+    args: &MatrixArgs,
+    transport: playsim::storage::transport::TransportOptions,
+    first: Option<(playsim::media::GenerateFormat, playsim::FramePreset)>,
+) -> anyhow::Result<RecordRequest> {
+    let (format, preset) = first.context("--write: no row to record")?;
+    let encoders = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
+    let config = RecordConfig {
+        n_frames: 1,
+        rate: None,
+        queue: 4,
+        encoders,
+        writers: 2,
+        sync: SyncPolicy::None,
+        on_error: OnError::Stop,
+    };
+    let mut base = RecordRequest::new(&args.location, format, preset, config);
+    base.transport = transport;
+    base.force = true;
+    base.direct = !args.location.contains("://") && !args.page_cache;
+    Ok(base)
 }
 
 /// Free bytes for an unprivileged user on the file system that holds `path` (or its nearest

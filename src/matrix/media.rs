@@ -20,6 +20,10 @@ use crate::Error;
 pub const DEFAULT_ROWS: &str =
     "dpx-2k,dpx-4k-dci,dpx-8k-dci,exr-piz-uhd,exr-piz-6k,prores-hq-uhd,h264-uhd,dnxhr-hqx-uhd";
 
+/// The rows of the default write matrix (`--write`): the default rows that `record` can
+/// encode (it writes no H.264 or DNxHR).
+pub const DEFAULT_WRITE_ROWS: &str = "dpx-2k,dpx-4k-dci,dpx-8k-dci,exr-piz-uhd,exr-piz-6k,prores-hq-uhd";
+
 /// The most bytes a generated row's media may take: a row that would need more for window x
 /// rate frames is made shorter, and loops (said in the matrix's cold note).
 pub const ROW_BYTES_CAP: u64 = 1_500_000_000;
@@ -286,6 +290,59 @@ pub fn plan_media(
         plans.push(local_plan(Path::new(location), spec, row, frames));
     }
     Ok(plans)
+}
+
+/// A write row's format as `record` writes it, and its frame size.
+pub type RecordedFormat = (GenerateFormat, FramePreset);
+
+/// The rows of a write matrix at `location`: each records into `LOCATION/matrix-write/ROW`,
+/// with the format `record` writes it in and its size. `sim://` holds no files, and H.264 and
+/// DNxHR rows are refused, as `record` encodes neither.
+pub fn plan_write_rows(
+    location: &str,
+    rows: &[MatrixRowSpec],
+) -> Result<(Vec<MatrixMedia>, Vec<RecordedFormat>), Error> {
+    if location.starts_with("sim://") {
+        return Err(Error::Engine(
+            "--write records files, and sim:// makes frames in memory: give a directory, a mount or a \
+             server (for example playsim matrix /mnt/nas/m --write)"
+                .into(),
+        ));
+    }
+    let mut media = Vec::with_capacity(rows.len());
+    let mut formats = Vec::with_capacity(rows.len());
+    for spec in rows {
+        let (name, options): (&str, &[(&str, &str)]) = match spec.format {
+            RowFormat::Dpx => ("dpx", &[]),
+            RowFormat::Tiff => ("tiff", &[]),
+            RowFormat::ExrPiz => ("exr", &[("compression", "piz")]),
+            RowFormat::ProResHq => ("prores", &[("profile", "hq")]),
+            RowFormat::H264 | RowFormat::DnxhrHqx => {
+                return Err(Error::Engine(format!(
+                    "--write: record encodes no {}: leave row {} out (for example --write --formats {DEFAULT_WRITE_ROWS})",
+                    spec.format.word(),
+                    spec.name
+                )))
+            }
+        };
+        let format = GenerateFormat::parse(name, options).map_err(|e| Error::Engine(e.to_string()))?;
+        let (width, height) = spec.preset.dimensions();
+        let dir = format!("matrix-write/{}", spec.name.replace([':', '/'], "-"));
+        let path = if location.contains("://") {
+            url_join(location, &dir)
+        } else {
+            Path::new(location).join(&dir).to_string_lossy().into_owned()
+        };
+        media.push(MatrixMedia {
+            name: spec.name.clone(),
+            format: spec.format.word().to_owned(),
+            size: format!("{width}x{height}"),
+            media: path,
+            frames: None,
+        });
+        formats.push((format, spec.preset));
+    }
+    Ok((media, formats))
 }
 
 /// `url` with `tail` appended to its path (before any query).

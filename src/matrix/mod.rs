@@ -9,13 +9,21 @@ mod upload;
 
 use std::time::{Duration, Instant};
 
+use playsim_core::FramePreset;
 use playsim_core::{FrameRate, Pacing};
-use playsim_report::matrix::{Matrix, MatrixCell, MatrixRow};
+use playsim_engine::record::SyncPolicy;
+use playsim_media::GenerateFormat;
+use playsim_report::matrix::{Matrix, MatrixCause, MatrixCell, MatrixRow};
+use playsim_report::record::{RecordCapacity, RecordCapacityBy};
 
-pub use media::{plan_media, MatrixMedia, MatrixRowSpec, MediaPlan, RowFormat, DEFAULT_ROWS, ROW_BYTES_CAP};
+pub use media::{
+    plan_media, plan_write_rows, MatrixMedia, MatrixRowSpec, MediaPlan, RowFormat, DEFAULT_ROWS,
+    DEFAULT_WRITE_ROWS, ROW_BYTES_CAP,
+};
 pub use upload::Upload;
 
 use crate::capacity::{run_trial, TrialWatch};
+use crate::record::{RecordCapacityRequest, RecordRequest};
 use crate::{CapacityBy, CapacityRequest, Error, PlayRequest};
 
 /// Settings of a matrix.
@@ -39,6 +47,19 @@ pub struct MatrixRequest {
     /// The run every trial scales: its settings (decode threads, reads, ...); its sources,
     /// rate and streams are set per trial.
     pub play: PlayRequest,
+    /// Record instead of play (`--write`): each cell is `record --capacity streams` of its
+    /// row's format at its rate into the row's `media`.
+    pub write: Option<WriteMatrix>,
+}
+
+/// What a write matrix records.
+#[derive(Clone, Debug)]
+pub struct WriteMatrix {
+    /// The recording every trial scales (queue, encoders, writers, sync, O_DIRECT, the
+    /// transport's options); its destination, format, size and rate are set per cell.
+    pub base: RecordRequest,
+    /// Each row's format and size, in the order of [`MatrixRequest::rows`].
+    pub formats: Vec<(GenerateFormat, FramePreset)>,
 }
 
 /// What the matrix is doing, for a progress line.
@@ -102,7 +123,7 @@ pub(crate) fn searched_cell(
     found: crate::Capacity,
     below: Option<&MatrixCell>,
 ) -> MatrixCell {
-    let limit = found.limit.or_else(|| below.and_then(|b| b.limit));
+    let limit = found.limit.map(MatrixCause::from).or_else(|| below.and_then(|b| b.limit));
     MatrixCell {
         fps: fps.to_owned(),
         best_streams: found.best,
@@ -111,6 +132,27 @@ pub(crate) fn searched_cell(
         margin_ms: found.margin_ms,
         inherited_from: None,
         trials: found.trials,
+        write_trials: Vec::new(),
+    }
+}
+
+/// A write cell from its record search's answer, as [`searched_cell`] for playback; a
+/// recording has no slack, so no margin.
+pub(crate) fn recorded_cell(
+    fps: &str,
+    max: u32,
+    found: RecordCapacity,
+    below: Option<&MatrixCell>,
+) -> MatrixCell {
+    MatrixCell {
+        fps: fps.to_owned(),
+        best_streams: found.best,
+        limit: found.limit.map(MatrixCause::from).or_else(|| below.and_then(|b| b.limit)),
+        max,
+        margin_ms: None,
+        inherited_from: None,
+        trials: Vec::new(),
+        write_trials: found.trials,
     }
 }
 
@@ -124,6 +166,7 @@ pub(crate) fn inherited_cell(fps: &str, below: &MatrixCell) -> MatrixCell {
         margin_ms: None,
         inherited_from: Some(below.inherited_from.clone().unwrap_or_else(|| below.fps.clone())),
         trials: Vec::new(),
+        write_trials: Vec::new(),
     }
 }
 
@@ -154,13 +197,39 @@ pub async fn matrix_watched(
     let n = request.rows.len() * rates.len();
     let mut rows = Vec::with_capacity(request.rows.len());
     let mut k = 0;
-    for row in &request.rows {
+    for (r, row) in request.rows.iter().enumerate() {
         let mut cells: Vec<MatrixCell> = Vec::with_capacity(rates.len());
         for (label, rate) in &rates {
             k += 1;
             let below = cells.last();
             let cell = match plan_cell(request.max, below) {
                 CellPlan::Inherit => inherited_cell(label, below.unwrap_or(&MatrixCell::default())),
+                CellPlan::Search { max } if request.write.is_some() => {
+                    progress(MatrixProgress::Cell { k, n, row: &row.name, fps: label, max });
+                    let write =
+                        request.write.as_ref().ok_or_else(|| Error::Engine("no write settings".into()))?;
+                    let (format, preset) =
+                        write.formats.get(r).cloned().ok_or_else(|| {
+                            Error::Engine(format!("no format to record for row {}", row.name))
+                        })?;
+                    let mut record = write.base.clone();
+                    record.destination = row.media.clone().into();
+                    record.alpha = format.writer().rgba_by_default;
+                    record.format = format;
+                    record.preset = preset;
+                    record.config.rate = Some(*rate);
+                    let search = RecordCapacityRequest {
+                        record,
+                        by: RecordCapacityBy::Streams,
+                        window: request.window,
+                        trials: request.trials,
+                        max,
+                    };
+                    let found = crate::record::record_capacity(&search, |_| {})
+                        .await
+                        .map_err(|e| Error::Engine(format!("{} at {label} fps: {e}", row.name)))?;
+                    recorded_cell(label, max, found, below)
+                }
                 CellPlan::Search { max } => {
                     progress(MatrixProgress::Cell { k, n, row: &row.name, fps: label, max });
                     let capacity = cell_request(request, row, *rate, max);
@@ -192,6 +261,7 @@ pub async fn matrix_watched(
         window_s: request.window.as_secs_f64(),
         trials_per_candidate: request.trials,
         max: request.max,
+        write: request.write.is_some(),
         cold: String::new(),
         elapsed_s: started.elapsed().as_secs_f64(),
         rows,
@@ -215,6 +285,29 @@ fn cell_request(request: &MatrixRequest, row: &MatrixMedia, rate: FrameRate, max
 
 /// How reads were kept cold, in words, with the rows that loop.
 fn cold_note(request: &MatrixRequest, matrix: &Matrix) -> String {
+    if let Some(write) = &request.write {
+        let how = if write.base.direct {
+            "with O_DIRECT, so every frame reaches storage"
+        } else if request.location.contains("://") {
+            "through playsim's own client, which keeps no cache"
+        } else {
+            "through the page cache (--page-cache), which may absorb them"
+        };
+        return format!(
+            "each trial records frames from playsim's generator, encoded for real, into \
+             matrix-write/ROW/capacity-trial, {how}, sync {}; its files are removed after it",
+            match write.base.config.sync {
+                SyncPolicy::None => "none (the storage decides when data is durable)",
+                SyncPolicy::Frame => "each frame before it is renamed into place",
+                SyncPolicy::End => "once at the end",
+            }
+        );
+    }
+    if ["nfs://", "nfs+rdma://", "smb://"].iter().any(|s| request.location.starts_with(s)) {
+        return "playsim's own client keeps no cache: every read of every stream crosses the transport to \
+                the server, whose own cache is part of the storage measured"
+            .to_owned();
+    }
     if request.location.starts_with("sim://") {
         return "sim:// frames are made in memory and cross the simulated link on every read: no page cache"
             .to_owned();
@@ -305,7 +398,7 @@ mod tests {
         assert_eq!(searched, vec![16, 4, 3]);
         let best: Vec<u32> = cells.iter().map(|c| c.best_streams).collect();
         assert_eq!(best, vec![4, 3, 2]);
-        assert!(cells.iter().all(|c| c.limit == Some(DropCauseName::Storage) && c.inherited_from.is_none()));
+        assert!(cells.iter().all(|c| c.limit == Some(MatrixCause::Storage) && c.inherited_from.is_none()));
     }
 
     #[test]
@@ -313,7 +406,7 @@ mod tests {
         // 24 fits 4 of 16 (5 failed for storage); 25 fits 4 too, its maximum: still storage.
         let (cells, searched) = row(16, 100, &[24, 25]);
         assert_eq!(searched, vec![16, 4]);
-        assert_eq!((cells[1].best_streams, cells[1].limit), (4, Some(DropCauseName::Storage)));
+        assert_eq!((cells[1].best_streams, cells[1].limit), (4, Some(MatrixCause::Storage)));
         assert!(!cells[1].max_passed());
         // The matrix's maximum passing at both rates leaves no limit: `16+`.
         let (cells, _) = row(16, 10_000, &[24, 25]);
@@ -326,7 +419,7 @@ mod tests {
         assert_eq!(searched, vec![16]);
         assert_eq!(cells[1].inherited_from.as_deref(), Some("24"));
         assert_eq!(cells[2].inherited_from.as_deref(), Some("24"));
-        assert_eq!((cells[2].best_streams, cells[2].limit), (0, Some(DropCauseName::Storage)));
+        assert_eq!((cells[2].best_streams, cells[2].limit), (0, Some(MatrixCause::Storage)));
         assert_eq!(cells[2].label(false), "0 (storage)*");
         assert!(cells[2].trials.is_empty());
     }

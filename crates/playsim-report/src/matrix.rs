@@ -7,16 +7,15 @@
 //! grows, as the other reports' do.
 //!
 //! ```
-//! use playsim_report::matrix::{Matrix, MatrixCell, MatrixRow, MatrixText};
+//! use playsim_report::matrix::{Matrix, MatrixCause, MatrixCell, MatrixRow, MatrixText};
 //! use playsim_report::renderer::Renderer;
-//! use playsim_report::DropCauseName;
 //!
 //! let matrix = Matrix {
 //!     rates: vec!["24".into()],
 //!     max: 4,
 //!     rows: vec![MatrixRow {
 //!         name: "dpx-2k".into(),
-//!         cells: vec![MatrixCell { fps: "24".into(), best_streams: 3, limit: Some(DropCauseName::Decode), ..MatrixCell::default() }],
+//!         cells: vec![MatrixCell { fps: "24".into(), best_streams: 3, limit: Some(MatrixCause::Decode), ..MatrixCell::default() }],
 //!         ..MatrixRow::default()
 //!     }],
 //!     ..Matrix::new(env!("CARGO_PKG_VERSION"))
@@ -35,7 +34,63 @@ use serde::{Deserialize, Serialize};
 
 use crate::capacity::Trial;
 use crate::model::DropCauseName;
+use crate::record::{RecordCause, RecordTrial};
 use crate::renderer::{RenderError, Renderer, Renderers};
+
+/// What limited a cell: a playback drop cause, or for a write matrix (`--write`) a record
+/// cause. Written as its name, as the reports write causes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatrixCause {
+    /// Playback: not read in time; recording: not written, synced or published in time, or
+    /// failed to write.
+    Storage,
+    /// Playback: not decoded in time.
+    Decode,
+    /// Playback: not through the output stage in time.
+    Output,
+    /// Playback: could not be read or decoded at all.
+    Unreadable,
+    /// Recording: not encoded in time.
+    Encode,
+    /// Recording: the source could not give the frame in time.
+    Input,
+}
+
+impl MatrixCause {
+    /// Its name: `storage`, `decode`, `output`, `unreadable`, `encode`, `input`.
+    pub fn word(self) -> &'static str {
+        match self {
+            MatrixCause::Storage => "storage",
+            MatrixCause::Decode => "decode",
+            MatrixCause::Output => "output",
+            MatrixCause::Unreadable => "unreadable",
+            MatrixCause::Encode => "encode",
+            MatrixCause::Input => "input",
+        }
+    }
+}
+
+impl From<DropCauseName> for MatrixCause {
+    fn from(cause: DropCauseName) -> MatrixCause {
+        match cause {
+            DropCauseName::Storage => MatrixCause::Storage,
+            DropCauseName::Decode => MatrixCause::Decode,
+            DropCauseName::Output => MatrixCause::Output,
+            DropCauseName::Unreadable => MatrixCause::Unreadable,
+        }
+    }
+}
+
+impl From<RecordCause> for MatrixCause {
+    fn from(cause: RecordCause) -> MatrixCause {
+        match cause {
+            RecordCause::Storage => MatrixCause::Storage,
+            RecordCause::Encode => MatrixCause::Encode,
+            RecordCause::Input => MatrixCause::Input,
+        }
+    }
+}
 
 /// The version of the matrix JSON's shape, written as `playsim_matrix`.
 pub const MATRIX_SCHEMA_VERSION: u32 = 1;
@@ -49,6 +104,10 @@ pub struct Matrix {
     pub playsim_version: String,
     /// The location searched, as given (a directory or a URL).
     pub location: String,
+    /// The cells record instead of play (`--write`): each is the most streams recorded at the
+    /// rate with no frame dropped or failed, its cause a record cause.
+    #[serde(default)]
+    pub write: bool,
     /// The frame rates of the columns, as given (`23.976`, `25`, ...), ascending.
     pub rates: Vec<String>,
     /// Playback time of each trial, seconds.
@@ -97,7 +156,7 @@ pub struct MatrixCell {
     /// The cause with the most drops in the first candidate that failed; when the cell's
     /// maximum was lowered to the rate below's answer and passed, that rate's limit (its next
     /// candidate failed there, so it fails here too); none when the matrix's maximum passed.
-    pub limit: Option<DropCauseName>,
+    pub limit: Option<MatrixCause>,
     /// The largest candidate this cell could try: the matrix's maximum, or the answer of the
     /// rate below (capacity cannot grow with the rate).
     pub max: u32,
@@ -107,8 +166,12 @@ pub struct MatrixCell {
     /// so this one is 0 too, with that cell's limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inherited_from: Option<String>,
-    /// Every trial of the cell's search, in the order run (none when inherited).
+    /// Every trial of the cell's search, in the order run (none when inherited, or when the
+    /// matrix records: then [`MatrixCell::write_trials`]).
     pub trials: Vec<Trial>,
+    /// A write matrix's trials: every record trial of the cell's search, in the order run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write_trials: Vec<RecordTrial>,
 }
 
 impl Matrix {
@@ -252,7 +315,7 @@ pub fn csv(matrix: &Matrix) -> String {
                 cell.best_streams,
                 cell.max,
                 cell.max_passed(),
-                cell.limit.map_or("", DropCauseName::word),
+                cell.limit.map_or("", MatrixCause::word),
                 cell.margin_ms.filter(|m| m.is_finite()).map_or_else(String::new, |m| format!("{m:.3}")),
                 cell.inherited_from.as_deref().map_or_else(String::new, csv_field),
                 cell.trials.len()
@@ -276,10 +339,15 @@ fn csv_field(text: &str) -> String {
 pub fn text(matrix: &Matrix) -> String {
     let yes_no = matrix.yes_no();
     let mut out = String::new();
+    let (verb, verbed) = if matrix.write { ("record", "recorded") } else { ("play", "played") };
     let what = if yes_no {
-        "does one stream play with no drop".to_owned()
+        format!("does one stream {verb} with no drop")
     } else {
-        format!("most streams with no drop (up to {})", matrix.max)
+        format!(
+            "most streams{} with no drop (up to {})",
+            if matrix.write { " recorded" } else { "" },
+            matrix.max
+        )
     };
     let _ = writeln!(
         out,
@@ -302,7 +370,8 @@ pub fn text(matrix: &Matrix) -> String {
         table(&lines)
     };
     out.push_str(&grid(&|cell| cell.label(yes_no)));
-    if !yes_no {
+    // A recording has no slack to a deadline: a write matrix has no margins.
+    if !yes_no && !matrix.write {
         out.push_str("margin, the worst slack at the answer (ms):\n");
         out.push_str(&grid(&|cell| match (cell.inherited_from.as_ref(), cell.margin_ms) {
             (None, Some(m)) if m.is_finite() => format!("{m:.1}"),
@@ -310,15 +379,17 @@ pub fn text(matrix: &Matrix) -> String {
         }));
     }
     let legend = if yes_no {
-        "yes: one stream played with no drop; no (CAUSE): it dropped, mostly for CAUSE"
+        format!("yes: one stream {verbed} with no drop; no (CAUSE): it dropped, mostly for CAUSE")
     } else {
-        "N (CAUSE): N streams played with no drop and N+1 dropped, mostly for CAUSE; N+: the maximum played"
+        format!(
+            "N (CAUSE): N streams {verbed} with no drop and N+1 dropped, mostly for CAUSE; N+: the maximum {verbed}"
+        )
     };
     let _ = writeln!(out, "{legend}");
     if matrix.rows.iter().flat_map(|r| &r.cells).any(|c| c.inherited_from.is_some()) {
         let _ = writeln!(out, "*: not searched: a lower rate already found 0 streams, with that cause");
     }
-    let _ = writeln!(out, "cold reads: {}", matrix.cold);
+    let _ = writeln!(out, "{}: {}", if matrix.write { "writes" } else { "cold reads" }, matrix.cold);
     let _ = writeln!(out, "took {:.0} s", matrix.elapsed_s);
     out
 }
@@ -364,11 +435,12 @@ pub(crate) mod tests {
         MatrixCell {
             fps: fps.into(),
             best_streams: best,
-            limit,
+            limit: limit.map(Into::into),
             max: 4,
             margin_ms: (best > 0).then_some(12.5),
             inherited_from: inherited.map(str::to_owned),
             trials,
+            write_trials: Vec::new(),
         }
     }
 

@@ -20,9 +20,11 @@ use std::path::Path;
 
 use plotters::style::RGBColor;
 
-use crate::matrix::{Matrix, MatrixCell};
+use crate::matrix::{Matrix, MatrixCause, MatrixCell};
 use crate::model::DropCauseName;
 use crate::plot::{cause_colour, svg_bytes, Fonts, PlotError, PlotFormat};
+use crate::record::RecordCause;
+use crate::record_plot::record_cause_colour;
 use crate::renderer::{RenderError, Renderer};
 
 /// Draws the matrix's grid to `path`: SVG or PNG by the extension, PNG text in the system's
@@ -88,11 +90,11 @@ pub(crate) enum CellState {
     /// Its maximum played with no drop (`8+`; in a yes/no matrix, yes).
     MaxPassed,
     /// Its search failed at one stream more than its answer, mostly for the cause.
-    Limited(DropCauseName),
+    Limited(MatrixCause),
     /// Its maximum, lowered to the rate below's answer, passed: the limit is the rate below's.
-    Carried(DropCauseName),
+    Carried(MatrixCause),
     /// Not searched: a lower rate found 0, with this cause when it named one.
-    NotSearched(Option<DropCauseName>),
+    NotSearched(Option<MatrixCause>),
 }
 
 impl CellState {
@@ -106,9 +108,7 @@ impl CellState {
             // One stream played in a yes/no matrix: that is its maximum.
             Some(_) if matrix.yes_no() && cell.best_streams >= 1 => CellState::MaxPassed,
             // Every trial of its own passed: what limits it was found at the rate below.
-            Some(cause) if !cell.trials.is_empty() && cell.trials.iter().all(|t| t.passed) => {
-                CellState::Carried(cause)
-            }
+            Some(cause) if own_trials_all_passed(cell) => CellState::Carried(cause),
             Some(cause) => CellState::Limited(cause),
         }
     }
@@ -117,8 +117,8 @@ impl CellState {
     pub(crate) fn fill(self) -> RGBColor {
         match self {
             CellState::MaxPassed => PASSED,
-            CellState::Limited(cause) => cause_colour(cause),
-            CellState::Carried(cause) => lighter(cause_colour(cause)),
+            CellState::Limited(cause) => colour(cause),
+            CellState::Carried(cause) => lighter(colour(cause)),
             CellState::NotSearched(_) => NOT_SEARCHED,
         }
     }
@@ -189,6 +189,35 @@ pub(crate) const CAUSES: [(DropCauseName, &str); 4] = [
     (DropCauseName::Unreadable, "unreadable"),
 ];
 
+/// A write matrix's causes in the order the legend lists them.
+pub(crate) const WRITE_CAUSES: [(MatrixCause, &str); 3] = [
+    (MatrixCause::Storage, "storage (write, sync, publish; or a failed write)"),
+    (MatrixCause::Encode, "encode"),
+    (MatrixCause::Input, "input (the source)"),
+];
+
+/// A cause's colour: a playback cause's as the plots draw it, a record cause's as the record
+/// plot does.
+pub(crate) fn colour(cause: MatrixCause) -> RGBColor {
+    match cause {
+        MatrixCause::Storage => cause_colour(DropCauseName::Storage),
+        MatrixCause::Decode => cause_colour(DropCauseName::Decode),
+        MatrixCause::Output => cause_colour(DropCauseName::Output),
+        MatrixCause::Unreadable => cause_colour(DropCauseName::Unreadable),
+        MatrixCause::Encode => record_cause_colour(RecordCause::Encode),
+        MatrixCause::Input => record_cause_colour(RecordCause::Input),
+    }
+}
+
+/// Whether a cell ran trials of its own and every one passed.
+fn own_trials_all_passed(cell: &MatrixCell) -> bool {
+    if cell.write_trials.is_empty() {
+        !cell.trials.is_empty() && cell.trials.iter().all(|t| t.passed)
+    } else {
+        cell.write_trials.iter().all(|t| t.passed)
+    }
+}
+
 const MARGIN: f64 = 24.0;
 const CELL_W: f64 = 170.0;
 const CELL_H: f64 = 84.0;
@@ -212,11 +241,17 @@ pub fn svg(matrix: &Matrix) -> String {
     let grid_x = MARGIN + label_w;
     let width = (grid_x + n_columns as f64 * (CELL_W + GAP) + MARGIN - GAP).max(MIN_WIDTH).ceil();
 
-    let mut title_lines = vec![(format!("Will it play? {}", matrix.location), 20.0, true)];
+    let (question, verb) =
+        if matrix.write { ("Will it record?", "record") } else { ("Will it play?", "play") };
+    let mut title_lines = vec![(format!("{question} {}", matrix.location), 20.0, true)];
     let what = if matrix.yes_no() {
-        "does one stream play with no drop".to_owned()
+        format!("does one stream {verb} with no drop")
     } else {
-        format!("most streams with no drop (up to {})", matrix.max)
+        format!(
+            "most streams{} with no drop (up to {})",
+            if matrix.write { " recorded" } else { "" },
+            matrix.max
+        )
     };
     let trials = matrix.trials_per_candidate;
     title_lines.push((
@@ -229,7 +264,8 @@ pub fn svg(matrix: &Matrix) -> String {
         14.0,
         false,
     ));
-    for line in wrap(&format!("cold reads: {}", matrix.cold), chars_that_fit(width - 2.0 * MARGIN, 14.0)) {
+    let how = if matrix.write { "writes" } else { "cold reads" };
+    for line in wrap(&format!("{how}: {}", matrix.cold), chars_that_fit(width - 2.0 * MARGIN, 14.0)) {
         title_lines.push((line, 14.0, false));
     }
 
@@ -313,13 +349,14 @@ fn draw_cell(out: &mut String, matrix: &Matrix, cell: &MatrixCell, x: f64, y: f6
         let _ = writeln!(
             out,
             r#"<rect x="{x}" y="{y}" width="7" height="{CELL_H}" rx="3" fill="{}"/>"#,
-            hex(cause_colour(cause))
+            hex(colour(cause))
         );
     }
     let middle = x + CELL_W / 2.0;
     text(out, middle, y + 33.0, 26.0, "bold", &ink, "middle", &answer(matrix, cell));
-    let cause = cell.limit.map_or("", DropCauseName::word);
+    let cause = cell.limit.map_or("", MatrixCause::word);
     let second = match state {
+        CellState::MaxPassed if matrix.yes_no() && matrix.write => "records with no drop".to_owned(),
         CellState::MaxPassed if matrix.yes_no() => "plays with no drop".to_owned(),
         CellState::MaxPassed => "maximum passed".to_owned(),
         CellState::Limited(_) => format!("limit: {cause}"),
@@ -355,12 +392,16 @@ fn fit(text: &str, size: f64, width: f64) -> f64 {
 /// The legend: what an answer means, then a swatch per colour, wrapped to the width. Gives
 /// the y of its last line.
 fn legend(out: &mut String, matrix: &Matrix, mut y: f64, width: f64) -> f64 {
+    let verbed = if matrix.write { "recorded" } else { "played" };
     let explain = if matrix.yes_no() {
-        "✓: one stream played with no drop; ✗: it dropped, mostly for the cause its colour says"
+        format!("✓: one stream {verbed} with no drop; ✗: it dropped, mostly for the cause its colour says")
     } else {
-        "N: N streams played with no drop and N+1 dropped, mostly for the cause its colour says; N+: the maximum played"
+        format!(
+            "N: N streams {verbed} with no drop and N+1 dropped, mostly for the cause its colour says; N+: the \
+             maximum {verbed}"
+        )
     };
-    for line in wrap(explain, chars_that_fit(width - 2.0 * MARGIN, 13.0)) {
+    for line in wrap(&explain, chars_that_fit(width - 2.0 * MARGIN, 13.0)) {
         y += 19.0;
         text(out, MARGIN, y, 13.0, "normal", INK, "start", &line);
     }
@@ -368,10 +409,14 @@ fn legend(out: &mut String, matrix: &Matrix, mut y: f64, width: f64) -> f64 {
     let states: Vec<CellState> = cells().map(|c| CellState::of(matrix, c)).collect();
     let mut entries: Vec<(RGBColor, String)> =
         vec![(PASSED, if matrix.yes_no() { "plays (✓)" } else { "maximum passed (N+)" }.to_owned())];
-    entries.extend(CAUSES.iter().map(|&(cause, words)| (cause_colour(cause), words.to_owned())));
+    if matrix.write {
+        entries.extend(WRITE_CAUSES.iter().map(|&(cause, words)| (colour(cause), words.to_owned())));
+    } else {
+        entries.extend(CAUSES.iter().map(|&(cause, words)| (cause_colour(cause), words.to_owned())));
+    }
     if let Some(CellState::Carried(cause)) = states.iter().find(|s| matches!(s, CellState::Carried(_))) {
         entries.push((
-            lighter(cause_colour(*cause)),
+            lighter(colour(*cause)),
             "lighter: its maximum (the rate below's answer) passed; the limit is the rate below's".to_owned(),
         ));
     }
@@ -522,7 +567,7 @@ mod tests {
         let states = |m: &Matrix| -> Vec<CellState> {
             m.rows.iter().flat_map(|r| &r.cells).map(|c| CellState::of(m, c)).collect()
         };
-        use DropCauseName::{Decode, Storage};
+        use MatrixCause::{Decode, Storage};
         assert_eq!(
             states(&matrix),
             [
@@ -537,7 +582,7 @@ mod tests {
         assert_eq!(states(&matrix)[1], CellState::Limited(Storage));
         assert_eq!(answer(&matrix, &matrix.rows[0].cells[0]), "4+");
         assert_eq!(answer(&matrix, &matrix.rows[0].cells[1]), "2");
-        assert!(svg(&matrix).contains(&format!("fill=\"{}\"", hex(cause_colour(Storage)))));
+        assert!(svg(&matrix).contains(&format!("fill=\"{}\"", hex(colour(Storage)))));
         assert_eq!(CellState::Limited(Storage).ink(), RGBColor(255, 255, 255));
         assert_eq!(CellState::NotSearched(None).ink(), RGBColor(33, 33, 33));
     }

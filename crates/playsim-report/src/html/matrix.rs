@@ -15,7 +15,8 @@ pub fn matrix_page(matrix: &Matrix) -> String {
     let json = serde_json::to_value(matrix).unwrap_or(Value::Null);
     let d = Doc::new(&json);
     let yes_no = matrix.yes_no();
-    let title = format!("Will it play? {}", matrix.location);
+    let title =
+        format!("{} {}", if matrix.write { "Will it record?" } else { "Will it play?" }, matrix.location);
     let trials = matrix.trials_per_candidate;
     let what = if yes_no {
         "does one stream play with no drop".to_owned()
@@ -52,7 +53,8 @@ pub fn matrix_page(matrix: &Matrix) -> String {
         )
     };
     page.push(&verdict(class, &html));
-    page.push(&format!("<p><strong>Cold reads:</strong> {}</p>\n", d.span("/cold", 0)));
+    let how = if matrix.write { "Writes" } else { "Cold reads" };
+    page.push(&format!("<p><strong>{how}:</strong> {}</p>\n", d.span("/cold", 0)));
 
     let figure = inline_svg(
         Ok(matrix_plot::svg(matrix).into_bytes()),

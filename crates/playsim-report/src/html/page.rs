@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use crate::matrix::MatrixCause;
 use crate::matrix_plot::{hex, CellState, CAUSES};
 use crate::model::DropCauseName;
 use crate::plot::cause_colour;
@@ -358,7 +359,14 @@ fn colour_rules() -> String {
         let _ = writeln!(out, ".swatch.c-{name} {{ background: {}; }}", hex(colour));
     }
     let mut states = vec![CellState::MaxPassed, CellState::NotSearched(None)];
-    for (cause, ..) in PLAY_CAUSES {
+    for cause in [
+        MatrixCause::Storage,
+        MatrixCause::Decode,
+        MatrixCause::Output,
+        MatrixCause::Unreadable,
+        MatrixCause::Encode,
+        MatrixCause::Input,
+    ] {
         states.extend([CellState::Limited(cause), CellState::Carried(cause)]);
     }
     for state in states {

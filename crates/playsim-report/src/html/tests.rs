@@ -316,15 +316,16 @@ fn matrix() -> Matrix {
     let cell = |fps: &str, best: u32, limit: Option<DropCauseName>, max: u32, t: Vec<Trial>| MatrixCell {
         fps: fps.into(),
         best_streams: best,
-        limit,
+        limit: limit.map(Into::into),
         max,
         margin_ms: (best > 0).then(|| 31.25 / f64::from(best)),
         inherited_from: None,
         trials: t,
+        write_trials: Vec::new(),
     };
-    let inherited = |fps: &str, from: &str, limit| MatrixCell {
+    let inherited = |fps: &str, from: &str, limit: DropCauseName| MatrixCell {
         fps: fps.into(),
-        limit: Some(limit),
+        limit: Some(limit.into()),
         max: 8,
         inherited_from: Some(from.into()),
         ..MatrixCell::default()
