@@ -102,7 +102,8 @@ fn the_dashboard_draws_live_and_leaves_the_reports_counters() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let json = dir.path().join("run.json");
     let pane = Pane::start(&play_command(&json, "--duration 4s"))?;
-    let live = pane.wait_for("video disk", Duration::from_secs(20))?;
+    // Once the streams have started: before, the table says there are none yet.
+    let live = pane.wait_for("stream 1", Duration::from_secs(20))?;
     for part in ["stream 0", "stream 1", "CPU/GPU", "broadcast", "unreadable", "buffered", "p99 ms", "Ctrl-C"]
     {
         ensure!(live.contains(part), "the dashboard lacks {part:?}:\n{live}");
@@ -122,7 +123,7 @@ fn ctrl_c_in_the_dashboard_stops_the_run_with_its_report() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let json = dir.path().join("run.json");
     let pane = Pane::start(&play_command(&json, "--duration 60s"))?;
-    pane.wait_for("video disk", Duration::from_secs(20))?;
+    pane.wait_for("stream 1", Duration::from_secs(20))?;
     std::thread::sleep(Duration::from_secs(2));
     pane.send_keys("C-c")?;
     let screen = pane.wait_for("PLAYSIM-EXIT=130", Duration::from_secs(30))?;

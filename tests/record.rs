@@ -499,6 +499,6 @@ fn record_runs_are_plotted_and_compared_on_records_figures() -> Result<()> {
 
     let refused = record(&tmp.path().join("c"), &["--capacity", "streams", "--plot", &svg])?;
     refused.ensure_code(1)?;
-    ensure!(refused.stderr.contains("--plot draws one record run"), "{refused}");
+    ensure!(refused.stderr.contains("--plot shows one record run"), "{refused}");
     Ok(())
 }
