@@ -180,6 +180,7 @@ fn a_local_matrix_generates_its_media_once_and_refuses_bad_flags() -> Result<()>
 /// On a server, the matrix makes the media in its staging directory and copies it through
 /// playsim's own client (NFS to Ganesha: a DPX sequence; SMB to Samba: an H.264 clip), marks
 /// each copy complete, plays it there, and copies nothing the second time.
+#[cfg(all(feature = "nfs", feature = "smb", feature = "ffmpeg"))]
 #[test]
 fn a_matrix_on_a_server_copies_its_media_there_once_through_playsims_client() -> Result<()> {
     let stage = tempfile::tempdir()?;
@@ -242,6 +243,7 @@ fn a_matrix_on_a_server_copies_its_media_there_once_through_playsims_client() ->
 /// dropped or failed, its trials record trials, its cause a record cause; locally with
 /// O_DIRECT, and over playsim's NFS client to Ganesha. Formats record cannot encode, and
 /// sim://, are refused with an example.
+#[cfg(feature = "nfs")]
 #[test]
 fn a_write_matrix_records_each_cell_locally_and_over_nfs() -> Result<()> {
     let dir = tempfile::tempdir()?;
