@@ -626,7 +626,7 @@ fn secs(s: f64) -> String {
 }
 
 /// A byte count in the largest binary unit that divides it.
-fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     for (size, unit) in UNITS {
         if n >= size && n.is_multiple_of(size) {

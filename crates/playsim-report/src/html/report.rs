@@ -11,6 +11,7 @@ use super::page::{
     verdict, Doc, Page, PLAY_CAUSES,
 };
 use crate::model::{ClientState, Report, RunStatus};
+use crate::render::bytes;
 
 /// The run report as a page.
 pub fn report_page(report: &Report) -> String {
@@ -771,15 +772,4 @@ fn distinct<'a>(values: impl Iterator<Item = &'a str>) -> String {
         }
     }
     seen.join(", ")
-}
-
-/// A byte count in the largest binary unit that divides it.
-fn bytes(n: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    for (size, unit) in UNITS {
-        if n >= size && n.is_multiple_of(size) {
-            return format!("{} {unit}", n / size);
-        }
-    }
-    format!("{n} B")
 }
