@@ -362,7 +362,15 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     if let Some(cluster) = cluster {
-        return cli::cluster::Client::new(cluster, clock)?.play(&args, &request);
+        let (planned, fps) = planned_length(&request);
+        let watch = cli::cluster::WatchSpec {
+            tui: args.tui,
+            quiet: args.quiet,
+            title: dashboard_title("play", &request),
+            planned,
+            fps,
+        };
+        return cli::cluster::Client::new(cluster, clock)?.watched(watch).play(&args, &request);
     }
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
@@ -434,7 +442,16 @@ fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
     let clock: Arc<dyn playsim::core::Clock> = Arc::new(playsim::engine::PreciseClock::new());
     match cli::cluster::join(&clock) {
         Err(code) => return Ok(code),
-        Ok(Some(cluster)) => return cli::cluster::Client::new(cluster, clock)?.capacity(&args, &request),
+        Ok(Some(cluster)) => {
+            let watch = cli::cluster::WatchSpec {
+                tui: args.play.tui,
+                quiet: args.play.quiet,
+                title: dashboard_title("capacity", &request.play),
+                planned: Some(request.window),
+                fps: None,
+            };
+            return cli::cluster::Client::new(cluster, clock)?.watched(watch).capacity(&args, &request);
+        }
         Ok(None) => {}
     }
     let runtime =

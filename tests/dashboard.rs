@@ -14,13 +14,13 @@ use crate::util::read_report;
 const LINK: &str = "sim://lan?bw=20MB/s&lat=1ms&jitter=0&seed=1&format=dpx&preset=256x144&frames=48";
 
 /// A tmux session of its own, killed when dropped.
-struct Pane {
+pub(crate) struct Pane {
     name: String,
 }
 
 impl Pane {
     /// Starts `command` in a detached 120x40 session.
-    fn start(command: &str) -> Result<Pane> {
+    pub(crate) fn start(command: &str) -> Result<Pane> {
         let name = format!("playsim-test-{}-{}", std::process::id(), rand_suffix());
         let status = Command::new("tmux")
             .args(["new-session", "-d", "-x", "120", "-y", "40", "-s", &name, command])
@@ -32,7 +32,7 @@ impl Pane {
     }
 
     /// The pane's text, with `history` lines above the screen.
-    fn capture(&self, history: u32) -> Result<String> {
+    pub(crate) fn capture(&self, history: u32) -> Result<String> {
         let out = Command::new("tmux")
             .args(["capture-pane", "-p", "-t", &self.name, "-S", &format!("-{history}")])
             .output()
@@ -41,14 +41,14 @@ impl Pane {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    fn send_keys(&self, keys: &str) -> Result<()> {
+    pub(crate) fn send_keys(&self, keys: &str) -> Result<()> {
         let status = Command::new("tmux").args(["send-keys", "-t", &self.name, keys]).status()?;
         ensure!(status.success(), "tmux send-keys {keys}");
         Ok(())
     }
 
     /// Waits until the pane shows `text`, up to `limit`.
-    fn wait_for(&self, text: &str, limit: Duration) -> Result<String> {
+    pub(crate) fn wait_for(&self, text: &str, limit: Duration) -> Result<String> {
         let started = Instant::now();
         loop {
             let screen = self.capture(400)?;
@@ -66,6 +66,16 @@ impl Pane {
 impl Drop for Pane {
     fn drop(&mut self) {
         let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
+    }
+}
+
+impl Pane {
+    /// Whether the pane shows its alternate screen (a full-screen program's) now.
+    pub(crate) fn on_alternate_screen(&self) -> Result<bool> {
+        let out =
+            Command::new("tmux").args(["display", "-p", "-t", &self.name, "#{alternate_on}"]).output()?;
+        ensure!(out.status.success(), "tmux display: {}", String::from_utf8_lossy(&out.stderr));
+        Ok(String::from_utf8_lossy(&out.stdout).trim() == "1")
     }
 }
 

@@ -339,3 +339,89 @@ fn wait_for_rank(mpirun: u32, rank: u32, limit: Duration) -> Result<rustix::proc
     }
     bail!("rank {rank} of mpirun {mpirun} did not start within {limit:?}")
 }
+
+/// `mpirun -np 2 playsim play LINK ARGS --tui` in a tmux pane, as a user types it: mpirun's
+/// standard input is the terminal, as rank 0's controlling terminal is.
+fn dashboard_pane(json: &Path, args: &str) -> Result<crate::dashboard::Pane> {
+    let root = if rustix::process::geteuid().is_root() { "--allow-run-as-root" } else { "" };
+    let link = "sim://lan?bw=20MB/s&lat=1ms&jitter=0&seed=1&format=dpx&preset=256x144&frames=48";
+    crate::dashboard::Pane::start(&format!(
+        "mpirun --oversubscribe --mca btl_vader_single_copy_mechanism none {root} -np 2 {} play '{link}' \
+         --streams 2 --loop --tui --json {} {args}; echo PLAYSIM-EXIT=$?; sleep 120",
+        env!("CARGO_BIN_EXE_playsim"),
+        json.display()
+    ))
+}
+
+/// The rows of the last clients' table on `screen`: rank, presented, then drops by cause.
+fn client_rows(screen: &str) -> Result<Vec<[u64; 6]>> {
+    let lines: Vec<&str> = screen.lines().collect();
+    let header = lines
+        .iter()
+        .rposition(|l| l.starts_with("rank host"))
+        .with_context(|| format!("no clients' table:\n{screen}"))?;
+    let mut rows = Vec::new();
+    for line in &lines[header + 1..] {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(rank) = words.first().and_then(|w| w.parse::<u64>().ok()).filter(|_| words.len() == 9)
+        else {
+            break;
+        };
+        let counts: Vec<u64> = words[2..7].iter().map(|w| w.parse()).collect::<Result<_, _>>()?;
+        rows.push([rank, counts[0], counts[1], counts[2], counts[3], counts[4]]);
+    }
+    Ok(rows)
+}
+
+#[test]
+fn rank_0_draws_the_dashboard_with_a_row_per_client_and_leaves_the_merged_counts() -> Result<()> {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir()?;
+    let json = dir.path().join("run.json");
+    let pane = dashboard_pane(&json, "--duration 4s")?;
+    let live = pane.wait_for("clients: 2 ranks", Duration::from_secs(30))?;
+    for part in ["stream 1", "CPU/GPU", "p99 ms", "q then Enter hides the dashboard, Ctrl-C stops the run"] {
+        ensure!(live.contains(part), "rank 0's dashboard lacks {part:?}:\n{live}");
+    }
+    ensure!(pane.on_alternate_screen()?, "drawn on the alternate screen:\n{live}");
+    let screen = pane.wait_for("PLAYSIM-EXIT=0", Duration::from_secs(40))?;
+    ensure!(!pane.on_alternate_screen()?, "the terminal is given back");
+    let merged = read_report(&json)?;
+    let want: Vec<[u64; 6]> = merged
+        .clients
+        .iter()
+        .map(|c| {
+            let d = &c.dropped;
+            [c.rank.into(), c.presented, d.storage, d.decode, d.output, d.unreadable]
+        })
+        .collect();
+    ensure!(want.len() == 2 && want.iter().all(|r| r[1] > 100), "{want:?}");
+    ensure!(client_rows(&screen)? == want, "the clients' rows are not the merged report's:\n{screen}");
+    Ok(())
+}
+
+#[test]
+fn under_mpirun_q_enter_hides_the_dashboard_and_ctrl_c_stops_every_client_with_a_report() -> Result<()> {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir()?;
+    let json = dir.path().join("run.json");
+    let pane = dashboard_pane(&json, "--duration 60s")?;
+    pane.wait_for("clients: 2 ranks", Duration::from_secs(30))?;
+    // mpirun reads the terminal a line at a time and gives it to rank 0.
+    pane.send_keys("q")?;
+    pane.send_keys("Enter")?;
+    let started = Instant::now();
+    while pane.on_alternate_screen()? {
+        ensure!(started.elapsed() < Duration::from_secs(10), "q Enter left the dashboard up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The run goes on; Ctrl-C goes to mpirun, which stops every client.
+    std::thread::sleep(Duration::from_secs(1));
+    pane.send_keys("C-c")?;
+    let screen = pane.wait_for("PLAYSIM-EXIT=", Duration::from_secs(40))?;
+    ensure!(screen.contains("finishing the report"), "{screen}");
+    let merged = read_report(&json)?;
+    ensure!(merged.status == RunStatus::Partial, "{:?}\n{screen}", merged.status);
+    ensure!(merged.clients.len() == 2 && merged.totals.presented > 0, "{:?}", merged.totals);
+    Ok(())
+}

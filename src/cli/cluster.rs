@@ -10,6 +10,9 @@
 //! to a dead rank, or to Ctrl-C) rank 0 writes the merged report from them at once, and again
 //! half a second later with the clients that sent nothing more marked lost, well within the
 //! second before mpirun's SIGKILL.
+//!
+//! With `--tui`, rank 0 draws the dashboard on its controlling terminal, behind mpirun: its own
+//! streams and stages, and a row per client from those snapshots. The other ranks draw nothing.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,6 +31,9 @@ use playsim::report::{json, render, Report, RunStatus};
 use playsim::scenario::{Repetition, Scenario};
 use playsim::{CapacityRequest, PlayRequest, Trial};
 
+use playsim_dashboard::{Dashboard, Target};
+
+use super::dashboard::{ClientCounts, ClientFeed, LiveSlot};
 use crate::PlayArgs;
 
 /// Joins the run when an MPI launcher started this process. A binary built without MPI
@@ -49,6 +55,31 @@ pub struct Client {
     cluster: Arc<Cluster>,
     clock: Arc<dyn Clock>,
     runtime: tokio::runtime::Runtime,
+    /// Rank 0's dashboard, with `--tui` and a terminal to draw on.
+    watch: Option<Watch>,
+}
+
+/// Rank 0's dashboard: where it draws, what it shows, and the dashboard itself while it is up
+/// (shared with the SIGTERM handler, which puts the terminal back before mpirun's SIGKILL).
+struct Watch {
+    target: Target,
+    title: String,
+    planned: Option<Duration>,
+    fps: Option<f64>,
+    slot: LiveSlot,
+    /// The clients' rows, as the slot shows them.
+    feed: ClientFeed,
+    shown: Arc<Mutex<Option<Dashboard>>>,
+}
+
+/// What the dashboard of a run on several clients shows: its title, the run's planned length
+/// and rate when known (see [`super::dashboard::start`]).
+pub struct WatchSpec {
+    pub tui: bool,
+    pub quiet: bool,
+    pub title: String,
+    pub planned: Option<Duration>,
+    pub fps: Option<f64>,
 }
 
 /// Where a round's reports go: the merged one (rank 0), and each client's beside it.
@@ -85,18 +116,85 @@ impl Client {
     pub fn new(cluster: Cluster, clock: Arc<dyn Clock>) -> anyhow::Result<Client> {
         let runtime =
             tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
-        Ok(Client { cluster: Arc::new(cluster), clock, runtime })
+        Ok(Client { cluster: Arc::new(cluster), clock, runtime, watch: None })
+    }
+
+    /// With `--tui`, rank 0 gets the dashboard (when it has a terminal to draw on); the other
+    /// ranks ignore the flag.
+    pub fn watched(mut self, spec: WatchSpec) -> Client {
+        if !self.cluster.is_root() {
+            return self;
+        }
+        let Some(target) = super::dashboard::launcher_target(spec.tui, spec.quiet) else { return self };
+        let slot = LiveSlot::default();
+        let feed = client_feed(Arc::clone(&self.cluster));
+        slot.clients(Arc::clone(&feed));
+        slot.status(format!(
+            "{} clients under mpirun: the streams and stages are rank 0's, the clients' rows every \
+             client's",
+            self.cluster.size()
+        ));
+        self.watch = Some(Watch {
+            target,
+            title: spec.title,
+            planned: spec.planned,
+            fps: spec.fps,
+            slot,
+            feed,
+            shown: Arc::default(),
+        });
+        self
+    }
+
+    /// Rank 0, before it ends a round: takes the clients' last snapshots of the round into the
+    /// dashboard's rows, which the next round's would replace (the dashboard may not have
+    /// looked since they came).
+    fn latch_clients(&self) {
+        if let Some(watch) = &self.watch {
+            (watch.feed)();
+        }
+    }
+
+    /// Puts the dashboard up, if there is one and it is not up already.
+    fn show_dashboard(&self) {
+        let Some(watch) = &self.watch else { return };
+        let mut shown = watch.shown.lock().unwrap_or_else(PoisonError::into_inner);
+        if shown.is_none() {
+            *shown = super::dashboard::start_on(
+                watch.target.clone(),
+                watch.title.clone(),
+                watch.slot.clone(),
+                watch.planned,
+                watch.fps,
+            );
+        }
+    }
+
+    /// Takes the dashboard down (its last counters stay on the terminal), before rank 0 prints.
+    fn hide_dashboard(&self) {
+        if let Some(watch) = &self.watch {
+            hide(&watch.shown);
+        }
+    }
+
+    /// Sets the dashboard's status line.
+    fn status(&self, status: String) {
+        if let Some(watch) = &self.watch {
+            watch.slot.status(status);
+        }
     }
 
     /// `play`: one round; rank 0 prints and writes the merged report.
     pub fn play(self, args: &PlayArgs, request: &PlayRequest) -> anyhow::Result<ExitCode> {
         let outputs = Outputs { merged_json: args.json.clone() };
+        self.show_dashboard();
         let end = self.round(Some(request), &outputs, args.max_drops);
         let code = match end {
             RoundEnd::Client(own, done) => {
                 done.map_or_else(|| crate::exit_code_of(&own, args.max_drops), |d| d.0)
             }
             RoundEnd::Root(merged) => {
+                self.hide_dashboard();
                 let code = crate::exit_code_of(&merged, args.max_drops);
                 render::SummaryText.render(&merged, &mut std::io::stdout().lock())?;
                 for warning in playsim::storage_warnings(&merged) {
@@ -122,12 +220,21 @@ impl Client {
         }
         let rank = self.cluster.rank();
         let outputs = Outputs::default();
+        self.show_dashboard();
+        let most = super::most_trials(request.max) * request.trials;
+        let started = std::sync::atomic::AtomicU32::new(0);
         let found = {
             let this = &self;
             let request = &request;
+            let started = &started;
             let trial = |candidate: u32| {
                 let outputs = outputs.clone();
                 async move {
+                    let k = started.fetch_add(1, Ordering::SeqCst) + 1;
+                    this.status(format!(
+                        "capacity on {size} clients: trial {k} of at most {most}: {candidate} {}",
+                        super::capacity_noun(request.by)
+                    ));
                     let play = playsim::trial_request(request, candidate)?;
                     let plays = request.by != playsim::CapacityBy::Clients || rank < candidate;
                     let verdict = match this.round_async(plays.then_some(&play), &outputs, None).await {
@@ -140,6 +247,7 @@ impl Client {
                             } else {
                                 Verdict::Trial(playsim::trial_of(candidate, &merged))
                             };
+                            this.latch_clients();
                             this.cluster.done(0, serde_json::to_string(&verdict).unwrap_or_default());
                             verdict
                         }
@@ -162,6 +270,7 @@ impl Client {
             };
             self.runtime.block_on(playsim::capacity_with(request, trial))
         };
+        self.hide_dashboard();
         let result = match found {
             Ok(mut found) => {
                 found.clients = Some(size);
@@ -249,7 +358,16 @@ impl Client {
                         placement.len()
                     );
                 }
-                match self.round(request.as_ref(), &outputs, None) {
+                self.status(format!(
+                    "{}: {} on {} clients, {repetition}: the streams are rank 0's",
+                    scenario.name,
+                    label.join(", "),
+                    placement.len()
+                ));
+                self.show_dashboard();
+                let end = self.round(request.as_ref(), &outputs, None);
+                self.hide_dashboard();
+                match end {
                     RoundEnd::Root(merged) => {
                         render::SummaryText.render(&merged, &mut std::io::stdout().lock())?;
                         if let Some(path) = &outputs.merged_json {
@@ -292,6 +410,7 @@ impl Client {
     /// finalize is a fence), and once a client exits non-zero mpirun may kill rank 0 before a
     /// message printed later reaches the terminal (the mpi test saw it lost under load).
     fn fail(self, error: &str) -> ExitCode {
+        self.hide_dashboard();
         if self.cluster.is_root() && !error.is_empty() {
             eprintln!("playsim: error: {error}");
         }
@@ -301,7 +420,10 @@ impl Client {
 
     /// Ends this process's part in the run: MPI is finalised (unless a peer may be dead).
     fn close(self) {
-        let Client { cluster, runtime, .. } = self;
+        self.hide_dashboard();
+        let Client { cluster, runtime, watch, .. } = self;
+        // The dashboard's feed holds the cluster too.
+        drop(watch);
         runtime.shutdown_timeout(Duration::from_secs(1));
         match Arc::try_unwrap(cluster) {
             Ok(cluster) => cluster.close(),
@@ -346,11 +468,15 @@ impl Client {
             Arc::clone(&current),
             outputs.clone(),
             Arc::clone(&merged_written),
+            self.watch.as_ref().map(|w| Arc::clone(&w.shown)),
         ));
         let barrier = cluster.start_barrier();
         let mut own = match playsim::prepare_on(request, Arc::clone(&self.clock), Some(barrier)).await {
             Ok(sim) => {
                 *current.lock().unwrap_or_else(PoisonError::into_inner) = Some(sim.canceller());
+                if let Some(watch) = &self.watch {
+                    watch.slot.show(sim.live());
+                }
                 let snapshots = spawn_snapshots(
                     Arc::clone(cluster),
                     sim.live(),
@@ -428,8 +554,13 @@ async fn on_termination(
     current: Arc<Mutex<Option<Arc<CancelToken>>>>,
     outputs: Outputs,
     merged_written: Arc<AtomicBool>,
+    dashboard: Option<Arc<Mutex<Option<Dashboard>>>>,
 ) {
     terminated().await;
+    // The terminal first: mpirun's SIGKILL would leave it on the alternate screen.
+    if let Some(dashboard) = &dashboard {
+        hide(dashboard);
+    }
     eprintln!("playsim: client {}: stopping; finishing the report", cluster.rank());
     cluster.terminate();
     if let Some(cancel) = current.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
@@ -440,6 +571,45 @@ async fn on_termination(
         let merged = merge_peers(&cluster, &cluster.peers(), &outputs);
         let _ = json::write_atomic(&merged, &path);
     }
+}
+
+/// Stops the dashboard in `shown`, if it is up.
+fn hide(shown: &Mutex<Option<Dashboard>>) {
+    let dashboard = shown.lock().unwrap_or_else(PoisonError::into_inner).take();
+    super::dashboard::stop(dashboard);
+}
+
+/// The clients' rows of rank 0's dashboard: each client's latest snapshot, or between rounds
+/// (when rank 0 holds none) the last one seen.
+fn client_feed(cluster: Arc<Cluster>) -> ClientFeed {
+    let seen: Mutex<std::collections::BTreeMap<u32, ClientCounts>> = Mutex::default();
+    Arc::new(move || {
+        let now: Vec<ClientCounts> = cluster
+            .snapshots()
+            .into_iter()
+            .filter_map(|peer| {
+                let snapshot: ClientSnapshot = serde_json::from_str(peer.snapshot.as_deref()?).ok()?;
+                let d = snapshot.dropped;
+                Some(ClientCounts {
+                    rank: peer.rank,
+                    host: peer.host,
+                    run: snapshot.origin_unix_ns,
+                    elapsed: Duration::from_nanos(snapshot.elapsed_ns),
+                    presented: snapshot.presented,
+                    dropped: playsim_dashboard::Drops {
+                        storage: d.storage,
+                        decode: d.decode,
+                        output: d.output,
+                        unreadable: d.unreadable,
+                    },
+                    bytes_read: snapshot.bytes_read,
+                })
+            })
+            .collect();
+        let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.extend(now.into_iter().map(|c| (c.rank, c)));
+        seen.values().cloned().collect()
+    })
 }
 
 /// SIGTERM (from mpirun) or Ctrl-C.

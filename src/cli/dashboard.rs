@@ -5,7 +5,12 @@
 //!
 //! A command that runs several simulations (a scenario's runs, a search's trials) puts each in
 //! the [`LiveSlot`] as it starts; the dashboard follows whichever runs now.
+//!
+//! Under mpirun, rank 0 draws it on its controlling terminal behind the launcher
+//! ([`launcher_target`]): its own streams, and a row per client from the snapshots every client
+//! sends rank 0 a few times a second ([`ClientFeed`]).
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,6 +26,30 @@ pub struct LiveSlot(Arc<Mutex<Slot>>);
 struct Slot {
     live: Option<Arc<LiveCounters>>,
     status: Option<String>,
+    clients: Option<ClientFeed>,
+}
+
+/// The clients' latest counts, as rank 0 last heard them: called on the dashboard's thread at
+/// each refresh, so it must be quick.
+pub type ClientFeed = Arc<dyn Fn() -> Vec<ClientCounts> + Send + Sync>;
+
+/// One client's running counts in a run on several (from its latest snapshot).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClientCounts {
+    /// The client's rank.
+    pub rank: u32,
+    /// The host it runs on.
+    pub host: String,
+    /// Which of its runs the counts are of (the run's origin): a new one starts its rates again.
+    pub run: u64,
+    /// The time from the run's origin to the counts.
+    pub elapsed: Duration,
+    /// Frames presented so far.
+    pub presented: u64,
+    /// Frames dropped so far, by cause.
+    pub dropped: Drops,
+    /// Bytes read so far.
+    pub bytes_read: u64,
 }
 
 impl LiveSlot {
@@ -34,9 +63,14 @@ impl LiveSlot {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).status = Some(status);
     }
 
-    fn get(&self) -> (Option<Arc<LiveCounters>>, Option<String>) {
+    /// Shows a row per client, from `feed`, under the streams.
+    pub fn clients(&self, feed: ClientFeed) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clients = Some(feed);
+    }
+
+    fn get(&self) -> (Option<Arc<LiveCounters>>, Option<String>, Option<ClientFeed>) {
         let slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        (slot.live.clone(), slot.status.clone())
+        (slot.live.clone(), slot.status.clone(), slot.clients.clone())
     }
 }
 
@@ -65,6 +99,23 @@ pub fn wanted(tui: bool, quiet: bool) -> bool {
     true
 }
 
+/// Under mpirun, rank 0's terminal for `--tui`: its controlling terminal, behind the launcher.
+/// `None` without `--tui`, with `--quiet`, or (having said why) when there is none to draw on:
+/// rank 0 on another host than mpirun's, mpirun run as a background job, or output to a file.
+pub fn launcher_target(tui: bool, quiet: bool) -> Option<Target> {
+    if !tui || quiet {
+        return None;
+    }
+    let target = Target::launcher_terminal();
+    match playsim_dashboard::check_terminal(&target) {
+        Ok(()) => Some(target),
+        Err(e) => {
+            eprintln!("playsim: --tui: rank 0 has no terminal to draw on ({e}); the dashboard is off");
+            None
+        }
+    }
+}
+
 /// Starts the dashboard on this process's terminal, titled `title`, over what `slot` holds;
 /// `planned` is the run's length when known, else worked out from the frames the first stream
 /// plays at `fps`. `None`, having said why, when it cannot start.
@@ -87,10 +138,13 @@ pub fn start_on(
 ) -> Option<Dashboard> {
     let mut rates = Rates::default();
     let source = move || {
-        let (live, status) = slot.get();
+        let (live, status, clients) = slot.get();
         let view = live.as_ref().and_then(|l| l.view());
         let frames = view.as_ref().and_then(|v| v.streams.first()).and_then(|s| s.frames_planned);
         let mut shown = rates.view(view.as_ref());
+        if let Some(feed) = clients {
+            shown.clients = rates.clients(&feed());
+        }
         shown.title = title.clone();
         shown.planned = planned.or_else(|| match (frames, fps) {
             (Some(frames), Some(fps)) if fps > 0.0 => Some(Duration::from_secs_f64(frames as f64 / fps)),
@@ -122,14 +176,20 @@ pub fn stop(dashboard: Option<Dashboard>) {
 struct Rates {
     last: Option<LiveView>,
     shown: DashboardView,
+    /// Each client's previous counts, and the row last shown for it.
+    clients: BTreeMap<u32, (ClientCounts, ClientView)>,
 }
 
 impl Rates {
     /// The dashboard's view of `now`; with no run (between trials), the last one shown.
     fn view(&mut self, now: Option<&LiveView>) -> DashboardView {
         let Some(now) = now else { return self.shown.clone() };
-        let before =
-            self.last.as_ref().filter(|b| b.elapsed < now.elapsed && b.streams.len() == now.streams.len());
+        // Once the run ended, its rates are over the whole run (what the snapshot left on the
+        // screen says), not over the last moments, when the streams only drain their buffers.
+        let before = self
+            .last
+            .as_ref()
+            .filter(|b| !now.ended && b.elapsed < now.elapsed && b.streams.len() == now.streams.len());
         let seconds = before.map_or(now.elapsed, |b| now.elapsed - b.elapsed).as_secs_f64();
         let per_second = |now: u64, before: u64| {
             if seconds > 0.0 {
@@ -173,15 +233,44 @@ impl Rates {
                 }
             })
             .collect();
-        self.shown = DashboardView {
-            elapsed: now.elapsed,
-            streams,
-            stages,
-            clients: Vec::<ClientView>::new(),
-            ..DashboardView::default()
-        };
+        self.shown = DashboardView { elapsed: now.elapsed, streams, stages, ..DashboardView::default() };
         self.last = Some(now.clone());
         self.shown.clone()
+    }
+
+    /// A row per client heard from, by rank, with rates since its previous counts (on its own
+    /// clock; since its run's origin for the first counts of a run). A client with no counts
+    /// now (between two rounds) keeps its last row.
+    fn clients(&mut self, now: &[ClientCounts]) -> Vec<ClientView> {
+        for counts in now {
+            let before = self
+                .clients
+                .get(&counts.rank)
+                .map(|(b, _)| b)
+                .filter(|b| b.run == counts.run && b.elapsed <= counts.elapsed);
+            if before.is_some_and(|b| b.elapsed == counts.elapsed) {
+                // The same snapshot again: the row stands.
+                continue;
+            }
+            let seconds = before.map_or(counts.elapsed, |b| counts.elapsed - b.elapsed).as_secs_f64();
+            let per_second = |now: u64, before: u64| {
+                if seconds > 0.0 {
+                    now.saturating_sub(before) as f64 / seconds
+                } else {
+                    0.0
+                }
+            };
+            let row = ClientView {
+                rank: counts.rank,
+                host: counts.host.clone(),
+                presented: counts.presented,
+                dropped: counts.dropped,
+                fps: per_second(counts.presented, before.map_or(0, |b| b.presented)),
+                mb_per_s: per_second(counts.bytes_read, before.map_or(0, |b| b.bytes_read)) / 1e6,
+            };
+            self.clients.insert(counts.rank, (counts.clone(), row));
+        }
+        self.clients.values().map(|(_, row)| row.clone()).collect()
     }
 }
 
@@ -211,7 +300,40 @@ mod tests {
                 cpu: Duration::from_millis(decode_cpu_ms),
                 p99: Some(Duration::from_micros(4500)),
             }],
+            ended: false,
         }
+    }
+
+    fn client(rank: u32, run: u64, elapsed_s: u64, presented: u64, bytes: u64) -> ClientCounts {
+        ClientCounts {
+            rank,
+            host: format!("node-{rank}"),
+            run,
+            elapsed: Duration::from_secs(elapsed_s),
+            presented,
+            dropped: Drops { storage: rank.into(), ..Drops::default() },
+            bytes_read: bytes,
+        }
+    }
+
+    #[test]
+    fn each_clients_row_has_rates_between_its_own_snapshots() {
+        let mut rates = Rates::default();
+        let rows = rates.clients(&[client(1, 7, 2, 48, 20_000_000), client(0, 7, 2, 50, 0)]);
+        assert_eq!(rows.iter().map(|r| r.rank).collect::<Vec<_>>(), [0, 1], "by rank");
+        assert_eq!((rows[1].fps, rows[1].mb_per_s, rows[1].host.as_str()), (24.0, 10.0, "node-1"));
+        assert_eq!(rows[1].dropped.storage, 1);
+        let rows = rates.clients(&[client(0, 7, 4, 100, 0), client(1, 7, 4, 96, 60_000_000)]);
+        assert_eq!((rows[0].fps, rows[1].fps, rows[1].mb_per_s), (25.0, 24.0, 20.0));
+        // The same snapshot again (none came since): the rates stand, not zero.
+        let again = rates.clients(&[client(0, 7, 4, 100, 0), client(1, 7, 4, 96, 60_000_000)]);
+        assert_eq!(again, rows);
+        // Between two rounds rank 0 holds no snapshots: the last rows stay.
+        assert_eq!(rates.clients(&[]), rows);
+        // A new round (another origin) starts its rates from its own start.
+        let next = rates.clients(&[client(1, 8, 1, 30, 5_000_000)]);
+        assert_eq!((next[1].presented, next[1].fps, next[1].mb_per_s), (30, 30.0, 5.0));
+        assert_eq!(next[0], rows[0]);
     }
 
     #[test]
@@ -230,5 +352,8 @@ mod tests {
         // A new trial starts its clock again: its rates are its own.
         let next = rates.view(Some(&view(1, 24, 0, 0)));
         assert_eq!(next.streams[0].fps, 24.0);
+        // Its end: the rates over the whole run.
+        let end = rates.view(Some(&LiveView { ended: true, ..view(4, 90, 0, 0) }));
+        assert_eq!(end.streams[0].fps, 22.5);
     }
 }

@@ -57,11 +57,7 @@ pub fn capacity_progress(request: &playsim::CapacityRequest) -> playsim::TrialWa
     let most = most_trials(request.max) * request.trials;
     let window = request.window;
     let started = std::sync::Mutex::new(0u32);
-    let noun = match request.by {
-        playsim::CapacityBy::Streams => "stream(s)",
-        playsim::CapacityBy::Fps => "fps",
-        playsim::CapacityBy::Clients => "client(s)",
-    };
+    let noun = capacity_noun(request.by);
     Arc::new(move |candidate, _live| {
         let mut k = started.lock().unwrap_or_else(|e| e.into_inner());
         *k += 1;
@@ -73,6 +69,15 @@ pub fn capacity_progress(request: &playsim::CapacityRequest) -> playsim::TrialWa
             left.as_secs()
         );
     })
+}
+
+/// What a capacity search's candidates count: `stream(s)`, `fps` or `client(s)`.
+pub(crate) fn capacity_noun(by: playsim::CapacityBy) -> &'static str {
+    match by {
+        playsim::CapacityBy::Streams => "stream(s)",
+        playsim::CapacityBy::Fps => "fps",
+        playsim::CapacityBy::Clients => "client(s)",
+    }
 }
 
 /// The most candidates a search up to `max` tries: 1, 2, 4, ... up to `max`, then a bisection

@@ -68,7 +68,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     match super::cluster::join(&clock) {
         Err(code) => return Ok(code),
         Ok(Some(cluster)) => {
-            return super::cluster::Client::new(cluster, clock)?.run_scenario(&args, &scenario)
+            let watch = super::cluster::WatchSpec {
+                tui: args.tui,
+                quiet: args.quiet,
+                title: format!("playsim run {}", scenario.path.display()),
+                planned: None,
+                fps: None,
+            };
+            return super::cluster::Client::new(cluster, clock)?
+                .watched(watch)
+                .run_scenario(&args, &scenario);
         }
         Ok(None) => {}
     }

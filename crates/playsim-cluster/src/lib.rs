@@ -92,6 +92,17 @@ pub struct PeerRecord {
     pub lost: bool,
 }
 
+/// One client's latest snapshot, as rank 0 holds it: see [`Cluster::snapshots`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PeerSnapshot {
+    /// The client's rank.
+    pub rank: u32,
+    /// Its host, once it said.
+    pub host: String,
+    /// Its latest snapshot this round, as it sent it.
+    pub snapshot: Option<String>,
+}
+
 /// How a client's part of the run ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Finished {
@@ -222,6 +233,16 @@ impl Cluster {
     pub fn peers(&self) -> Vec<PeerRecord> {
         #[cfg(feature = "mpi")]
         return self.inner.peers();
+        #[cfg(not(feature = "mpi"))]
+        match self.never {}
+    }
+
+    /// Rank 0: every client's latest snapshot this round (none before its first, or between
+    /// rounds), with its rank and host: what a live view of the clients shows. Cheaper than
+    /// [`Cluster::peers`], which copies the reports too.
+    pub fn snapshots(&self) -> Vec<PeerSnapshot> {
+        #[cfg(feature = "mpi")]
+        return self.inner.snapshots();
         #[cfg(not(feature = "mpi"))]
         match self.never {}
     }

@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 use crate::clock_sync::{self, ClockOffset, RoundTrip};
 use crate::protocol::{Message, TAG};
-use crate::{wall_ns, ClusterError, Finished, PeerRecord, LOST_AFTER, START_MARGIN};
+use crate::{wall_ns, ClusterError, Finished, PeerRecord, PeerSnapshot, LOST_AFTER, START_MARGIN};
 
 /// How long the MPI thread waits for a command between looks for messages, when no round
 /// trip is under way (then it spins): small next to a frame, and a thread that wakes 200
@@ -109,6 +109,14 @@ impl World {
 
     pub fn peers(&self) -> Vec<PeerRecord> {
         self.shared.peers().clone()
+    }
+
+    pub fn snapshots(&self) -> Vec<PeerSnapshot> {
+        let peers = self.shared.peers();
+        peers
+            .iter()
+            .map(|p| PeerSnapshot { rank: p.rank, host: p.host.clone(), snapshot: p.snapshot.clone() })
+            .collect()
     }
 
     pub async fn finish(&self, report: String) -> Finished {

@@ -134,6 +134,7 @@ fn demo_view(elapsed: Duration, planned: Duration, n_clients: u32) -> DashboardV
         streams: vec![a, b],
         stages,
         clients,
+        key_hint: None,
         status: Some(format!("demo: made-up counters; A stalls on storage every 4 s, frame {due}")),
     }
 }

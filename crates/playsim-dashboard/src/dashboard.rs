@@ -195,6 +195,16 @@ impl Drop for Dashboard {
     }
 }
 
+/// The key hint of a dashboard behind a launcher: its keys come a line at a time from standard
+/// input (`with_keys`), or not at all; Ctrl-C goes to the launcher, which stops the run.
+fn launched_key_hint(with_keys: bool) -> &'static str {
+    if with_keys {
+        "q then Enter hides the dashboard, Ctrl-C stops the run"
+    } else {
+        "Ctrl-C stops the run"
+    }
+}
+
 /// What a key asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Action {
@@ -251,6 +261,8 @@ struct Drawer {
 enum Wake {
     Timeout,
     Keys,
+    /// Launched: standard input, where the keys came from, was closed.
+    KeysGone,
     Stop,
     HungUp,
 }
@@ -283,16 +295,20 @@ impl Drawer {
                         break;
                     }
                     Ok(None) => {}
-                    // Not readable after all (standard output opened for writing only): go on
-                    // without keys.
+                    // Not readable after all (standard output opened for writing only), or
+                    // the end of a launcher's standard input: go on without keys.
                     Err(_) => keys = false,
                 },
+                Wake::KeysGone => keys = false,
                 Wake::Timeout => {}
             }
             if Instant::now() < next_frame {
                 continue;
             }
-            let view = source();
+            let mut view = source();
+            if self.tty.launched && view.key_hint.is_none() {
+                view.key_hint = Some(launched_key_hint(keys && self.tty.keys.is_some()).to_owned());
+            }
             let repaint = Instant::now() >= next_repaint;
             if repaint {
                 next_repaint = Instant::now() + REPAINT_EVERY;
@@ -335,8 +351,8 @@ impl Drawer {
     fn wait(&self, keys: bool, timeout: Option<Duration>) -> Wake {
         let events = PollFlags::IN;
         let mut fds = vec![PollFd::from_borrowed_fd(self.woken.as_fd(), events)];
-        if keys {
-            fds.push(PollFd::from_borrowed_fd(self.tty.input.as_fd(), events));
+        if let Some(input) = self.tty.keys.as_ref().filter(|_| keys) {
+            fds.push(PollFd::from_borrowed_fd(input.as_fd(), events));
         }
         let timeout = timeout.map(|t| Timespec {
             tv_sec: t.as_secs().try_into().unwrap_or(i64::MAX),
@@ -347,7 +363,17 @@ impl Drawer {
             Ok(_) if !fds[0].revents().is_empty() => Wake::Stop,
             Ok(_) => {
                 let revents = fds.get(1).map(PollFd::revents).unwrap_or_else(PollFlags::empty);
-                if revents.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
+                let ended = revents.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL);
+                if self.tty.launched {
+                    // A pipe may hold the last keys and be closed at once: keys first.
+                    if revents.contains(PollFlags::IN) {
+                        Wake::Keys
+                    } else if ended {
+                        Wake::KeysGone
+                    } else {
+                        Wake::Timeout
+                    }
+                } else if ended {
                     Wake::HungUp
                 } else if revents.contains(PollFlags::IN) {
                     Wake::Keys
@@ -359,8 +385,11 @@ impl Drawer {
     }
 
     fn read_keys(&self) -> io::Result<Option<Action>> {
+        let Some(input) = &self.tty.keys else { return Ok(None) };
         let mut bytes = [0u8; 64];
-        match rustix::io::read(&self.tty.input, &mut bytes) {
+        match rustix::io::read(input, &mut bytes) {
+            // The end of a launcher's standard input (a raw terminal reads 0 bytes for none).
+            Ok(0) if self.tty.launched => Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => Ok(action(&bytes[..n])),
             Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => Ok(None),
             Err(e) => Err(e.into()),
@@ -499,6 +528,28 @@ mod tests {
     }
 
     #[test]
+    fn behind_a_launcher_it_draws_without_touching_the_terminals_modes() {
+        let _turn = one_at_a_time();
+        let pty = Pty::new(80, 24);
+        let target = Target::Launched(pty.path.clone());
+        assert!(is_terminal_available(&target));
+        let calls = Arc::new(AtomicU64::new(0));
+        let dashboard = Dashboard::start(target, MIN_REFRESH, counting(&calls)).expect("start");
+        let output = pty.wait_for("a frame", |out| out.contains(ENTER) && out.contains("video disk"));
+        // The launcher keeps the terminal as it was: its Ctrl-C, its echo, its lines.
+        assert!(pty.is_cooked(), "the modes are left alone");
+        assert!(output.contains("Ctrl-C stops the run"), "{output:?}");
+        assert!(!output.contains("q hides the dashboard,"), "q is not read raw: {output:?}");
+        // Bytes typed on the terminal are the launcher's, not the dashboard's.
+        pty.type_keys(b"q");
+        std::thread::sleep(MIN_REFRESH * 3);
+        assert!(dashboard.is_shown());
+        dashboard.stop().expect("stop");
+        assert!(pty.is_cooked());
+        pty.wait_for("the snapshot", |out| after_leaving(out).contains("video disk"));
+    }
+
+    #[test]
     fn a_panicking_source_gives_the_terminal_back() {
         let _turn = one_at_a_time();
         let pty = Pty::new(80, 24);
@@ -553,5 +604,7 @@ mod tests {
         assert_eq!(action(b"\x1bOB"), None);
         assert_eq!(action(b"\x1b[A q"), Some(Action::Hide));
         assert_eq!(action(b""), None);
+        // A line from a launcher's standard input.
+        assert_eq!(action(b"q\n"), Some(Action::Hide));
     }
 }

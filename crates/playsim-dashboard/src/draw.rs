@@ -46,7 +46,9 @@ pub fn render(view: &DashboardView, area: Rect, buf: &mut Buffer) {
     Paragraph::new(printable(&view.title))
         .style(Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED))
         .render(title, buf);
-    Paragraph::new(KEY_HINT).style(dim()).render(hint, buf);
+    Paragraph::new(view.key_hint.as_deref().map_or(KEY_HINT.into(), printable))
+        .style(dim())
+        .render(hint, buf);
     if let Some((text, area)) = status {
         Paragraph::new(printable(text)).style(Style::new().fg(Color::Yellow)).render(area, buf);
     }

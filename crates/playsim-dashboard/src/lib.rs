@@ -13,14 +13,17 @@
 //!
 //! - [`draw`] draws a view into a ratatui frame, at any size (what does not fit is cut, least
 //!   important first), and [`plain_text`] writes it as aligned text;
-//! - [`Dashboard`] takes over a terminal ([`Target`]: standard output's, or a tty by its path,
-//!   such as `/dev/tty` for rank 0 under `mpirun`) in raw mode on its alternate screen, and
-//!   draws on a thread of its own, every refresh, until it is stopped, put away with `q` or Esc,
-//!   or Ctrl-C (which it turns into the `SIGINT` raw mode holds back); the terminal is put back
-//!   on every path, panics included, and the last counters are printed as text;
-//! - [`is_terminal_available`] says whether there is a terminal to draw on. The caller shows the
-//!   dashboard only when asked (`--tui`), not with `--quiet`, and only when there is one: with
-//!   output to a file or a pipe, or as a background job, it stays off.
+//! - [`Dashboard`] takes over a terminal ([`Target`]: standard output's, or a tty by its path)
+//!   in raw mode on its alternate screen, and draws on a thread of its own, every refresh, until
+//!   it is stopped, put away with `q` or Esc, or Ctrl-C (which it turns into the `SIGINT` raw
+//!   mode holds back); the terminal is put back on every path, panics included, and the last
+//!   counters are printed as text. Rank 0 under `mpirun` draws on its controlling terminal
+//!   behind the launcher ([`Target::Launched`]), leaving the terminal's modes and Ctrl-C to
+//!   `mpirun`;
+//! - [`is_terminal_available`] (and [`check_terminal`], which says why not) says whether there
+//!   is a terminal to draw on. The caller shows the dashboard only when asked (`--tui`), not
+//!   with `--quiet`, and only when there is one: with output to a file or a pipe, or as a
+//!   background job, it stays off.
 //!
 //! ```
 //! use std::time::Duration;
@@ -83,5 +86,5 @@ mod view;
 pub use dashboard::{Dashboard, DashboardBuilder, DEFAULT_REFRESH, MIN_REFRESH};
 pub use draw::{draw, render};
 pub use plain::plain_text;
-pub use tty::{is_terminal_available, Target};
+pub use tty::{check_terminal, is_terminal_available, Target};
 pub use view::{ClientView, DashboardView, Drops, StageView, StreamView};

@@ -39,6 +39,7 @@ pub(crate) fn sample_view() -> DashboardView {
             StageView { name: "output".into(), cpu_percent: 4.0, p99_ms: None },
         ],
         clients: Vec::new(),
+        key_hint: None,
         status: Some("matrix: dpx-4k @ 24 fps, trial 3 of 41, 2 streams".into()),
     }
 }

@@ -31,15 +31,30 @@ pub enum Target {
     #[default]
     Stdout,
     /// A terminal device by its path, opened for reading and writing: `/dev/tty` (the
-    /// controlling terminal) for a process whose standard output is a pipe, as rank 0's is under
-    /// `mpirun`. Keys are read from the same device.
+    /// controlling terminal) for a process whose standard output is a pipe. Keys are read from
+    /// the same device.
     Tty(PathBuf),
+    /// The terminal (by its path, `/dev/tty`) of a process that a launcher started behind it, as
+    /// `mpirun` starts rank 0: in a process group of its own, while the launcher stays in the
+    /// terminal's foreground and reads its keys. The dashboard draws there but leaves the
+    /// terminal's modes alone (from the background, changing them would stop the process with
+    /// `SIGTTOU`), so the keys stay the launcher's: Ctrl-C stops the run through `mpirun`, as it
+    /// does without a dashboard. The dashboard's own keys come from standard input when it is
+    /// a pipe, which `mpirun` feeds rank 0 from its own a line at a time: `q` then Enter puts
+    /// the dashboard away.
+    Launched(PathBuf),
 }
 
 impl Target {
     /// The process's controlling terminal, `/dev/tty`.
     pub fn controlling_terminal() -> Target {
         Target::Tty(PathBuf::from("/dev/tty"))
+    }
+
+    /// The controlling terminal of a process started by a launcher such as `mpirun`:
+    /// [`Target::Launched`] on `/dev/tty`.
+    pub fn launcher_terminal() -> Target {
+        Target::Launched(PathBuf::from("/dev/tty"))
     }
 }
 
@@ -51,7 +66,13 @@ impl Target {
 /// terminal (output to a file or a pipe, a batch job, CI) the run shows its usual progress
 /// line, or nothing.
 pub fn is_terminal_available(target: &Target) -> bool {
-    Tty::open(target).and_then(|tty| tty.check_foreground()).is_ok()
+    check_terminal(target).is_ok()
+}
+
+/// [`is_terminal_available`], with the reason when there is no terminal to draw on (for the
+/// caller to say why the dashboard is off).
+pub fn check_terminal(target: &Target) -> io::Result<()> {
+    Tty::open(target).and_then(|tty| tty.check_foreground())
 }
 
 /// An open terminal: where frames are written and where keys, modes and size come from.
@@ -59,8 +80,14 @@ pub(crate) struct Tty {
     /// Frames are written here (a duplicate of the descriptor, so that closing it leaves standard
     /// output open).
     pub(crate) output: File,
-    /// Keys are read here, and raw mode and the size are set and read through it.
-    pub(crate) input: OwnedFd,
+    /// The terminal's size is read through it, and its modes read and set.
+    pub(crate) control: OwnedFd,
+    /// Where keys are read from: the terminal itself, or (launched) standard input when it is a
+    /// pipe; none when there is nowhere to read them.
+    pub(crate) keys: Option<OwnedFd>,
+    /// Started behind a launcher ([`Target::Launched`]): the terminal's modes are left alone,
+    /// keys come a line at a time, and the end of them is not the end of the terminal.
+    pub(crate) launched: bool,
 }
 
 impl Tty {
@@ -81,7 +108,8 @@ impl Tty {
                         Err(_) => output.as_fd().try_clone_to_owned()?,
                     }
                 };
-                Ok(Tty { output, input })
+                let keys = Some(input.try_clone()?);
+                Ok(Tty { output, control: input, keys, launched: false })
             }
             Target::Tty(path) => {
                 let file = open_tty(path)?;
@@ -89,28 +117,59 @@ impl Tty {
                     return Err(not_a_terminal(path));
                 }
                 let input = file.as_fd().try_clone_to_owned()?;
-                Ok(Tty { output: file, input })
+                let keys = Some(input.try_clone()?);
+                Ok(Tty { output: file, control: input, keys, launched: false })
+            }
+            Target::Launched(path) => {
+                let file = open_tty(path)?;
+                if !file.is_terminal() {
+                    return Err(not_a_terminal(path));
+                }
+                let control = file.as_fd().try_clone_to_owned()?;
+                Ok(Tty { output: file, control, keys: piped_stdin()?, launched: true })
             }
         }
     }
 
     /// Refuses a terminal whose foreground process group is another one: changing its modes
     /// would stop this process with `SIGTTOU`, reading keys with `SIGTTIN`.
+    ///
+    /// Launched, the foreground must be the launcher's (this process's parent's) group, and the
+    /// terminal must let background processes write (`stty -tostop`, the usual setting).
     pub(crate) fn check_foreground(&self) -> io::Result<()> {
-        match termios::tcgetpgrp(&self.input) {
-            Ok(foreground) if foreground != rustix::process::getpgrp() => Err(io::Error::other(
-                "the terminal's foreground is another process group (a background job cannot \
-                 show the dashboard)",
-            )),
+        let Ok(foreground) = termios::tcgetpgrp(&self.control) else {
             // Not this process's controlling terminal: no job control applies to it.
-            _ => Ok(()),
+            return Ok(());
+        };
+        let own = rustix::process::getpgrp();
+        if !self.launched {
+            if foreground != own {
+                return Err(io::Error::other(
+                    "the terminal's foreground is another process group (a background job cannot \
+                     show the dashboard)",
+                ));
+            }
+            return Ok(());
         }
+        let launcher =
+            rustix::process::getppid().and_then(|parent| rustix::process::getpgid(Some(parent)).ok());
+        if foreground != own && Some(foreground) != launcher {
+            return Err(io::Error::other(
+                "the launcher is not in the terminal's foreground (started as a background job?)",
+            ));
+        }
+        if termios::tcgetattr(&self.control)?.local_modes.contains(termios::LocalModes::TOSTOP) {
+            return Err(io::Error::other(
+                "the terminal stops processes that write to it from the background (stty tostop)",
+            ));
+        }
+        Ok(())
     }
 
     /// The terminal's size in cells; 80 by 24 when it does not say (a new pseudo-terminal says
     /// 0 by 0).
     pub(crate) fn size(&self) -> Size {
-        match termios::tcgetwinsize(&self.input) {
+        match termios::tcgetwinsize(&self.control) {
             Ok(w) if w.ws_col > 0 && w.ws_row > 0 => Size::new(w.ws_col, w.ws_row),
             _ => Size::new(80, 24),
         }
@@ -127,6 +186,19 @@ fn open_tty(path: &Path) -> io::Result<File> {
         .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))
 }
 
+/// A duplicate of standard input when it is a pipe or a socket (what a launcher feeds rank 0
+/// from its own), for keys; `None` otherwise (`/dev/null`, a file).
+fn piped_stdin() -> io::Result<Option<OwnedFd>> {
+    let stdin = io::stdin();
+    let Ok(stat) = rustix::fs::fstat(&stdin) else { return Ok(None) };
+    match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
+        rustix::fs::FileType::Fifo | rustix::fs::FileType::Socket => {
+            Ok(Some(stdin.as_fd().try_clone_to_owned()?))
+        }
+        _ => Ok(None),
+    }
+}
+
 fn not_a_terminal(what: &Path) -> io::Error {
     io::Error::other(format!("{} is not a terminal", what.display()))
 }
@@ -136,8 +208,9 @@ fn not_a_terminal(what: &Path) -> io::Error {
 /// panic hook; whichever restores first does it, the others find it done.
 pub(crate) struct Screen {
     output: OwnedFd,
-    input: OwnedFd,
-    saved: Termios,
+    control: OwnedFd,
+    /// The modes to put back; none when the dashboard left them alone (launched).
+    saved: Option<Termios>,
     shown: AtomicBool,
     /// Held while a frame is written, so that the terminal is not restored half-way through
     /// one (the rest of the frame would land on the normal screen).
@@ -149,24 +222,26 @@ pub(crate) struct Screen {
 
 impl Screen {
     /// Puts the terminal in raw mode (keys arrive one by one, Ctrl-C as a byte; reads return at
-    /// once) and switches to the alternate screen, with the cursor hidden.
+    /// once), unless launched, and switches to the alternate screen, with the cursor hidden.
     pub(crate) fn enter(tty: &Tty) -> io::Result<Arc<Screen>> {
-        let saved = termios::tcgetattr(&tty.input)?;
-        let mut raw = saved.clone();
-        raw.make_raw();
-        // A read returns what is there, or nothing, without waiting: the drawing thread polls
-        // first, and a read must not block if someone else took the bytes.
-        raw.special_codes[SpecialCodeIndex::VMIN] = 0;
-        raw.special_codes[SpecialCodeIndex::VTIME] = 0;
+        let saved = if tty.launched { None } else { Some(termios::tcgetattr(&tty.control)?) };
         let screen = Arc::new(Screen {
             output: tty.output.as_fd().try_clone_to_owned()?,
-            input: tty.input.as_fd().try_clone_to_owned()?,
-            saved,
+            control: tty.control.as_fd().try_clone_to_owned()?,
+            saved: saved.clone(),
             shown: AtomicBool::new(false),
             gate: Mutex::new(()),
             drawer: OnceLock::new(),
         });
-        termios::tcsetattr(&tty.input, OptionalActions::Now, &raw)?;
+        if let Some(saved) = saved {
+            let mut raw = saved;
+            raw.make_raw();
+            // A read returns what is there, or nothing, without waiting: the drawing thread
+            // polls first, and a read must not block if someone else took the bytes.
+            raw.special_codes[SpecialCodeIndex::VMIN] = 0;
+            raw.special_codes[SpecialCodeIndex::VTIME] = 0;
+            termios::tcsetattr(&tty.control, OptionalActions::Now, &raw)?;
+        }
         // From here on, restoring has something to undo.
         screen.shown.store(true, Ordering::SeqCst);
         register_for_panics(&screen);
@@ -205,7 +280,10 @@ impl Screen {
         queue!(bytes, ResetColor, SetAttribute(Attribute::Reset), Show, LeaveAlternateScreen)?;
         // Both, even when the first fails: a terminal left in raw mode is the worse half.
         let written = write_all(&self.output, &bytes);
-        let modes = termios::tcsetattr(&self.input, OptionalActions::Now, &self.saved);
+        let modes = match &self.saved {
+            Some(saved) => termios::tcsetattr(&self.control, OptionalActions::Now, saved),
+            None => Ok(()),
+        };
         written?;
         modes?;
         Ok(())

@@ -21,6 +21,9 @@ pub struct DashboardView {
     pub clients: Vec<ClientView>,
     /// A line about the run as a whole, e.g. `matrix: dpx-4k @ 50 fps, trial 3 of 41, 2 streams`.
     pub status: Option<String>,
+    /// The bottom line, which says what the keys do; `None` for the usual
+    /// `q hides the dashboard, Ctrl-C stops the run` (a dashboard behind a launcher sets its own).
+    pub key_hint: Option<String>,
 }
 
 /// Dropped frames by cause, as Flame counts them.

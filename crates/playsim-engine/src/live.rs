@@ -48,6 +48,8 @@ pub struct LiveView {
     pub streams: Vec<LiveStream>,
     /// Each stage (read, decode, output): CPU so far and latency.
     pub stages: Vec<LiveStage>,
+    /// The run had ended: these are its counters at the end.
+    pub ended: bool,
 }
 
 /// One stream now.
@@ -141,7 +143,7 @@ impl LiveCounters {
     pub(crate) fn ended(&self) {
         let mut probe = self.probe.lock().unwrap_or_else(|e| e.into_inner());
         if let Probe::Running(running) = &*probe {
-            *probe = Probe::Ended(running.view());
+            *probe = Probe::Ended(LiveView { ended: true, ..running.view() });
         }
     }
 

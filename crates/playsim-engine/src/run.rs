@@ -440,6 +440,7 @@ impl crate::live::LiveProbe for RunProbe {
                 crate::LiveStage { name: "decode", cpu: decode_cpu, p99: p99(&latencies[1]) },
                 crate::LiveStage { name: "output", cpu: output_cpu, p99: p99(&latencies[2]) },
             ],
+            ended: false,
         }
     }
 }
