@@ -401,11 +401,14 @@ fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     };
     report.settings.max_drops = args.max_drops;
     playsim::note_request(&request, &mut report);
-    render::SummaryText.render(&report, &mut std::io::stdout().lock())?;
+    // The report is written even when the summary cannot be (standard output closed: `| head`,
+    // a terminal that hung up).
+    let printed = render::SummaryText.render(&report, &mut std::io::stdout().lock());
     for warning in playsim::storage_warnings(&report) {
         eprintln!("playsim: warning: {warning}");
     }
     finish_report(&report, &args)?;
+    printed?;
     Ok(ExitCode::from(exit_code_of(&report, args.max_drops)))
 }
 
@@ -467,9 +470,15 @@ fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         }
         None => (!args.play.quiet).then(|| cli::capacity_progress(&request)),
     };
-    let found = runtime.block_on(playsim::capacity_watched(&request, watch));
+    let found = runtime.block_on(cli::unless_stopped(playsim::capacity_watched(&request, watch)));
     cli::dashboard::stop(dashboard.and_then(|(d, _)| d));
-    finish_capacity(&found?, &args)?;
+    match found {
+        Ok(found) => finish_capacity(&found?, &args)?,
+        Err(why) => {
+            eprintln!("playsim: capacity: {why}; the search stopped before an answer");
+            return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -613,9 +622,10 @@ async fn run_with_progress(
     request: &PlayRequest,
 ) -> Report {
     let cancel = sim.canceller();
+    let mut signals = cli::StopSignals::new();
     let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nplaysim: interrupted; finishing the report");
+        if let Some(why) = signals.next().await {
+            eprintln!("\nplaysim: {why}; finishing the report");
             cancel.cancel();
         }
     });

@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use playsim::report::{Drops, RunStatus, SCHEMA_VERSION};
+use rustix::process::Signal;
 
 use crate::util::{
-    ffmpeg, file_names, frame_path, generate, interrupt_after, playsim, read_report, run, Damage,
-    SMALL_PRESET,
+    ffmpeg, file_names, frame_path, generate, playsim, read_report, run, signal_after, Damage, SMALL_PRESET,
 };
 
 /// Every refused value gets clap's usage error (2), or the engine's (1), and a valid example.
@@ -111,26 +111,39 @@ fn max_drops_sets_the_exit_code() -> Result<()> {
     Ok(())
 }
 
-/// SIGINT ends a looping run with status 130 and a partial report.
+/// SIGINT (Ctrl-C) and SIGTERM (`kill`, `timeout`) end a looping run with status 130 and a
+/// partial report.
 #[test]
-fn ctrl_c_writes_a_partial_report() -> Result<()> {
+fn ctrl_c_and_sigterm_write_a_partial_report() -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let seq = tmp.path().join("seq");
     generate(&seq, SMALL_PRESET, 12, &[])?;
-    let json = tmp.path().join("r.json");
-    let done = interrupt_after(
-        playsim().arg("play").arg(&seq).args(["--fps", "50", "--loop", "--quiet", "--json"]).arg(&json),
+    for (signal, word) in [(Signal::INT, "interrupted"), (Signal::TERM, "terminated")] {
+        let json = tmp.path().join(format!("{word}.json"));
+        let done = signal_after(
+            playsim().arg("play").arg(&seq).args(["--fps", "50", "--loop", "--quiet", "--json"]).arg(&json),
+            tmp.path(),
+            Duration::from_millis(1500),
+            signal,
+        )?;
+        done.ensure_code(130)?;
+        ensure!(done.stderr.contains(&format!("playsim: {word}; finishing the report")), "{done}");
+        let report = read_report(&json)?;
+        ensure!(report.status == RunStatus::Partial, "status {:?}:\n{done}", report.status);
+        ensure!(report.totals.presented > 0, "nothing presented before the {word} signal:\n{done}");
+        let error = report.error.as_deref().unwrap_or_default();
+        ensure!(error.contains("interrupt"), "report error {error:?} should mention the interruption");
+        ensure!(done.stdout.contains("partial"), "the summary should say partial:\n{done}");
+    }
+    // A capacity search stops between or in its trials, with a word and status 130.
+    let done = signal_after(
+        playsim().arg("capacity").arg(&seq).args(["--fps", "50", "--window", "30s"]),
         tmp.path(),
         Duration::from_millis(1500),
+        Signal::TERM,
     )?;
-
     done.ensure_code(130)?;
-    let report = read_report(&json)?;
-    ensure!(report.status == RunStatus::Partial, "status {:?}:\n{done}", report.status);
-    ensure!(report.totals.presented > 0, "nothing presented before the interrupt:\n{done}");
-    let error = report.error.as_deref().unwrap_or_default();
-    ensure!(error.contains("interrupt"), "report error {error:?} should mention the interruption");
-    ensure!(done.stdout.contains("partial"), "the summary should say partial:\n{done}");
+    ensure!(done.stderr.contains("capacity: terminated; the search stopped before an answer"), "{done}");
     Ok(())
 }
 

@@ -258,11 +258,16 @@ impl Background {
 
     /// Sends it SIGINT (Ctrl-C).
     pub fn interrupt(&self) -> Result<()> {
+        self.signal(rustix::process::Signal::INT)
+    }
+
+    /// Sends it `signal`.
+    pub fn signal(&self, signal: rustix::process::Signal) -> Result<()> {
         let pid = i32::try_from(self.child.0.id())
             .ok()
             .and_then(rustix::process::Pid::from_raw)
             .context("child pid")?;
-        rustix::process::kill_process(pid, rustix::process::Signal::INT).context("sending SIGINT")
+        rustix::process::kill_process(pid, signal).with_context(|| format!("sending {signal:?}"))
     }
 
     /// Waits for it to exit (at most `limit`) and reads what it wrote.
@@ -287,9 +292,19 @@ impl Background {
 /// Runs `cmd` with its output in files under `dir`, sends it SIGINT (Ctrl-C) after `delay`,
 /// and waits up to 20 s for it to exit.
 pub fn interrupt_after(cmd: &mut Command, dir: &Path, delay: Duration) -> Result<Run> {
+    signal_after(cmd, dir, delay, rustix::process::Signal::INT)
+}
+
+/// [`interrupt_after`] with another signal (SIGTERM: `kill`, `timeout`, a batch scheduler).
+pub fn signal_after(
+    cmd: &mut Command,
+    dir: &Path,
+    delay: Duration,
+    signal: rustix::process::Signal,
+) -> Result<Run> {
     let mut child = Background::spawn(cmd, dir)?;
     std::thread::sleep(delay);
-    child.interrupt()?;
+    child.signal(signal)?;
     child.wait(Duration::from_secs(20))
 }
 

@@ -614,18 +614,9 @@ fn client_feed(cluster: Arc<Cluster>) -> ClientFeed {
 
 /// SIGTERM (from mpirun) or Ctrl-C.
 async fn terminated() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
+    if super::StopSignals::new().next().await.is_none() {
+        std::future::pending::<()>().await;
     }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// The client's counts to rank 0, every [`SNAPSHOT_INTERVAL`].

@@ -133,8 +133,8 @@ pub fn run(args: FrametestArgs) -> anyhow::Result<ExitCode> {
     let prepared = runtime.block_on(prepare_frametest(&request))?;
     let cancel = prepared.canceller();
     let ctrl_c = runtime.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nplaysim: interrupted; finishing the frames in flight");
+        if let Some(why) = super::StopSignals::new().next().await {
+            eprintln!("\nplaysim: {why}; finishing the frames in flight");
             cancel.cancel();
         }
     });

@@ -254,9 +254,19 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             None => eprintln!("playsim: {line}"),
         }
     };
-    let found = runtime.block_on(playsim::matrix::matrix_watched(&request, &mut progress, watch));
+    let found = runtime.block_on(super::unless_stopped(playsim::matrix::matrix_watched(
+        &request,
+        &mut progress,
+        watch,
+    )));
     super::dashboard::stop(dashboard.and_then(|(d, _)| d));
-    let found = found?;
+    let found = match found {
+        Ok(found) => found?,
+        Err(why) => {
+            eprintln!("playsim: matrix: {why}; stopped before the table was full (the cells done are above)");
+            return Ok(ExitCode::from(crate::EXIT_INTERRUPTED));
+        }
+    };
     MatrixText.render(&found, &mut std::io::stdout().lock())?;
     let renderers = Renderers::matrix();
     for (name, path) in [("json", &args.json), ("csv", &args.csv), ("html", &args.html)] {

@@ -17,6 +17,45 @@ use std::time::Duration;
 
 use playsim::engine::LiveCounters;
 
+/// What stops a run early with its report written: Ctrl-C (`SIGINT`) and `SIGTERM` (`kill`,
+/// `timeout`, a batch scheduler's end of a job, mpirun). Made inside the runtime; once made,
+/// neither signal ends the process by itself.
+pub(crate) struct StopSignals {
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    pub(crate) fn new() -> StopSignals {
+        use tokio::signal::unix::{signal, SignalKind};
+        StopSignals { term: signal(SignalKind::terminate()).ok() }
+    }
+
+    /// Waits for the next of them: `"interrupted"` (Ctrl-C) or `"terminated"` (SIGTERM); `None`
+    /// when no signal can be waited for.
+    pub(crate) async fn next(&mut self) -> Option<&'static str> {
+        let term = async {
+            match &mut self.term {
+                Some(term) => term.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            got = tokio::signal::ctrl_c() => got.ok().map(|()| "interrupted"),
+            Some(()) = term => Some("terminated"),
+        }
+    }
+}
+
+/// `work`, unless Ctrl-C or SIGTERM comes first: then `work` is dropped (a search between or in
+/// its trials) and the signal's word is the error.
+pub(crate) async fn unless_stopped<T>(work: impl std::future::Future<Output = T>) -> Result<T, &'static str> {
+    let mut signals = StopSignals::new();
+    tokio::select! {
+        done = work => Ok(done),
+        Some(why) = signals.next() => Err(why),
+    }
+}
+
 /// A live line once a second with fps, MB/s and the drop counters.
 pub fn spawn_progress(live: Arc<LiveCounters>) -> (indicatif::ProgressBar, tokio::task::JoinHandle<()>) {
     let bar = indicatif::ProgressBar::new_spinner();

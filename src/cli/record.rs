@@ -218,7 +218,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     }
     let cancel = prepared.canceller();
     let ctrl_c = runtime.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if let Some(why) = super::StopSignals::new().next().await {
+            eprintln!("\nplaysim: {why}; finishing the frames in flight");
             cancel.cancel();
         }
     });

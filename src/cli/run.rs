@@ -93,8 +93,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let ctrl_c = {
         let (current, interrupted) = (Arc::clone(&current), Arc::clone(&interrupted));
         runtime.spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nplaysim: interrupted; finishing this run's report and stopping the scenario");
+            let mut signals = super::StopSignals::new();
+            while let Some(why) = signals.next().await {
+                eprintln!("\nplaysim: {why}; finishing this run's report and stopping the scenario");
                 interrupted.store(true, Ordering::SeqCst);
                 if let Some(cancel) = current.lock().ok().and_then(|c| c.clone()) {
                     cancel.cancel();
