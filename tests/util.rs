@@ -256,11 +256,6 @@ impl Background {
         Ok(Background { child: KillOnDrop(child), stdout, stderr, started: Instant::now() })
     }
 
-    /// Sends it SIGINT (Ctrl-C).
-    pub fn interrupt(&self) -> Result<()> {
-        self.signal(rustix::process::Signal::INT)
-    }
-
     /// Sends it `signal`.
     pub fn signal(&self, signal: rustix::process::Signal) -> Result<()> {
         let pid = i32::try_from(self.child.0.id())
