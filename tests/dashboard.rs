@@ -118,7 +118,9 @@ fn the_dashboard_draws_live_and_leaves_the_reports_counters() -> Result<()> {
     {
         ensure!(live.contains(part), "the dashboard lacks {part:?}:\n{live}");
     }
+    ensure!(pane.on_alternate_screen()?, "drawn on the alternate screen");
     let screen = pane.wait_for("PLAYSIM-EXIT=0", Duration::from_secs(30))?;
+    ensure!(!pane.on_alternate_screen()?, "the terminal is given back");
     let report = read_report(&json)?;
     ensure!(
         all_row(&screen)? == report_row(&report),
