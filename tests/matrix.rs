@@ -2,10 +2,12 @@
 //! exact (text, JSON against its schema's shape, CSV), and on a local directory, where the
 //! media is generated once and reused.
 
+use std::time::Duration;
+
 use anyhow::{ensure, Context, Result};
 use serde_json::Value;
 
-use crate::util::{playsim, run};
+use crate::util::{playsim, run, Background};
 
 /// 8.5 MB/s. A 256x144 10-bit DPX frame is 149,504 bytes: 2 streams at 24 fps need 7.2 MB/s
 /// (84% of the link), 3 need 10.8 (127%); 1 stream at 48 needs 7.2, 2 need 14.4 (169%). A
@@ -75,6 +77,35 @@ fn a_sim_matrix_is_exact_and_reuses_a_zero() -> Result<()> {
         lines[4].starts_with("dpx:1024x576,") && lines[4].ends_with(",48,0,4,false,storage,,24,0"),
         "{csv}"
     );
+    Ok(())
+}
+
+/// SIGTERM (or Ctrl-C) in the second cell: the search stops, and the files asked for hold the
+/// cell done, with why the matrix stopped; status 130.
+#[test]
+fn a_stopped_matrix_writes_the_cells_done() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (json, html) = (dir.path().join("m.json"), dir.path().join("m.html"));
+    let mut child = Background::spawn(
+        playsim()
+            .args(["matrix", LINK, "--formats", "dpx:256x144,dpx:1024x576", "--rates", "24,48"])
+            .args(["--window", "2s", "--trials", "1", "--max", "4", "--json"])
+            .arg(&json)
+            .arg("--html")
+            .arg(&html),
+        dir.path(),
+    )?;
+    child.wait_for_stderr("cell 2 of 4: ", Duration::from_secs(60))?;
+    child.signal(rustix::process::Signal::TERM)?;
+    let done = child.wait(Duration::from_secs(20))?;
+    done.ensure_code(130)?;
+    ensure!(done.stderr.contains("matrix: terminated; the table holds the cells done"), "{done}");
+    ensure!(done.stdout.contains("stopped (terminated) after 1 cell: the cells left blank"), "{done}");
+    let matrix = playsim::report::matrix::from_str(&std::fs::read_to_string(&json)?)?;
+    ensure!(matrix.interrupted.as_deref() == Some("terminated"), "{:?}", matrix.interrupted);
+    ensure!(matrix.rows.len() == 1 && matrix.rows[0].cells.len() == 1, "{matrix:?}");
+    ensure!(matrix.rows[0].cells[0].best_streams == 2, "{:?}", matrix.rows[0].cells[0]);
+    ensure!(std::fs::read_to_string(&html)?.contains("stopped (terminated) after 1 cell"));
     Ok(())
 }
 

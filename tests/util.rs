@@ -256,6 +256,17 @@ impl Background {
         Ok(Background { child: KillOnDrop(child), stdout, stderr, started: Instant::now() })
     }
 
+    /// Waits until its stderr holds `text`, at most `limit`.
+    pub fn wait_for_stderr(&self, text: &str, limit: Duration) -> Result<()> {
+        loop {
+            if std::fs::read_to_string(&self.stderr)?.contains(text) {
+                return Ok(());
+            }
+            ensure!(self.started.elapsed() < limit, "no {text:?} on stderr in {limit:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Sends it `signal`.
     pub fn signal(&self, signal: rustix::process::Signal) -> Result<()> {
         let pid = i32::try_from(self.child.0.id())

@@ -254,19 +254,17 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             None => eprintln!("playsim: {line}"),
         }
     };
-    let found = runtime.block_on(super::unless_stopped(playsim::matrix::matrix_watched(
-        &request,
-        &mut progress,
-        watch,
-    )));
-    super::dashboard::stop(dashboard.and_then(|(d, _)| d));
-    let found = match found {
-        Ok(found) => found?,
-        Err(why) => {
-            eprintln!("playsim: matrix: {why}; stopped before the table was full (the cells done are above)");
-            return Ok(ExitCode::from(crate::EXIT_INTERRUPTED));
+    // Ctrl-C or SIGTERM stops the search in progress; the cells done are rendered and written
+    // as asked, with why the matrix stopped.
+    let stop = async {
+        match super::StopSignals::new().next().await {
+            Some(why) => why.to_owned(),
+            None => std::future::pending().await,
         }
     };
+    let found = runtime.block_on(playsim::matrix::matrix_watched(&request, &mut progress, watch, stop));
+    super::dashboard::stop(dashboard.and_then(|(d, _)| d));
+    let found = found?;
     MatrixText.render(&found, &mut std::io::stdout().lock())?;
     let renderers = Renderers::matrix();
     for (name, path) in [("json", &args.json), ("csv", &args.csv), ("html", &args.html)] {
@@ -278,6 +276,10 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.plot {
         renderers.write_for_path(&found, path)?;
         eprintln!("playsim: matrix grid written to {}", path.display());
+    }
+    if let Some(why) = &found.interrupted {
+        eprintln!("playsim: matrix: {why}; the table holds the cells done before it");
+        return Ok(ExitCode::from(crate::EXIT_INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
 }

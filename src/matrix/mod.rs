@@ -177,25 +177,30 @@ pub async fn matrix(
     request: &MatrixRequest,
     progress: &mut (dyn FnMut(MatrixProgress<'_>) + Send),
 ) -> Result<Matrix, Error> {
-    matrix_watched(request, progress, None).await
+    matrix_watched(request, progress, None, std::future::pending()).await
 }
 
-/// [`matrix`], with `watch` told of each trial as it starts (a dashboard's source).
+/// [`matrix`], with `watch` told of each trial as it starts (a dashboard's source), until
+/// `stop` gives a reason to stop (Ctrl-C): the search in progress is dropped, and the matrix
+/// comes back with the cells done so far and that reason ([`Matrix::interrupted`]).
 pub async fn matrix_watched(
     request: &MatrixRequest,
     progress: &mut (dyn FnMut(MatrixProgress<'_>) + Send),
     watch: Option<TrialWatch>,
+    stop: impl std::future::Future<Output = String> + Send,
 ) -> Result<Matrix, Error> {
     if request.rows.is_empty() || request.rates.is_empty() {
         return Err(Error::Engine(
             "a matrix needs a row and a rate at least (for example --formats dpx-2k --rates 24)".into(),
         ));
     }
+    let mut stop = std::pin::pin!(stop);
     let mut rates = request.rates.clone();
     rates.sort_by(|a, b| a.1.as_f64().total_cmp(&b.1.as_f64()));
     let started = Instant::now();
     let n = request.rows.len() * rates.len();
     let mut rows = Vec::with_capacity(request.rows.len());
+    let mut interrupted = None;
     let mut k = 0;
     for (r, row) in request.rows.iter().enumerate() {
         let mut cells: Vec<MatrixCell> = Vec::with_capacity(rates.len());
@@ -204,56 +209,35 @@ pub async fn matrix_watched(
             let below = cells.last();
             let cell = match plan_cell(request.max, below) {
                 CellPlan::Inherit => inherited_cell(label, below.unwrap_or(&MatrixCell::default())),
-                CellPlan::Search { max } if request.write.is_some() => {
-                    progress(MatrixProgress::Cell { k, n, row: &row.name, fps: label, max });
-                    let write =
-                        request.write.as_ref().ok_or_else(|| Error::Engine("no write settings".into()))?;
-                    let (format, preset) =
-                        write.formats.get(r).cloned().ok_or_else(|| {
-                            Error::Engine(format!("no format to record for row {}", row.name))
-                        })?;
-                    let mut record = write.base.clone();
-                    record.destination = row.media.clone().into();
-                    record.alpha = format.writer().rgba_by_default;
-                    record.format = format;
-                    record.preset = preset;
-                    record.config.rate = Some(*rate);
-                    let search = RecordCapacityRequest {
-                        record,
-                        by: RecordCapacityBy::Streams,
-                        window: request.window,
-                        trials: request.trials,
-                        max,
-                    };
-                    let found = crate::record::record_capacity(&search, |_| {})
-                        .await
-                        .map_err(|e| Error::Engine(format!("{} at {label} fps: {e}", row.name)))?;
-                    recorded_cell(label, max, found, below)
-                }
                 CellPlan::Search { max } => {
                     progress(MatrixProgress::Cell { k, n, row: &row.name, fps: label, max });
-                    let capacity = cell_request(request, row, *rate, max);
-                    let found = crate::capacity_with(&capacity, |candidate| {
-                        progress(MatrixProgress::Candidate(candidate));
-                        run_trial(&capacity, candidate, watch.clone())
-                    })
-                    .await
-                    .map_err(|e| Error::Engine(format!("{} at {label} fps: {e}", row.name)))?;
-                    searched_cell(label, max, found, below)
+                    let cell = Cell { row: r, label, rate: *rate, max, below };
+                    tokio::select! {
+                        found = search_cell(request, row, &cell, &mut *progress, watch.clone()) => found?,
+                        why = &mut stop => {
+                            interrupted = Some(why);
+                            break;
+                        }
+                    }
                 }
             };
             progress(MatrixProgress::CellDone { k, n, cell: &cell, elapsed: started.elapsed() });
             cells.push(cell);
         }
-        rows.push(MatrixRow {
-            name: row.name.clone(),
-            format: row.format.clone(),
-            size: row.size.clone(),
-            media: row.media.clone(),
-            frames: row.frames,
-            loops: row.loops_at(request.window, rates.last().map(|r| r.1)),
-            cells,
-        });
+        if interrupted.is_none() || !cells.is_empty() {
+            rows.push(MatrixRow {
+                name: row.name.clone(),
+                format: row.format.clone(),
+                size: row.size.clone(),
+                media: row.media.clone(),
+                frames: row.frames,
+                loops: row.loops_at(request.window, rates.last().map(|r| r.1)),
+                cells,
+            });
+        }
+        if interrupted.is_some() {
+            break;
+        }
     }
     Ok(Matrix {
         location: request.location.clone(),
@@ -265,12 +249,66 @@ pub async fn matrix_watched(
         cold: String::new(),
         elapsed_s: started.elapsed().as_secs_f64(),
         rows,
+        interrupted,
         ..Matrix::new(env!("CARGO_PKG_VERSION"))
     })
     .map(|mut m| {
         m.cold = cold_note(request, &m);
         m
     })
+}
+
+/// The cell a search is for: its row's index, its rate (label and value), its maximum, and the
+/// answer of the rate below in its row.
+struct Cell<'a> {
+    row: usize,
+    label: &'a str,
+    rate: FrameRate,
+    max: u32,
+    below: Option<&'a MatrixCell>,
+}
+
+/// One cell's capacity search: played, or recorded for a write matrix.
+async fn search_cell(
+    request: &MatrixRequest,
+    row: &MatrixMedia,
+    cell: &Cell<'_>,
+    progress: &mut (dyn FnMut(MatrixProgress<'_>) + Send),
+    watch: Option<TrialWatch>,
+) -> Result<MatrixCell, Error> {
+    let label = cell.label;
+    if let Some(write) = &request.write {
+        let (format, preset) = write
+            .formats
+            .get(cell.row)
+            .cloned()
+            .ok_or_else(|| Error::Engine(format!("no format to record for row {}", row.name)))?;
+        let mut record = write.base.clone();
+        record.destination = row.media.clone().into();
+        record.alpha = format.writer().rgba_by_default;
+        record.format = format;
+        record.preset = preset;
+        record.config.rate = Some(cell.rate);
+        let search = RecordCapacityRequest {
+            record,
+            by: RecordCapacityBy::Streams,
+            window: request.window,
+            trials: request.trials,
+            max: cell.max,
+        };
+        let found = crate::record::record_capacity(&search, |_| {})
+            .await
+            .map_err(|e| Error::Engine(format!("{} at {label} fps: {e}", row.name)))?;
+        return Ok(recorded_cell(label, cell.max, found, cell.below));
+    }
+    let capacity = cell_request(request, row, cell.rate, cell.max);
+    let found = crate::capacity_with(&capacity, |candidate| {
+        progress(MatrixProgress::Candidate(candidate));
+        run_trial(&capacity, candidate, watch.clone())
+    })
+    .await
+    .map_err(|e| Error::Engine(format!("{} at {label} fps: {e}", row.name)))?;
+    Ok(searched_cell(label, cell.max, found, cell.below))
 }
 
 /// The capacity search of one cell: the row's media at the rate, up to `max` streams, each

@@ -123,6 +123,10 @@ pub struct Matrix {
     pub elapsed_s: f64,
     /// One row per format.
     pub rows: Vec<MatrixRow>,
+    /// Why the matrix stopped before every cell was searched (`interrupted`, `terminated`),
+    /// when it did: its rows then hold the cells done, and the rest were not searched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 /// One format of the matrix: its media and a cell per rate.
@@ -391,7 +395,19 @@ pub fn text(matrix: &Matrix) -> String {
     }
     let _ = writeln!(out, "{}: {}", if matrix.write { "writes" } else { "cold reads" }, matrix.cold);
     let _ = writeln!(out, "took {:.0} s", matrix.elapsed_s);
+    if let Some(why) = &matrix.interrupted {
+        let _ = writeln!(out, "{}", interrupted_line(matrix, why));
+    }
     out
+}
+
+/// What an interrupted matrix says of itself: why it stopped and how much of it was searched.
+pub fn interrupted_line(matrix: &Matrix, why: &str) -> String {
+    let done: usize = matrix.rows.iter().map(|r| r.cells.len()).sum();
+    format!(
+        "stopped ({why}) after {done} cell{}: the cells left blank were not searched",
+        if done == 1 { "" } else { "s" }
+    )
 }
 
 /// Columns padded to their widest cell, two spaces apart.
@@ -495,6 +511,27 @@ pub(crate) mod tests {
         assert!(text.contains("\n*: not searched"), "{text}");
         assert!(text.contains("cold reads: each trial's frames dropped"), "{text}");
         assert!(text.ends_with("took 12 s\n"), "{text}");
+    }
+
+    #[test]
+    fn a_stopped_matrix_says_so_and_leaves_the_cells_not_searched_blank() {
+        let mut matrix = sample();
+        matrix.rows.truncate(1);
+        matrix.rows[0].cells.truncate(1);
+        matrix.interrupted = Some("interrupted".into());
+        let text = text(&matrix);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "format       size     24 fps  48 fps");
+        assert_eq!(lines[2], "dpx:256x144  256x144  4+");
+        assert!(
+            text.ends_with("stopped (interrupted) after 1 cell: the cells left blank were not searched\n"),
+            "{text}"
+        );
+        assert_eq!(csv(&matrix).lines().count(), 2);
+        let value = serde_json::to_value(&matrix).expect("json");
+        assert_eq!(value["interrupted"], "interrupted");
+        let whole = serde_json::to_value(sample()).expect("json");
+        assert!(whole.get("interrupted").is_none(), "left out when the matrix is whole");
     }
 
     #[test]

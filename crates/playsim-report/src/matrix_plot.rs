@@ -268,6 +268,9 @@ pub fn svg(matrix: &Matrix) -> String {
     for line in wrap(&format!("{how}: {}", matrix.cold), chars_that_fit(width - 2.0 * MARGIN, 14.0)) {
         title_lines.push((line, 14.0, false));
     }
+    if let Some(why) = &matrix.interrupted {
+        title_lines.push((crate::matrix::interrupted_line(matrix, why), 14.0, true));
+    }
 
     let mut body = String::new();
     let mut y = MARGIN;

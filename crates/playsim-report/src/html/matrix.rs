@@ -53,6 +53,9 @@ pub fn matrix_page(matrix: &Matrix) -> String {
         )
     };
     page.push(&verdict(class, &html));
+    if let Some(why) = &matrix.interrupted {
+        page.push(&verdict("warn", &escape(&crate::matrix::interrupted_line(matrix, why))));
+    }
     let how = if matrix.write { "Writes" } else { "Cold reads" };
     page.push(&format!("<p><strong>{how}:</strong> {}</p>\n", d.span("/cold", 0)));
 
