@@ -45,13 +45,17 @@ pub type TrialWatch = Arc<dyn Fn(u32, Arc<LiveCounters>) + Send + Sync>;
 /// Runs the search: candidates 1, 2, 4, ... until one fails (or `max` passes), then bisection
 /// between the last pass and the first failure. Must run inside a tokio runtime.
 pub async fn capacity(request: &CapacityRequest) -> Result<Capacity, Error> {
-    capacity_watched(request, None).await
+    capacity_watched(request, None, std::future::pending()).await
 }
 
-/// [`capacity`], with `watch` told of each trial as it starts.
+/// [`capacity`], with `watch` told of each trial as it starts, until `stop` gives a reason to
+/// stop (Ctrl-C): the trial in progress is dropped, and the result is what the trials done
+/// showed, with that reason ([`Capacity::interrupted`]): the largest candidate that passed,
+/// a lower bound, and the cause of the smallest that failed.
 pub async fn capacity_watched(
     request: &CapacityRequest,
     watch: Option<TrialWatch>,
+    stop: impl std::future::Future<Output = String>,
 ) -> Result<Capacity, Error> {
     check(request)?;
     if request.by == CapacityBy::Clients {
@@ -61,9 +65,42 @@ pub async fn capacity_watched(
                 .into(),
         ));
     }
-    let found =
-        search(request.max, request.trials, |candidate| run_trial(request, candidate, watch.clone())).await?;
-    Ok(result(request, found))
+    let done: std::sync::Mutex<Vec<Trial>> = std::sync::Mutex::default();
+    let searched = search(request.max, request.trials, |candidate| {
+        let (done, watch) = (&done, watch.clone());
+        async move {
+            let trial = run_trial(request, candidate, watch).await?;
+            done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(trial.clone());
+            Ok(trial)
+        }
+    });
+    tokio::select! {
+        found = searched => Ok(result(request, found?)),
+        why = stop => {
+            let trials = done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+            Ok(Capacity { interrupted: Some(why), ..result(request, found_so_far(trials)) })
+        }
+    }
+}
+
+/// What a search stopped part way says: the largest candidate that passed every trial of it
+/// (a lower bound of the answer), and the cause of the smallest that failed.
+fn found_so_far(trials: Vec<Trial>) -> Found {
+    let failed = |candidate: u32| trials.iter().any(|t| t.candidate == candidate && !t.passed);
+    let best = trials.iter().filter(|t| !failed(t.candidate)).map(|t| t.candidate).max().unwrap_or(0);
+    let first_failed = trials.iter().filter(|t| !t.passed).min_by_key(|t| t.candidate);
+    let margin_ms = trials
+        .iter()
+        .filter(|t| t.candidate == best)
+        .map(|t| t.worst_slack_ms)
+        .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.min(s))));
+    Found {
+        best,
+        limit: first_failed.map(|t| main_cause(&t.dropped)),
+        margin_ms,
+        first_drop: first_failed.and_then(|t| t.first_drop.clone()),
+        trials,
+    }
 }
 
 /// [`capacity`] over any trial: `trial(candidate)` plays the candidate and says how it went
@@ -301,6 +338,26 @@ mod tests {
             .build()
             .map(|rt| rt.block_on(f))
             .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_search_stopped_part_way_gives_the_largest_pass_and_the_smallest_failure() {
+        let mut trial = fake(5);
+        let mut trials = |candidates: &[u32]| -> Vec<Trial> {
+            candidates.iter().map(|&c| run(trial(c)).unwrap_or_else(|e| panic!("{e}"))).collect()
+        };
+        // 1, 2 and 4 passed, 8 failed, then 6 failed too: at least 4, fewer than 6.
+        let found = found_so_far(trials(&[1, 2, 4, 8, 6]));
+        assert_eq!((found.best, found.limit), (4, Some(DropCauseName::Decode)));
+        assert_eq!(found.margin_ms, Some(10.0));
+        assert_eq!(found.trials.len(), 5);
+        // A candidate that failed any of its trials is no pass.
+        let mut mixed = trials(&[1, 2, 2]);
+        mixed[2].passed = false;
+        assert_eq!(found_so_far(mixed).best, 1);
+        // Stopped in the first trial: nothing known.
+        let none = found_so_far(Vec::new());
+        assert_eq!((none.best, none.limit, none.margin_ms), (0, None, None));
     }
 
     #[test]

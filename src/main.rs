@@ -470,14 +470,13 @@ fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         }
         None => (!args.play.quiet).then(|| cli::capacity_progress(&request)),
     };
-    let found = runtime.block_on(cli::unless_stopped(playsim::capacity_watched(&request, watch)));
+    let found = runtime.block_on(playsim::capacity_watched(&request, watch, cli::stop_signal()));
     cli::dashboard::stop(dashboard.and_then(|(d, _)| d));
-    match found {
-        Ok(found) => finish_capacity(&found?, &args)?,
-        Err(why) => {
-            eprintln!("playsim: capacity: {why}; the search stopped before an answer");
-            return Ok(ExitCode::from(EXIT_INTERRUPTED));
-        }
+    let found = found?;
+    finish_capacity(&found, &args)?;
+    if let Some(why) = &found.interrupted {
+        eprintln!("playsim: capacity: {why}; the result is what the trials done showed");
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
 }

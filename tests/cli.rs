@@ -7,7 +7,8 @@ use playsim::report::{Drops, RunStatus, SCHEMA_VERSION};
 use rustix::process::Signal;
 
 use crate::util::{
-    ffmpeg, file_names, frame_path, generate, playsim, read_report, run, signal_after, Damage, SMALL_PRESET,
+    ffmpeg, file_names, frame_path, generate, playsim, read_report, run, signal_after, Background, Damage,
+    SMALL_PRESET,
 };
 
 /// Every refused value gets clap's usage error (2), or the engine's (1), and a valid example.
@@ -135,15 +136,26 @@ fn ctrl_c_and_sigterm_write_a_partial_report() -> Result<()> {
         ensure!(error.contains("interrupt"), "report error {error:?} should mention the interruption");
         ensure!(done.stdout.contains("partial"), "the summary should say partial:\n{done}");
     }
-    // A capacity search stops between or in its trials, with a word and status 130.
-    let done = signal_after(
-        playsim().arg("capacity").arg(&seq).args(["--fps", "50", "--window", "30s"]),
-        tmp.path(),
-        Duration::from_millis(1500),
-        Signal::TERM,
-    )?;
+    // A capacity search stops in its second trial, and gives what its first showed.
+    let json = tmp.path().join("capacity.json");
+    let mut cmd = playsim();
+    cmd.arg("capacity").arg(&seq).args(["--fps", "50", "--window", "1s", "--max", "64", "--json"]).arg(&json);
+    let mut child = Background::spawn(&mut cmd, tmp.path())?;
+    child.wait_for_stderr("trial 2 (of at most", Duration::from_secs(30))?;
+    child.signal(Signal::TERM)?;
+    let done = child.wait(Duration::from_secs(20))?;
     done.ensure_code(130)?;
-    ensure!(done.stderr.contains("capacity: terminated; the search stopped before an answer"), "{done}");
+    ensure!(
+        done.stderr.contains("capacity: terminated; the result is what the trials done showed"),
+        "{done}"
+    );
+    ensure!(
+        done.stdout.contains("capacity: stopped (terminated) before the search ended: at least 1 stream"),
+        "{done}"
+    );
+    let found = std::fs::read_to_string(&json)?;
+    let found: serde_json::Value = serde_json::from_str(&found)?;
+    ensure!(found["interrupted"] == "terminated" && found["best"] == 1, "{found}");
     Ok(())
 }
 

@@ -256,13 +256,12 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     };
     // Ctrl-C or SIGTERM stops the search in progress; the cells done are rendered and written
     // as asked, with why the matrix stopped.
-    let stop = async {
-        match super::StopSignals::new().next().await {
-            Some(why) => why.to_owned(),
-            None => std::future::pending().await,
-        }
-    };
-    let found = runtime.block_on(playsim::matrix::matrix_watched(&request, &mut progress, watch, stop));
+    let found = runtime.block_on(playsim::matrix::matrix_watched(
+        &request,
+        &mut progress,
+        watch,
+        super::stop_signal(),
+    ));
     super::dashboard::stop(dashboard.and_then(|(d, _)| d));
     let found = found?;
     MatrixText.render(&found, &mut std::io::stdout().lock())?;

@@ -46,13 +46,13 @@ impl StopSignals {
     }
 }
 
-/// `work`, unless Ctrl-C or SIGTERM comes first: then `work` is dropped (a search between or in
-/// its trials) and the signal's word is the error.
-pub(crate) async fn unless_stopped<T>(work: impl std::future::Future<Output = T>) -> Result<T, &'static str> {
-    let mut signals = StopSignals::new();
-    tokio::select! {
-        done = work => Ok(done),
-        Some(why) = signals.next() => Err(why),
+/// The first of Ctrl-C and SIGTERM, as its word (`interrupted`, `terminated`): the stop of a
+/// search that keeps what it found ([`playsim::capacity_watched`], the matrix). Never, when no
+/// signal can be waited for.
+pub(crate) async fn stop_signal() -> String {
+    match StopSignals::new().next().await {
+        Some(why) => why.to_owned(),
+        None => std::future::pending().await,
     }
 }
 

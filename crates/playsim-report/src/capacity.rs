@@ -95,6 +95,11 @@ pub struct Capacity {
     pub clients: Option<u32>,
     /// Every trial, in the order run.
     pub trials: Vec<Trial>,
+    /// Why the search stopped before its answer (`interrupted`, `terminated`), when it did:
+    /// `best` is then the largest candidate that passed so far, a lower bound, and `limit` the
+    /// cause of the smallest that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 /// The first frame a trial of several clients dropped: which client, and why.
@@ -253,6 +258,19 @@ pub fn text(found: &Capacity) -> String {
     let first = found.first_drop.as_ref().map_or_else(String::new, |f| {
         format!(" (first on client {} ({}), {} at {:.2} s)", f.client, f.host, cause_word(f.cause), f.at_s)
     });
+    if let Some(why) = &found.interrupted {
+        let failed = found.trials.iter().filter(|t| !t.passed).map(|t| t.candidate).min();
+        let _ = writeln!(
+            out,
+            "capacity: stopped ({why}) before the search ended: at least {} {what} with no drop over {window:?}{}; margin {margin}",
+            found.best,
+            match (failed, found.limit) {
+                (Some(failed), Some(limit)) => format!(", fewer than {failed} ({failed} failed for {})", cause_word(limit)),
+                _ => String::new(),
+            }
+        );
+        return out;
+    }
     let _ = match found.limit {
         Some(limit) => writeln!(
             out,

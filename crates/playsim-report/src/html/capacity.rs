@@ -67,6 +67,15 @@ pub fn capacity_page(found: &Capacity) -> String {
         }
     };
     page.push(&verdict(class, &html));
+    if let Some(why) = &found.interrupted {
+        page.push(&verdict(
+            "warn",
+            &format!(
+                "Stopped ({}) before the search ended: the answer is at least {best}, from the trials done",
+                escape(why)
+            ),
+        ));
+    }
 
     let sources: Vec<String> = (0..found.sources.len())
         .map(|i| format!("<code>{}</code>", d.span(&format!("/sources/{i}"), 0)))
