@@ -481,6 +481,20 @@ mod report_paths {
         {
             failures.push(format!("frametest -x:\n{frametest}"));
         }
+        // So is a scenario's page, written when every run has played.
+        let scenario = tmp.path().join("s.toml");
+        std::fs::write(
+            &scenario,
+            format!("name = \"s\"\n[[run]]\nname = \"a\"\n[[run.stream]]\nsource = \"{}\"\n", seq.display()),
+        )?;
+        let scenario_run =
+            run(playsim().arg("run").arg(&scenario).args(["--html", "/nonexistent/dir/s.html"]))?;
+        if scenario_run.code != Some(2)
+            || !scenario_run.stderr.contains("--html /nonexistent/dir/s.html: cannot be written")
+        {
+            failures.push(format!("run --html:\n{scenario_run}"));
+        }
+        std::fs::remove_file(&scenario)?;
         record_reliability(&ReliabilityRow {
             table: ReliabilityTable::Fault,
             name: "report paths that cannot be written".into(),
@@ -488,7 +502,7 @@ mod report_paths {
             frames_lost: None,
             bound: None,
             recover_s: None,
-            outcome: format!("{} cases refused with exit 2, the slowest in {slowest:.2?}", cases.len() + 1),
+            outcome: format!("{} cases refused with exit 2, the slowest in {slowest:.2?}", cases.len() + 2),
         })?;
         ensure!(failures.is_empty(), "{}", failures.join("\n\n"));
         ensure!(kept, "the existing report was changed");

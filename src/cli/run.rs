@@ -64,6 +64,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    // The scenario's page is written at the end of what may be a long run: refused now if it
+    // cannot be.
+    if let Some(code) = super::refuse_unwritable_outputs(args.html.iter().map(|p| ("--html", p.as_path()))) {
+        return Ok(code);
+    }
     let clock: Arc<dyn playsim::core::Clock> = Arc::new(playsim::engine::PreciseClock::new());
     match super::cluster::join(&clock) {
         Err(code) => return Ok(code),
@@ -167,13 +172,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             task.abort();
             bar.finish_and_clear();
         }
-        renderers.by_name("text")?.render(&report, &mut std::io::stdout().lock())?;
+        // The report is written even when the summary cannot be (standard output closed).
+        let printed = renderers.by_name("text")?.render(&report, &mut std::io::stdout().lock());
         for warning in playsim::storage_warnings(&report) {
             eprintln!("playsim: warning: {warning}");
         }
         let path = dir.join(scenario.report_name(&pass));
         renderer::write_atomic(renderers.by_name("json")?, &report, &path)
             .with_context(|| format!("writing the report to {}", path.display()))?;
+        printed?;
         eprintln!("playsim: report written to {}", path.display());
         if args.html.is_some() {
             let page = path.with_extension("html");
