@@ -1,4 +1,5 @@
-//! Writing frame files: create, write at an offset, sync, rename into place, remove.
+//! Writing frame files: create, write at an offset, sync, rename into place, remove; and the
+//! directories they go in.
 //!
 //! The read path's [`Storage`](playsim_core::Storage) has a write-side twin here,
 //! [`WriteStorage`], shaped after NFSv3's calls so that playsim's NFS client
@@ -12,6 +13,7 @@
 //! | [`WriteStorage::rename`] | `rename` | RENAME | SET_INFO FileRenameInformation |
 //! | [`WriteStorage::remove`] | `unlink` | REMOVE | SET_INFO FileDispositionInformation |
 //! | [`WriteStorage::create_dir_all`] | `mkdir -p` | LOOKUP, MKDIR | CREATE (FILE_DIRECTORY_FILE) |
+//! | [`WriteStorage::remove_dir`] | `rmdir` | RMDIR | CREATE (FILE_DIRECTORY_FILE) + SET_INFO FileDispositionInformation + CLOSE |
 //!
 //! The bytes of a write are shared ([`WriteBytes`], an `Arc<[u8]>`), so one image can go to
 //! many files without a copy, and an NFS client can keep its UNSTABLE writes' bytes until
@@ -27,8 +29,8 @@
 //! ([`LocalWriteOptions::io_engine`], the `io-uring` feature): a `write_at` is cut into 1 MiB
 //! WRITEs submitted at once on the storage's ring thread (`playsim-uring-w`, the read engine's
 //! ring (`uring/sys.rs`) and thread loop), its bytes held by the ring until the last
-//! completes, a short write's rest submitted again. Create, rename, remove and mkdir stay on
-//! the blocking pool. Where io_uring cannot be set up the storage writes with `pwrite` and
+//! completes, a short write's rest submitted again. Create, rename, remove, mkdir and rmdir
+//! stay on the blocking pool. Where io_uring cannot be set up the storage writes with `pwrite` and
 //! says why ([`WriteStorage::warnings`]); [`WriteStorage::describe`] names the engine used.
 //!
 //! Every failure is a [`WriteError`] naming the call and the file. Each storage counts its
@@ -108,6 +110,8 @@ pub enum WriteOp {
     Rename,
     /// Removing a file.
     Remove,
+    /// Removing an empty directory.
+    RemoveDir,
 }
 
 impl WriteOp {
@@ -121,6 +125,7 @@ impl WriteOp {
             WriteOp::Close => "close",
             WriteOp::Rename => "rename",
             WriteOp::Remove => "remove",
+            WriteOp::RemoveDir => "remove the directory",
         }
     }
 }
@@ -202,6 +207,10 @@ pub trait WriteStorage: Send + Sync {
 
     /// Removes the file `path`.
     async fn remove(&self, path: &Path) -> Result<(), WriteError>;
+
+    /// Removes the directory `dir`, which must be empty: never what is in it. One that holds
+    /// anything is refused, and stays as it is.
+    async fn remove_dir(&self, dir: &Path) -> Result<(), WriteError>;
 
     /// Bytes free to this writer on the file system of `dir`, where the storage can tell.
     async fn free_bytes(&self, dir: &Path) -> Result<Option<u64>, WriteError>;
@@ -405,6 +414,12 @@ impl WriteStorage for LocalWriteStorage {
     async fn remove(&self, path: &Path) -> Result<(), WriteError> {
         let owned = path.to_path_buf();
         blocking(WriteOp::Remove, path, move || std::fs::remove_file(owned)).await
+    }
+
+    /// `rmdir`: the kernel refuses a directory that is not empty (ENOTEMPTY).
+    async fn remove_dir(&self, dir: &Path) -> Result<(), WriteError> {
+        let owned = dir.to_path_buf();
+        blocking(WriteOp::RemoveDir, dir, move || std::fs::remove_dir(owned)).await
     }
 
     async fn free_bytes(&self, dir: &Path) -> Result<Option<u64>, WriteError> {
@@ -693,6 +708,36 @@ mod tests {
         assert_eq!(as_storage.kind, StorageErrorKind::NotFound);
         let err = storage.create(dir.path()).await.err().unwrap();
         assert!(err.to_string().contains(&dir.path().display().to_string()), "{err}");
+    }
+
+    #[tokio::test]
+    async fn remove_dir_removes_an_empty_directory_and_refuses_one_that_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn WriteStorage> = Arc::new(LocalWriteStorage::default());
+        let empty = dir.path().join("empty");
+        storage.create_dir_all(&empty).await.unwrap();
+        storage.remove_dir(&empty).await.unwrap();
+        assert!(!empty.exists());
+
+        // Never recursive: a directory holding a file is refused, and both stay.
+        let full = dir.path().join("full");
+        let file = full.join("frame.0000000.dpx");
+        storage.create_dir_all(&full).await.unwrap();
+        std::fs::write(&file, b"frame").unwrap();
+        let err = storage.remove_dir(&full).await.unwrap_err();
+        assert_eq!(err.op, WriteOp::RemoveDir);
+        let prefix = format!("cannot remove the directory {}: ", full.display());
+        assert!(err.to_string().starts_with(&prefix), "{err}");
+        assert!(err.reason.to_lowercase().contains("not empty"), "{err}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"frame");
+
+        // A file is not a directory, and a missing directory is NotFound, as a missing file
+        // is to `remove`.
+        let err = storage.remove_dir(&file).await.unwrap_err();
+        assert!(err.to_string().starts_with("cannot remove the directory "), "{err}");
+        assert!(file.exists());
+        let err = storage.remove_dir(&empty).await.unwrap_err();
+        assert_eq!((err.kind, err.op), (StorageErrorKind::NotFound, WriteOp::RemoveDir));
     }
 
     #[test]

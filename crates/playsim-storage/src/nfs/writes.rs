@@ -1,5 +1,5 @@
 //! The write side of playsim's NFSv3 client: the calls (CREATE, WRITE, COMMIT, RENAME,
-//! REMOVE, MKDIR, FSSTAT) and [`NfsWriter`], the storage write API over them.
+//! REMOVE, MKDIR, RMDIR, FSSTAT) and [`NfsWriter`], the storage write API over them.
 //!
 //! - A file is created UNCHECKED with size 0 (so an existing one is truncated), and written
 //!   with WRITEs of at most the server's `wtmax`, all of a call's in flight together.
@@ -19,7 +19,8 @@ use std::sync::{Arc, Mutex};
 use nfs3_types::nfs3::{
     createhow3, diropargs3, filename3, sattr3, stable_how, COMMIT3args, COMMIT3res, CREATE3args, CREATE3res,
     FSINFO3args, FSINFO3res, FSSTAT3args, FSSTAT3res, MKDIR3args, MKDIR3res, Nfs3Option, Nfs3Result,
-    REMOVE3args, REMOVE3res, RENAME3args, RENAME3res, WRITE3args, WRITE3res, NFS_PROGRAM,
+    REMOVE3args, REMOVE3res, RENAME3args, RENAME3res, RMDIR3args, RMDIR3res, WRITE3args, WRITE3res,
+    NFS_PROGRAM,
 };
 use nfs3_types::xdr_codec::Opaque;
 use playsim_core::StorageErrorKind;
@@ -153,6 +154,19 @@ impl NfsPool {
         }
     }
 
+    /// RMDIR of `name` in `dir`: the server refuses a directory that is not empty
+    /// (NFS3ERR_NOTEMPTY).
+    pub(crate) async fn rmdir(&self, dir: &[u8], name: &str) -> Result<(), NfsFailure> {
+        let args = RMDIR3args {
+            object: diropargs3 { dir: handle(dir), name: filename3(Opaque::borrowed(name.as_bytes())) },
+        };
+        let reply = self.call(NFS_PROGRAM::NFSPROC3_RMDIR, &args).await?;
+        match unpack::<RMDIR3res>(&reply)? {
+            Nfs3Result::Ok(_) => Ok(()),
+            Nfs3Result::Err((status, _)) => Err(NfsFailure::Status(status as u32)),
+        }
+    }
+
     /// FSINFO's largest write size.
     pub(crate) async fn wtmax(&self, root: &[u8]) -> Result<u32, NfsFailure> {
         let reply = self.call(NFS_PROGRAM::NFSPROC3_FSINFO, &FSINFO3args { fsroot: handle(root) }).await?;
@@ -199,6 +213,7 @@ pub(super) fn decode_write_replies(reply: &Reply) {
     let _ = unpack::<COMMIT3res>(reply);
     let _ = unpack::<RENAME3res>(reply);
     let _ = unpack::<REMOVE3res>(reply);
+    let _ = unpack::<RMDIR3res>(reply);
     let _ = unpack::<FSSTAT3res>(reply);
 }
 
@@ -326,6 +341,15 @@ impl WriteStorage for NfsWriter {
         let removed = self.storage.pool().remove(&dir, name).await;
         self.storage.forget(path);
         removed.map_err(|e| self.storage.write_error(WriteOp::Remove, path, e))
+    }
+
+    /// RMDIR, through the same pool as REMOVE; a NOENT (a retry whose first try took effect,
+    /// or a directory never there) is NotFound, as REMOVE's is.
+    async fn remove_dir(&self, dir: &Path) -> Result<(), WriteError> {
+        let (parent, name) = self.parent(WriteOp::RemoveDir, dir).await?;
+        let removed = self.storage.pool().rmdir(&parent, name).await;
+        self.storage.forget(dir);
+        removed.map_err(|e| self.storage.write_error(WriteOp::RemoveDir, dir, e))
     }
 
     /// FSSTAT's bytes free to this user, on the export's file system.

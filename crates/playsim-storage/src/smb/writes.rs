@@ -504,6 +504,37 @@ impl WriteStorage for SmbWriter {
         Ok(())
     }
 
+    /// The crate's `delete_directory`: CREATE (FILE_DIRECTORY_FILE), SET_INFO
+    /// FileDispositionInformation and CLOSE in one compound, which the server refuses for a
+    /// directory that is not empty (STATUS_DIRECTORY_NOT_EMPTY). A retry that finds nothing is
+    /// success, as `remove`'s is.
+    async fn remove_dir(&self, dir: &Path) -> Result<(), WriteError> {
+        let inner = self.inner();
+        let op = WriteOp::RemoveDir;
+        let relative = self.relative(op, dir)?;
+        let removed = in_session(inner, op, &relative, |session, mut conn| {
+            let relative = relative.clone();
+            Box::pin(on_client(inner, async move {
+                match session.tree.delete_directory(&mut conn, &relative).await {
+                    Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+                    removed => removed.map(|()| true),
+                }
+            }))
+        })
+        .await?;
+        match removed {
+            // Removed; or a retry of a delete that took effect, which finds nothing.
+            (true, _) | (false, true) => {}
+            (false, false) => {
+                let why = "no such directory".to_owned();
+                return Err(write_error(inner, op, &relative, StorageErrorKind::NotFound, why));
+            }
+        }
+        // The writer keeps no handle of a directory, and an empty one had no file left to
+        // flush: nothing to forget.
+        Ok(())
+    }
+
     /// QUERY_INFO FileFsFullSizeInformation of the share: the bytes available to this user
     /// (the share's volume, whichever directory `dir` is).
     async fn free_bytes(&self, dir: &Path) -> Result<Option<u64>, WriteError> {
