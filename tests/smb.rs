@@ -536,7 +536,8 @@ fn record_over_smb_survives_its_connection_killed_mid_run() -> Result<()> {
 
 /// The storage write API over `smb://` itself: writes at offsets, out of order and larger than a
 /// WRITE, stable or not; a rename over an existing file; a create over one truncates it; the
-/// free space; and errors that name the call and the file as a URL, never the password.
+/// free space; an empty directory removed and one that is not refused; and errors that name the
+/// call and the file as a URL, never the password.
 #[test]
 fn the_smb_writer_writes_at_offsets_renames_over_a_file_and_names_the_url_in_errors() -> Result<()> {
     use playsim::storage::smb::{SmbOptions, SmbStorage, SmbUrl, SmbWriter};
@@ -623,6 +624,19 @@ fn the_smb_writer_writes_at_offsets_renames_over_a_file_and_names_the_url_in_err
         ensure!(!err.to_string().contains(server.password()), "{err}");
         let err = writer.create_dir_all(Path::new("/api/made/deeper/f2/x")).await;
         ensure!(err.is_ok(), "{err:?}");
+        // remove_dir is never recursive: a directory holding one is refused and kept; the
+        // empty one goes, and a second try finds nothing.
+        let err = writer.remove_dir(Path::new("/api/made/deeper/f2")).await.err().context("not empty")?;
+        let f2 = format!("smb://127.0.0.1:{}/rw/api/made/deeper/f2", server.port());
+        ensure!(err.to_string().starts_with(&format!("cannot remove the directory {f2}: ")), "{err}");
+        ensure!(!err.to_string().contains(server.password()), "{err}");
+        ensure!(base.join("made/deeper/f2/x").is_dir(), "{err}");
+        writer.remove_dir(Path::new("/api/made/deeper/f2/x")).await?;
+        ensure!(!base.join("made/deeper/f2/x").exists() && base.join("made/deeper/f2").is_dir());
+        let err = writer.remove_dir(Path::new("/api/made/deeper/f2/x")).await.err().context("twice")?;
+        ensure!(err.kind == StorageErrorKind::NotFound, "{err}");
+        writer.remove_dir(Path::new("/api/made/deeper/f2")).await?;
+        ensure!(!base.join("made/deeper/f2").exists());
         std::fs::write(base.join("made/file"), b"x")?;
         let err =
             writer.create_dir_all(Path::new("/api/made/file/x")).await.err().context("a file as a dir")?;
