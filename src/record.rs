@@ -894,9 +894,10 @@ impl crate::capacity::Attempt for RecordTrial {
 
 /// Searches the most streams at the rate, or the highest rate of one stream, that record with
 /// no frame dropped or failed: candidates 1, 2, 4, ... then bisection, as `capacity` does for
-/// playback. Each trial records `window` into `capacity-trial` in the destination, whose files
-/// are removed after it, so the search needs the space of one trial only. `progress` is told
-/// of each trial as it ends.
+/// playback. Each trial records `window` into `capacity-trial` in the destination, which is
+/// removed after it (its files, its stream directories, then itself), so the search needs the
+/// space of one trial only and leaves the destination as it found it. `progress` is told of
+/// each trial as it ends.
 pub async fn record_capacity(
     request: &RecordCapacityRequest,
     progress: impl Fn(&RecordTrial),
@@ -976,8 +977,11 @@ fn destination_join(dest: &std::path::Path, name: &str) -> PathBuf {
     }
 }
 
-/// Removes the files a record run wrote in its destination (and its stream directories'),
-/// through its transport.
+/// Removes what a capacity trial of `request` wrote, through its transport: the files in its
+/// destination (the trial directory, `capacity-trial`, which the search made) or in its stream
+/// directories, then each stream directory and the trial directory itself, so that the search
+/// leaves the destination it was given as it found it. A directory that holds anything the
+/// trial did not write (a subdirectory) is left, with what is in it; one already gone is fine.
 async fn remove_recorded(request: &RecordRequest) -> Result<(), RecordError> {
     let failed = |e: String| RecordError::Destination(format!("cannot clear the trial's files: {e}"));
     let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
@@ -988,12 +992,29 @@ async fn remove_recorded(request: &RecordRequest) -> Result<(), RecordError> {
     let storage = storage.map_err(|e| failed(e.to_string()))?;
     let index = location.index_storage().map_err(|e| failed(e.to_string()))?;
     let dir = location.path().to_path_buf();
+    let is_file = |e: &playsim_core::DirEntry| e.kind == playsim_core::EntryKind::File;
     for stream in 0..request.streams.max(1) {
         let stream_dir = request.stream_dir(&dir, stream);
         let entries = index.list_dir(&stream_dir).await.map_err(|e| failed(e.message))?;
-        for entry in entries.iter().filter(|e| e.kind == playsim_core::EntryKind::File) {
+        for entry in entries.iter().filter(|e| is_file(e)) {
             storage.remove(&stream_dir.join(&entry.name)).await.map_err(|e| failed(e.to_string()))?;
         }
+        // With one stream its directory is the trial's, removed below.
+        if stream_dir != dir && entries.iter().all(is_file) {
+            remove_empty_dir(storage.as_ref(), &stream_dir).await.map_err(failed)?;
+        }
+    }
+    if index.list_dir(&dir).await.map_err(|e| failed(e.message))?.is_empty() {
+        remove_empty_dir(storage.as_ref(), &dir).await.map_err(failed)?;
     }
     Ok(())
+}
+
+/// Removes the empty directory `dir`; one already gone (a retry's first try took effect) is
+/// what was wanted.
+async fn remove_empty_dir(storage: &dyn WriteStorage, dir: &std::path::Path) -> Result<(), String> {
+    match storage.remove_dir(dir).await {
+        Err(e) if e.kind != StorageErrorKind::NotFound => Err(e.to_string()),
+        _ => Ok(()),
+    }
 }

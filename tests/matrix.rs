@@ -272,14 +272,16 @@ fn a_matrix_on_a_server_copies_its_media_there_once_through_playsims_client() ->
 
 /// `--write` fills the table with `record`: each cell the most streams recorded with no frame
 /// dropped or failed, its trials record trials, its cause a record cause; locally with
-/// O_DIRECT, and over playsim's NFS client to Ganesha. Formats record cannot encode, and
-/// sim://, are refused with an example.
+/// O_DIRECT, and over playsim's NFS client to Ganesha. Each trial's `capacity-trial` (its
+/// files, its stream directories and itself) is gone after it: the row's directory is left
+/// empty. Formats record cannot encode, and sim://, are refused with an example.
 #[cfg(feature = "nfs")]
 #[test]
 fn a_write_matrix_records_each_cell_locally_and_over_nfs() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let nfs = playsim_testserver::NfsServer::start().context("starting nfs-ganesha")?;
-    for (location, direct) in [(dir.path().to_string_lossy().into_owned(), true), (nfs.url(""), false)] {
+    let (local, over_nfs) = (dir.path().to_string_lossy().into_owned(), nfs.url(""));
+    for (location, direct, on_disk) in [(local, true, dir.path()), (over_nfs, false, nfs.export_dir())] {
         let json = dir.path().join("w.json");
         let done = run(playsim()
             .args(["matrix", &location, "--write", "--formats", "dpx:256x144", "--rates", "24,48"])
@@ -301,6 +303,13 @@ fn a_write_matrix_records_each_cell_locally_and_over_nfs() -> Result<()> {
         if let Some(limit) = cell["limit"].as_str() {
             ensure!(["storage", "encode", "input"].contains(&limit), "{value}");
         }
+        let rows: Vec<std::path::PathBuf> =
+            std::fs::read_dir(on_disk.join("matrix-write"))?.map(|e| Ok(e?.path())).collect::<Result<_>>()?;
+        ensure!(rows.len() == 1, "{rows:?}");
+        let left: Vec<String> = std::fs::read_dir(&rows[0])?
+            .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
+            .collect::<Result<_>>()?;
+        ensure!(left.is_empty(), "left in {}: {left:?}", rows[0].display());
     }
     let h264 = run(playsim().arg("matrix").arg(dir.path()).args(["--write", "--formats", "h264-uhd"]))?;
     h264.ensure_code(1)?;

@@ -431,6 +431,22 @@ fn record_writes_a_sequence_through_playsims_smb_client() -> Result<()> {
     ensure!(reserved.stdout.contains("--preallocate"), "{reserved}");
     let reserved_tmp = tempfile::tempdir()?;
     ensure_generated(&server.export_dir().join("recorded-preallocated"), 3, reserved_tmp.path())?;
+
+    // --capacity streams, 1 and 2: each trial into capacity-trial, which is removed after it
+    // (its files, its stream directories, then itself), so the destination is left empty.
+    let searched_url = server.writable_url("recorded-capacity");
+    let searched = run_limited(
+        playsim()
+            .args(["record", &searched_url, "--preset", SMALL_PRESET, "--capacity", "streams"])
+            .args(["--fps", "24", "--window", "1s", "--trials", "1", "--max", "2"])
+            .arg("--smb-credentials")
+            .arg(server.credentials_file()),
+    )?;
+    searched.ensure_code(0)?;
+    ensure!(searched.stdout.contains("Capacity: "), "{searched}");
+    let searched_dir = server.export_dir().join("recorded-capacity");
+    let left = file_names(&searched_dir)?;
+    ensure!(left.is_empty(), "left in {}: {left:?}\n{searched}", searched_dir.display());
     Ok(())
 }
 

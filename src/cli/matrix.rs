@@ -85,7 +85,7 @@ pub struct MatrixArgs {
     quiet: bool,
     /// Fill the table by recording instead of playing, as Disk Speed Test's write side: each
     /// cell the most streams `record` writes at the rate with no frame dropped or failed, into
-    /// LOCATION/matrix-write/ROW (each trial's files removed after it).
+    /// LOCATION/matrix-write/ROW (each trial into its capacity-trial, removed after it).
     #[arg(long)]
     write: bool,
     /// Read local media through the page cache, as most players do, instead of with

@@ -122,7 +122,7 @@ pub struct RecordArgs {
     streams: u32,
     /// Search this machine's capacity instead of one run: the most streams at --fps
     /// (streams), or the highest rate of one stream (fps), that record with no frame dropped
-    /// or failed. Trials record into DEST/capacity-trial, cleared after each.
+    /// or failed. Trials record into DEST/capacity-trial, removed after each.
     #[arg(long, value_parser = parse_capacity_by)]
     capacity: Option<RecordCapacityBy>,
     /// Recording time of each capacity trial.

@@ -333,7 +333,7 @@ fn cold_note(request: &MatrixRequest, matrix: &Matrix) -> String {
         };
         return format!(
             "each trial records frames from playsim's generator, encoded for real, into \
-             matrix-write/ROW/capacity-trial, {how}, sync {}; its files are removed after it",
+             matrix-write/ROW/capacity-trial, {how}, sync {}; it is removed after each trial",
             match write.base.config.sync {
                 SyncPolicy::None => "none (the storage decides when data is durable)",
                 SyncPolicy::Frame => "each frame before it is renamed into place",
