@@ -997,7 +997,12 @@ async fn remove_recorded(request: &RecordRequest) -> Result<(), RecordError> {
         let stream_dir = request.stream_dir(&dir, stream);
         let entries = index.list_dir(&stream_dir).await.map_err(|e| failed(e.message))?;
         for entry in entries.iter().filter(|e| is_file(e)) {
-            storage.remove(&stream_dir.join(&entry.name)).await.map_err(|e| failed(e.to_string()))?;
+            // A file already gone (a REMOVE retried across a reconnect, whose first try took
+            // effect, answers NOENT) is what was wanted.
+            match storage.remove(&stream_dir.join(&entry.name)).await {
+                Err(e) if e.kind != StorageErrorKind::NotFound => return Err(failed(e.to_string())),
+                _ => {}
+            }
         }
         // With one stream its directory is the trial's, removed below.
         if stream_dir != dir && entries.iter().all(is_file) {

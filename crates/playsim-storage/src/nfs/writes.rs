@@ -10,7 +10,8 @@
 //!   that a frame renamed into place is on the server's disk when the next client opens it.
 //! - Every call is retried across reconnects by the pool. A retried RENAME or REMOVE whose
 //!   first try did take effect answers NFS3ERR_NOENT; for RENAME that is success when the
-//!   target is there, for REMOVE when the file is gone.
+//!   target is there; for REMOVE (and RMDIR) it is NotFound, as for a file never there, which
+//!   a caller clearing files (record's trials) takes as done.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
