@@ -262,6 +262,18 @@ impl NfsStorage {
         Arc::clone(&self.inner.root)
     }
 
+    /// `future` with the thread CPU time of its polls counted as this client's, as its reads'
+    /// is: the write side's calls go through it.
+    pub(super) fn metered<F: std::future::Future>(&self, future: F) -> CpuMeter<F> {
+        CpuMeter::new(future, Arc::clone(&self.inner.cpu_ns))
+    }
+
+    /// The client's CPU time so far, in nanoseconds: the polls of its calls and the transport's
+    /// work outside them.
+    pub(super) fn cpu_ns(&self) -> u64 {
+        self.inner.cpu_ns.load(Ordering::Relaxed) + self.inner.connector.background_cpu_ns()
+    }
+
     /// The connections.
     pub(super) fn pool(&self) -> &NfsPool {
         &self.inner.pool
@@ -548,7 +560,7 @@ impl Storage for NfsStorage {
         StorageStats {
             n_reads: self.inner.n_reads.load(Ordering::Relaxed),
             bytes: self.inner.bytes.load(Ordering::Relaxed),
-            cpu_ns: self.inner.cpu_ns.load(Ordering::Relaxed) + self.inner.connector.background_cpu_ns(),
+            cpu_ns: self.cpu_ns(),
         }
     }
 

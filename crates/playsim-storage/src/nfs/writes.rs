@@ -12,6 +12,9 @@
 //!   first try did take effect answers NFS3ERR_NOENT; for RENAME that is success when the
 //!   target is there; for REMOVE (and RMDIR) it is NotFound, as for a file never there, which
 //!   a caller clearing files (record's trials) takes as done.
+//! - Each call's polls are timed in thread CPU, as the reads' are (`CpuMeter`), into the
+//!   writer's client's counter; over TCP the replies are read inside those polls. That and the
+//!   CPU of the transport's own threads (RDMA's pollers) is [`WriteStats::cpu_ns`].
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -253,8 +256,7 @@ impl NfsWriter {
         let root = self.storage.root_handle();
         let export = PathBuf::from(self.storage.export());
         self.storage
-            .pool()
-            .fsstat(&root)
+            .metered(self.storage.pool().fsstat(&root))
             .await
             .map_err(|e| self.storage.write_error(WriteOp::Create, &export, e))
     }
@@ -290,27 +292,33 @@ impl WriteStorage for NfsWriter {
             let why = format!("it is outside the export {export}");
             return Err(WriteError::new(StorageErrorKind::NotFound, WriteOp::CreateDir, dir, why));
         }
-        let mut walked = export.clone();
-        let mut handle = self.storage.root_handle();
-        for component in text[export.len().min(text.len())..].split('/').filter(|c| !c.is_empty()) {
-            walked.push('/');
-            walked.push_str(component);
-            handle = match self.storage.node_of(&walked).await {
-                Ok(node) => node.handle,
-                Err(e) if e.kind == StorageErrorKind::NotFound => {
-                    let made = self.storage.pool().mkdir(&handle, component).await;
-                    Arc::from(made.map_err(|e| self.storage.write_error(WriteOp::CreateDir, dir, e))?)
-                }
-                Err(e) => return Err(WriteError::new(e.kind, WriteOp::CreateDir, dir, e.message)),
-            };
-        }
-        Ok(())
+        let walk = async {
+            let mut walked = export.clone();
+            let mut handle = self.storage.root_handle();
+            for component in text[export.len().min(text.len())..].split('/').filter(|c| !c.is_empty()) {
+                walked.push('/');
+                walked.push_str(component);
+                handle = match self.storage.node_of(&walked).await {
+                    Ok(node) => node.handle,
+                    Err(e) if e.kind == StorageErrorKind::NotFound => {
+                        let made = self.storage.pool().mkdir(&handle, component).await;
+                        Arc::from(made.map_err(|e| self.storage.write_error(WriteOp::CreateDir, dir, e))?)
+                    }
+                    Err(e) => return Err(WriteError::new(e.kind, WriteOp::CreateDir, dir, e.message)),
+                };
+            }
+            Ok(())
+        };
+        self.storage.metered(walk).await
     }
 
     async fn create(&self, path: &Path) -> Result<Box<dyn WriteFile>, WriteError> {
-        let (dir, name) = self.parent(WriteOp::Create, path).await?;
-        let fh = self.storage.pool().create(&dir, name).await;
-        let fh = fh.map_err(|e| self.storage.write_error(WriteOp::Create, path, e))?;
+        let created = async {
+            let (dir, name) = self.parent(WriteOp::Create, path).await?;
+            let fh = self.storage.pool().create(&dir, name).await;
+            fh.map_err(|e| self.storage.write_error(WriteOp::Create, path, e))
+        };
+        let fh = self.storage.metered(created).await?;
         Ok(Box::new(NfsWriteFile {
             storage: self.storage.clone_handle(),
             path: path.to_path_buf(),
@@ -322,35 +330,46 @@ impl WriteStorage for NfsWriter {
     }
 
     async fn rename(&self, from: &Path, to: &Path) -> Result<(), WriteError> {
-        let (from_dir, from_name) = self.parent(WriteOp::Rename, from).await?;
-        let (to_dir, to_name) = self.parent(WriteOp::Rename, to).await?;
-        let renamed = self.storage.pool().rename((&from_dir, from_name), (&to_dir, to_name)).await;
-        self.storage.forget(from);
-        self.storage.forget(to);
-        match renamed {
-            Ok(()) => Ok(()),
-            // A retry of a RENAME that took effect: the source is gone and the target there.
-            Err(NfsFailure::Status(NOENT)) if self.storage.pool().lookup(&to_dir, to_name).await.is_ok() => {
-                Ok(())
+        let renamed = async {
+            let (from_dir, from_name) = self.parent(WriteOp::Rename, from).await?;
+            let (to_dir, to_name) = self.parent(WriteOp::Rename, to).await?;
+            let renamed = self.storage.pool().rename((&from_dir, from_name), (&to_dir, to_name)).await;
+            self.storage.forget(from);
+            self.storage.forget(to);
+            match renamed {
+                Ok(()) => Ok(()),
+                // A retry of a RENAME that took effect: the source is gone and the target there.
+                Err(NfsFailure::Status(NOENT))
+                    if self.storage.pool().lookup(&to_dir, to_name).await.is_ok() =>
+                {
+                    Ok(())
+                }
+                Err(e) => Err(self.storage.write_error(WriteOp::Rename, from, e)),
             }
-            Err(e) => Err(self.storage.write_error(WriteOp::Rename, from, e)),
-        }
+        };
+        self.storage.metered(renamed).await
     }
 
     async fn remove(&self, path: &Path) -> Result<(), WriteError> {
-        let (dir, name) = self.parent(WriteOp::Remove, path).await?;
-        let removed = self.storage.pool().remove(&dir, name).await;
-        self.storage.forget(path);
-        removed.map_err(|e| self.storage.write_error(WriteOp::Remove, path, e))
+        let removed = async {
+            let (dir, name) = self.parent(WriteOp::Remove, path).await?;
+            let removed = self.storage.pool().remove(&dir, name).await;
+            self.storage.forget(path);
+            removed.map_err(|e| self.storage.write_error(WriteOp::Remove, path, e))
+        };
+        self.storage.metered(removed).await
     }
 
     /// RMDIR, through the same pool as REMOVE; a NOENT (a retry whose first try took effect,
     /// or a directory never there) is NotFound, as REMOVE's is.
     async fn remove_dir(&self, dir: &Path) -> Result<(), WriteError> {
-        let (parent, name) = self.parent(WriteOp::RemoveDir, dir).await?;
-        let removed = self.storage.pool().rmdir(&parent, name).await;
-        self.storage.forget(dir);
-        removed.map_err(|e| self.storage.write_error(WriteOp::RemoveDir, dir, e))
+        let removed = async {
+            let (parent, name) = self.parent(WriteOp::RemoveDir, dir).await?;
+            let removed = self.storage.pool().rmdir(&parent, name).await;
+            self.storage.forget(dir);
+            removed.map_err(|e| self.storage.write_error(WriteOp::RemoveDir, dir, e))
+        };
+        self.storage.metered(removed).await
     }
 
     /// FSSTAT's bytes free to this user, on the export's file system.
@@ -363,8 +382,9 @@ impl WriteStorage for NfsWriter {
         Ok(())
     }
 
+    /// The counts, and the CPU time of the writer's client (its calls and its transport).
     fn stats(&self) -> WriteStats {
-        self.counters.stats()
+        WriteStats { cpu_ns: self.storage.cpu_ns(), ..self.counters.stats() }
     }
 }
 
@@ -511,7 +531,7 @@ impl WriteFile for NfsWriteFile {
             Stability::DataSync => stable_how::DATA_SYNC,
             Stability::FileSync => stable_how::FILE_SYNC,
         };
-        let verifier = self.send(offset, &data, stable).await?;
+        let verifier = self.storage.metered(self.send(offset, &data, stable)).await?;
         self.counters.n_writes.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
         if stability == Stability::Unstable {
@@ -531,12 +551,12 @@ impl WriteFile for NfsWriteFile {
     }
 
     async fn sync(&self) -> Result<(), WriteError> {
-        self.commit().await
+        self.storage.metered(self.commit()).await
     }
 
     /// Commits what is not committed yet, as the kernel client does at close.
     async fn close(self: Box<Self>) -> Result<(), WriteError> {
-        self.commit().await
+        self.storage.metered(self.commit()).await
     }
 }
 
