@@ -10,6 +10,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
+use playsim::report::record::RecordFigures;
 use playsim::report::{DropCauseName, Report, RunStatus};
 use playsim_testserver::{AccessType, ExportSpec, NfsServer};
 
@@ -439,7 +440,8 @@ fn frametest_over_nfs_takes_the_nfs_knobs() -> Result<()> {
 
 /// `playsim record` to an `nfs://` directory, through playsim's own client (CREATE, WRITE,
 /// COMMIT, RENAME): every frame is on the server under its real name, byte for byte the
-/// generator's, with no partial file; the same directory again is refused as not empty.
+/// generator's, with no partial file, and the client's CPU is the report's write CPU; the same
+/// directory again is refused as not empty.
 #[test]
 fn record_writes_a_sequence_through_playsims_nfs_client() -> Result<()> {
     let shared = shared()?;
@@ -455,6 +457,9 @@ fn record_writes_a_sequence_through_playsims_nfs_client() -> Result<()> {
     done.ensure_code(0)?;
     ensure!(done.stdout.contains("Frames written: 12 of 12"), "{done}");
     ensure!(done.stdout.contains("written as nfs:// export"), "{done}");
+    let figures: RecordFigures = serde_json::from_str(&std::fs::read_to_string(&json)?)
+        .with_context(|| format!("{} is not record's JSON", json.display()))?;
+    ensure!(figures.write_cpu_s_per_gb > 0.0, "no write CPU counted: {figures:?}");
     let reference = tmp.path().join("generated");
     generate(&reference, SMALL_PRESET, 12, &[])?;
     let mut names: Vec<String> = std::fs::read_dir(&dest)?
