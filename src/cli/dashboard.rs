@@ -191,13 +191,7 @@ impl Rates {
             .as_ref()
             .filter(|b| !now.ended && b.elapsed < now.elapsed && b.streams.len() == now.streams.len());
         let seconds = before.map_or(now.elapsed, |b| now.elapsed - b.elapsed).as_secs_f64();
-        let per_second = |now: u64, before: u64| {
-            if seconds > 0.0 {
-                now.saturating_sub(before) as f64 / seconds
-            } else {
-                0.0
-            }
-        };
+        let per_second = |now: u64, before: u64| per_second(now, before, seconds);
         let streams = now
             .streams
             .iter()
@@ -253,13 +247,7 @@ impl Rates {
                 continue;
             }
             let seconds = before.map_or(counts.elapsed, |b| counts.elapsed - b.elapsed).as_secs_f64();
-            let per_second = |now: u64, before: u64| {
-                if seconds > 0.0 {
-                    now.saturating_sub(before) as f64 / seconds
-                } else {
-                    0.0
-                }
-            };
+            let per_second = |now: u64, before: u64| per_second(now, before, seconds);
             let row = ClientView {
                 rank: counts.rank,
                 host: counts.host.clone(),
@@ -271,6 +259,15 @@ impl Rates {
             self.clients.insert(counts.rank, (counts.clone(), row));
         }
         self.clients.values().map(|(_, row)| row.clone()).collect()
+    }
+}
+
+/// The rate of a count that went from `before` to `now` in `seconds`; 0 over no time.
+fn per_second(now: u64, before: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        now.saturating_sub(before) as f64 / seconds
+    } else {
+        0.0
     }
 }
 

@@ -480,26 +480,7 @@ impl WriteStorage for SmbWriter {
     }
 
     async fn remove(&self, path: &Path) -> Result<(), WriteError> {
-        let inner = self.inner();
-        let relative = self.relative(WriteOp::Remove, path)?;
-        let removed = in_session(inner, WriteOp::Remove, &relative, |session, mut conn| {
-            let relative = relative.clone();
-            Box::pin(on_client(inner, async move {
-                match session.tree.delete_file(&mut conn, &relative).await {
-                    Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
-                    removed => removed.map(|()| true),
-                }
-            }))
-        })
-        .await?;
-        match removed {
-            // Removed; or a retry of a delete that took effect, which finds nothing.
-            (true, _) | (false, true) => {}
-            (false, false) => {
-                let why = "no such file".to_owned();
-                return Err(write_error(inner, WriteOp::Remove, &relative, StorageErrorKind::NotFound, why));
-            }
-        }
+        let relative = self.delete(WriteOp::Remove, path).await?;
         self.unsynced().remove(&relative);
         Ok(())
     }
@@ -507,32 +488,10 @@ impl WriteStorage for SmbWriter {
     /// The crate's `delete_directory`: CREATE (FILE_DIRECTORY_FILE), SET_INFO
     /// FileDispositionInformation and CLOSE in one compound, which the server refuses for a
     /// directory that is not empty (STATUS_DIRECTORY_NOT_EMPTY). A retry that finds nothing is
-    /// success, as `remove`'s is.
+    /// success, as `remove`'s is. The writer keeps no handle of a directory, and an empty one
+    /// had no file left to flush: nothing to forget.
     async fn remove_dir(&self, dir: &Path) -> Result<(), WriteError> {
-        let inner = self.inner();
-        let op = WriteOp::RemoveDir;
-        let relative = self.relative(op, dir)?;
-        let removed = in_session(inner, op, &relative, |session, mut conn| {
-            let relative = relative.clone();
-            Box::pin(on_client(inner, async move {
-                match session.tree.delete_directory(&mut conn, &relative).await {
-                    Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
-                    removed => removed.map(|()| true),
-                }
-            }))
-        })
-        .await?;
-        match removed {
-            // Removed; or a retry of a delete that took effect, which finds nothing.
-            (true, _) | (false, true) => {}
-            (false, false) => {
-                let why = "no such directory".to_owned();
-                return Err(write_error(inner, op, &relative, StorageErrorKind::NotFound, why));
-            }
-        }
-        // The writer keeps no handle of a directory, and an empty one had no file left to
-        // flush: nothing to forget.
-        Ok(())
+        self.delete(WriteOp::RemoveDir, dir).await.map(drop)
     }
 
     /// QUERY_INFO FileFsFullSizeInformation of the share: the bytes available to this user
@@ -579,6 +538,37 @@ impl WriteStorage for SmbWriter {
 }
 
 impl SmbWriter {
+    /// Deletes the file (`WriteOp::Remove`) or empty directory (`WriteOp::RemoveDir`) at
+    /// `path`; a retry of a delete that took effect, which finds nothing, is success. Returns
+    /// the path relative to the share.
+    async fn delete(&self, op: WriteOp, path: &Path) -> Result<String, WriteError> {
+        let inner = self.inner();
+        let relative = self.relative(op, path)?;
+        let removed = in_session(inner, op, &relative, |session, mut conn| {
+            let relative = relative.clone();
+            Box::pin(on_client(inner, async move {
+                let deleted = if op == WriteOp::RemoveDir {
+                    session.tree.delete_directory(&mut conn, &relative).await
+                } else {
+                    session.tree.delete_file(&mut conn, &relative).await
+                };
+                match deleted {
+                    Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+                    deleted => deleted.map(|()| true),
+                }
+            }))
+        })
+        .await?;
+        match removed {
+            // Removed; or a retry of a delete that took effect, which finds nothing.
+            (true, _) | (false, true) => Ok(relative),
+            (false, false) => {
+                let why = if op == WriteOp::RemoveDir { "no such directory" } else { "no such file" };
+                Err(write_error(inner, op, &relative, StorageErrorKind::NotFound, why.to_owned()))
+            }
+        }
+    }
+
     /// Whether `relative` names something in the share.
     async fn exists(&self, relative: &str) -> Result<bool, WriteError> {
         let inner = self.inner();
