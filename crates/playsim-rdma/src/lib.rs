@@ -26,7 +26,7 @@
 //! // A READ call that offers one write chunk of one 1 MiB segment for the data.
 //! let offered = [Segment { handle: 0x1234, length: 1 << 20, offset: 0x7f00_0000_0000 }];
 //! let mut call = Vec::new();
-//! encode_call_header(&mut call, 7, 32, Some(&offered), None);
+//! encode_call_header(&mut call, 7, 32, &[], Some(&offered), None);
 //! assert_eq!(call.len(), 52);
 //!
 //! // The server's reply header: RDMA_MSG, 32 credits, the write chunk with 4096 bytes placed.
@@ -71,7 +71,7 @@ pub use connection::RdmaChannel;
 use connection::{Negotiated, CREDITS_WANTED, INLINE_RECV, INLINE_SEND};
 use registry::{RegisteredBuffer, Registry};
 pub use transport::NfsRdmaTransport;
-use verbs::ProtectionDomain;
+use verbs::{ProtectionDomain, RemoteAccess};
 
 /// The port NFS servers listen on for RPC-over-RDMA (RFC 8267), as the kernel client's
 /// `port=20049`.
@@ -121,6 +121,8 @@ pub(crate) struct Shared {
     buffer_returned: tokio::sync::Notify,
     /// READs whose data went through a bounce buffer.
     bounced_reads: AtomicU64,
+    /// WRITEs whose data the server pulled from a read chunk.
+    read_chunk_writes: AtomicU64,
 }
 
 impl Shared {
@@ -137,6 +139,7 @@ impl Shared {
             buffers_out: AtomicUsize::new(0),
             buffer_returned: tokio::sync::Notify::new(),
             bounced_reads: AtomicU64::new(0),
+            read_chunk_writes: AtomicU64::new(0),
         }
     }
 
@@ -177,30 +180,39 @@ impl Shared {
 
     /// A registered buffer of at least `len` bytes for a reply chunk, from the pool.
     fn reply_buffer(self: &Arc<Self>, len: usize) -> io::Result<ReplyBuffer> {
+        self.pooled_buffer(len, RemoteAccess::Write)
+    }
+
+    /// A registered buffer of at least `len` bytes the server may access as `remote` says,
+    /// from the pool (registered anew when none there is large enough).
+    fn pooled_buffer(self: &Arc<Self>, len: usize, remote: RemoteAccess) -> io::Result<ReplyBuffer> {
         let found = {
             let mut pool = lock(&self.reply_buffers);
-            pool.iter().position(|b| b.len() >= len).map(|i| pool.swap_remove(i))
+            pool.iter().position(|b| b.len() >= len && b.remote() == remote).map(|i| pool.swap_remove(i))
         };
         let buffer = match found {
             Some(buffer) => buffer,
             None => {
                 let pd =
                     lock(&self.pd).clone().ok_or_else(|| io::Error::other("no RDMA connection is open"))?;
-                RegisteredBuffer::new(&pd, len, true)?
+                RegisteredBuffer::new(&pd, len, remote)?
             }
         };
         self.buffers_out.fetch_add(1, Ordering::AcqRel);
         Ok(ReplyBuffer { buffer: Some(buffer), shared: Arc::clone(self) })
     }
 
-    /// A registered buffer of at least `len` bytes that a READ's data is placed in instead of
-    /// its frame buffer, which could not be registered for lack of locked memory; copied
-    /// from after the reply. When no more memory can be registered, waits for one of the
-    /// buffers in use to come back; fails only when none is in use.
-    async fn bounce_buffer(self: &Arc<Self>, len: usize) -> io::Result<ReplyBuffer> {
+    /// A registered buffer of at least `len` bytes standing in for memory the client cannot
+    /// offer directly, from the pool: with [`RemoteAccess::Write`], one a READ's data is
+    /// placed in instead of its frame buffer, which could not be registered for lack of
+    /// locked memory (copied from after the reply); with [`RemoteAccess::Read`], one a
+    /// WRITE's data is copied into for the server to pull through a read chunk. When no more
+    /// memory can be registered, waits for one of the buffers in use to come back; fails
+    /// only when none is in use.
+    async fn bounce_buffer(self: &Arc<Self>, len: usize, remote: RemoteAccess) -> io::Result<ReplyBuffer> {
         loop {
             let returned = self.buffer_returned.notified();
-            match self.reply_buffer(len) {
+            match self.pooled_buffer(len, remote) {
                 Ok(buffer) => return Ok(buffer),
                 Err(e)
                     if registry::is_memlock_shortage(&e) && self.buffers_out.load(Ordering::Acquire) > 0 =>
@@ -231,7 +243,7 @@ impl Drop for ReplyBuffer {
     fn drop(&mut self) {
         if let Some(buffer) = self.buffer.take() {
             let mut pool = lock(&self.shared.reply_buffers);
-            if pool.len() < MAX_POOLED_BUFFERS {
+            if pool.iter().filter(|b| b.remote() == buffer.remote()).count() < MAX_POOLED_BUFFERS {
                 pool.push(buffer);
             }
         }
@@ -240,7 +252,8 @@ impl Drop for ReplyBuffer {
     }
 }
 
-/// Reply and bounce buffers kept registered for reuse, at most.
+/// Reply and bounce buffers kept registered for reuse, at most, of each access (the server
+/// writing into them, or reading from them).
 const MAX_POOLED_BUFFERS: usize = 64;
 
 /// The RPC-over-RDMA transport of an NFS client: makes its [`RdmaChannel`]s, all on one
@@ -310,6 +323,10 @@ impl RpcConnector for RdmaConnector {
             (
                 "reads_through_bounce_buffers".to_owned(),
                 shared.bounced_reads.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "writes_in_read_chunks".to_owned(),
+                shared.read_chunk_writes.load(Ordering::Relaxed).to_string(),
             ),
             ("replies_in_reply_chunk_process".to_owned(), NOMSG_REPLIES.load(Ordering::Relaxed).to_string()),
             ("registered_bytes".to_owned(), registered.to_string()),
