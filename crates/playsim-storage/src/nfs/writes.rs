@@ -287,8 +287,14 @@ impl NfsWriter {
 #[async_trait::async_trait]
 impl WriteStorage for NfsWriter {
     fn describe(&self) -> String {
+        // Over TCP as it always was; over another transport (RDMA, whose WRITEs send their
+        // data in read chunks) the transport is named, so that a report says which it was.
+        let (scheme, over) = match self.storage.proto() {
+            "rdma" => ("nfs+rdma", " over RDMA"),
+            _ => ("nfs", ""),
+        };
         format!(
-            "nfs:// export {} (playsim's NFSv3 client, WRITE {} KiB)",
+            "{scheme}:// export {} (playsim's NFSv3 client{over}, WRITE {} KiB)",
             self.storage.export(),
             self.wsize >> 10
         )
