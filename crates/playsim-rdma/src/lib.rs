@@ -7,14 +7,18 @@
 //! RPC transport under it: [`RdmaConnector`] makes [`RdmaChannel`]s, each an rdma_cm
 //! connection to the server's RDMA port (20049) with its own queue pair. READ data is placed
 //! by the server, with RDMA Write, straight into the frame buffer (registered once, reused):
-//! no copy on the client.
+//! no copy on the client. WRITE data is pulled by the server, with RDMA Read, from a read
+//! chunk: a WRITE too large to send inline has its data copied into a pooled buffer
+//! registered for remote reads (one copy on the client), and the rest of the call goes inline
+//! (RFC 8166 §3.5, RFC 8267). Any other call too large to send inline is refused, saying so.
 //!
 //! - [`header`]: the transport header, encoded and decoded as a pure function over bytes
 //!   (the server's bytes are hostile until checked).
 //! - `verbs`: the verbs and connection-manager calls, through rdma-mummy-sys, which loads
 //!   libibverbs and librdmacm at run time. Every `unsafe` block but the registry's two is
 //!   there.
-//! - `registry`: registered memory, the client's buffers and the frame buffers.
+//! - `registry`: registered memory, the client's buffers (send, receive, reply, bounce and
+//!   read-chunk buffers) and the frame buffers.
 //! - `connection`: one connection, its credits, its calls in flight and its poller thread.
 //! - [`NfsRdmaTransport`]: the `nfs+rdma` transport (and `nfs://...?proto=rdma`).
 //!
@@ -43,6 +47,25 @@
 //! let ReplyKind::Msg { write_list, .. } = &header.kind else { panic!("an RDMA_MSG reply") };
 //! assert_eq!(playsim_rdma::header::placed_length(&write_list[0], &offered)?, 4096);
 //! # Ok::<(), playsim_rdma::header::HeaderError>(())
+//! ```
+//!
+//! A WRITE whose data goes in a read chunk: the read segment's position is the data's offset
+//! in the RPC message, and the Send holds the message without the data and its padding.
+//!
+//! ```
+//! use playsim_rdma::header::{encode_call_with_read_chunk, CallMessage, Segment};
+//!
+//! let rpc_header = [0u8; 40]; // call header, credential, verifier
+//! let mut args = vec![0u8; 52]; // handle, offset, count, stable, the data's length word
+//! args[48..52].copy_from_slice(&6u32.to_be_bytes());
+//! args.extend_from_slice(b"frame!\0\0"); // 6 bytes of data and 2 of padding
+//! let source = Segment { handle: 0x99, length: 6, offset: 0x7f00_0000_0000 };
+//! let call = CallMessage { rpc_header: &rpc_header, args: &args, data_at: 52 };
+//! let mut send = Vec::new();
+//! let read = encode_call_with_read_chunk(&mut send, 8, 32, &call, source, None)?;
+//! assert_eq!(read.position, 40 + 52);
+//! assert_eq!(send.len(), 52 /* transport header */ + 40 + 52);
+//! # Ok::<(), playsim_rdma::header::DataItemError>(())
 //! ```
 //!
 //! [`NfsStorage`]: playsim_storage::nfs::NfsStorage
