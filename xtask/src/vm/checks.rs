@@ -387,7 +387,8 @@ mod tests {
         assert_eq!(check_record("userspace-tcp-guest", &own), Ok(()));
         let short = figures("nfs:// export /export (playsim's NFSv3 client, WRITE 1024 KiB)", 7);
         assert!(check_record("userspace-tcp-guest", &short).is_err_and(|e| e.contains("7 frames written")));
-        let rdma = figures("nfs+rdma:// export /export (playsim's NFSv3 client over RDMA, WRITE 1024 KiB)", 8);
+        let rdma =
+            figures("nfs+rdma:// export /export (playsim's NFSv3 client over RDMA, WRITE 1024 KiB)", 8);
         assert_eq!(check_record("userspace-rdma", &rdma), Ok(()));
         // Each of playsim's transports is told from the other.
         assert!(check_record("userspace-rdma", &own).is_err());
