@@ -225,6 +225,7 @@ fn run_tier(args: &VmArgs) -> Result<Outcome> {
         expected.push((format!("NETEM {path} "), format!("NETEM {path} OK")));
     }
     expected.push(("LISTING userspace-rdma ".into(), "LISTING userspace-rdma OK".into()));
+    expected.push(("MATRIX userspace-rdma ".into(), "MATRIX userspace-rdma OK".into()));
     for path in checks::RECORD_PATHS {
         expected.push((format!("RECORD {path} "), format!("RECORD {path} OK")));
     }

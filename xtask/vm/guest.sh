@@ -145,9 +145,10 @@ say "scenario done"
 
 # Record: the same capture (8 HD DPX frames, encoded, synced at the end) written to the guest's
 # tmpfs, through each kernel mount (the kernel's NFS client over TCP and over RDMA) and through
-# playsim's own NFS client, as a scenario of record runs that keep their files. The generator is
-# deterministic, so every path's files must be byte-identical to the local ones; the host checks
-# each JSON's storage label and counts.
+# playsim's own NFS client over TCP and over RDMA (its WRITEs' data in read chunks), as a
+# scenario of record runs that keep their files. The generator is deterministic, so every
+# path's files must be byte-identical to the local ones; the host checks each JSON's storage
+# label and counts.
 REC="format = \"dpx\", preset = \"hd\", fps = \"max\", frames = 8, sync = \"end\", encoders = 1"
 cat > /tmp/record.toml <<TOML
 name = "rec"
@@ -167,14 +168,19 @@ record = { destination = "/mnt/rdma/rec-rdma", $REC }
 name = "userspace-tcp-guest"
 keep = true
 record = { destination = "nfs://10.0.2.15/export/rec-user?mountport=20048&nfsport=2049", $REC }
+[[run]]
+name = "userspace-rdma"
+keep = true
+record = { destination = "nfs+rdma://10.0.2.15/export/rec-urdma?mountport=20048", $REC }
 TOML
 timeout 600 "$PLAYSIM" run /tmp/record.toml --quiet --json-dir /out/record > /out/record.txt 2>&1
 rc=$?
 [ $rc = 0 ] || tail -20 /out/record.txt
 (cd /tmp/rec-local && md5sum frame.*) > /out/record-local.md5
-for t in tcp rdma userspace-tcp-guest; do
+for t in tcp rdma userspace-tcp-guest userspace-rdma; do
   case $t in
     userspace-tcp-guest) dir=/export/rec-user ;;
+    userspace-rdma) dir=/export/rec-urdma ;;
     *) dir=/export/rec-$t ;;
   esac
   (cd "$dir" 2>/dev/null && md5sum frame.*) > "/out/record-$t.md5"
@@ -188,7 +194,7 @@ for t in tcp rdma userspace-tcp-guest; do
     echo "RECORD $t MISMATCH ($(wc -l < "/out/record-$t.md5") files against the local recording's 8)" >> /out/results.txt
   fi
 done
-rm -rf /export/rec-tcp /export/rec-rdma /export/rec-user /tmp/rec-local
+rm -rf /export/rec-tcp /export/rec-rdma /export/rec-user /export/rec-urdma /tmp/rec-local
 say "record runs done"
 grep -E 'xprt' /proc/self/mountstats | sort | uniq -c
 grep ' nfs ' /proc/mounts > /out/mounts.txt
@@ -225,6 +231,22 @@ else
 fi
 rm -rf /export/many
 say "listing done"
+
+# The matrix on a location over nfs+rdma:// (issue 23): its media made in a local stage and
+# copied to the export through playsim's own client over RDMA (WRITEs whose data go in read
+# chunks), then each trial played back over RDMA: one small DPX row, one rate, yes/no.
+mkdir -p /export/mx
+timeout 300 "$PLAYSIM" matrix "$(source_of userspace-rdma mx)" --formats dpx:256x144 --rates 24 \
+  --streams 1 --window 2s --stage /tmp/mx-stage --quiet --json /out/matrix-rdma.json \
+  > /out/matrix-rdma.txt 2> /out/matrix-rdma.err
+rc=$?
+if [ $rc = 0 ] && grep -q '"best_streams": 1' /out/matrix-rdma.json && [ -f /export/mx/matrix-media/.dpx-256x144.complete ]; then
+  echo "MATRIX userspace-rdma OK $(grep -A2 '^format' /out/matrix-rdma.txt | tail -1)" >> /out/results.txt
+else
+  echo "MATRIX userspace-rdma FAILED ($(why $rc /out/matrix-rdma.err); $(ls -a /export/mx/matrix-media 2>&1 | tr '\n' ' '))" >> /out/results.txt
+fi
+rm -rf /export/mx /tmp/mx-stage
+say "matrix done"
 
 # The SMB server for the bench rows and the SMB mounts below: Samba's smbd shares the export
 # as `media`, for one user; playsim's smb:// client takes the user from the environment. (The

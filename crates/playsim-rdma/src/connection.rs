@@ -4,9 +4,11 @@
 //!
 //! Calls go inline in a SEND; a READ offers a Write chunk that points into its frame buffer
 //! (registered once by the [`Registry`](crate::registry::Registry)), so the server places the
-//! data there with RDMA Write and the reply carries only the READ's result. A call whose reply
-//! may not fit a receive (READDIRPLUS) offers a reply chunk. The server's credit grant, in
-//! each reply, bounds the calls outstanding.
+//! data there with RDMA Write and the reply carries only the READ's result. A WRITE too large
+//! to send inline has its data copied into a registered buffer (from the pool, registered for
+//! remote reads) named by a read chunk, which the server pulls with RDMA Read; the rest of
+//! the call goes inline. A call whose reply may not fit a receive (READDIRPLUS) offers a
+//! reply chunk. The server's credit grant, in each reply, bounds the calls outstanding.
 
 use std::collections::HashMap;
 use std::io;
@@ -22,6 +24,7 @@ use crate::header::{self, ConnectPrivate, RdmaError, ReplyKind, Segment};
 use crate::registry::RegisteredBuffer;
 use crate::verbs::{
     CmEvent, CmId, Completion, CompletionChannel, CompletionQueue, EventChannel, ProtectionDomain,
+    RemoteAccess,
 };
 use crate::{ReplyBuffer, Shared};
 
@@ -127,10 +130,10 @@ impl RdmaChannel {
         let cq = CompletionQueue::new(context, (n_recv + n_send + 8) as i32, &completion_channel)?;
         id.create_qp(&pd, &cq, n_send as u32, n_recv as u32)?;
         let sends = (0..n_send)
-            .map(|_| RegisteredBuffer::new(&pd, INLINE_SEND, false))
+            .map(|_| RegisteredBuffer::new(&pd, INLINE_SEND, RemoteAccess::None))
             .collect::<io::Result<Vec<_>>>()?;
         let recvs = (0..n_recv)
-            .map(|_| RegisteredBuffer::new(&pd, INLINE_RECV, false))
+            .map(|_| RegisteredBuffer::new(&pd, INLINE_RECV, RemoteAccess::None))
             .collect::<io::Result<Vec<_>>>()?;
         for (i, buffer) in recvs.iter().enumerate() {
             id.post_recv(buffer.region(), 0, INLINE_RECV as u32, i as u64)?;
@@ -271,6 +274,7 @@ impl RpcChannel for RdmaChannel {
             offered_memory: false,
             reply_buffer: None,
             bounce: None,
+            read_chunk: None,
         };
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
 
@@ -291,7 +295,7 @@ impl RpcChannel for RdmaChannel {
                 }
                 Err(refused) if refused.memlock => {
                     let bounce = shared
-                        .bounce_buffer(read.dest.len())
+                        .bounce_buffer(read.dest.len(), RemoteAccess::Write)
                         .await
                         .map_err(|e| CallError::Fatal(e.to_string()))?;
                     offered_write = Some(Segment {
@@ -314,24 +318,83 @@ impl RpcChannel for RdmaChannel {
             credit.reply_buffer = Some(buffer);
         }
         let offered_reply = credit.reply_buffer.as_deref().map(reply_segment);
+        let reply_chunk = offered_reply.as_ref().map(std::slice::from_ref);
+        let write_chunk = offered_write.as_ref().map(std::slice::from_ref);
 
-        let mut message = Vec::with_capacity(256 + call.args.len());
-        header::encode_call_header(
-            &mut message,
-            xid,
-            CREDITS_WANTED,
-            offered_write.as_ref().map(std::slice::from_ref),
-            offered_reply.as_ref().map(std::slice::from_ref),
-        );
-        let header_len = message.len();
-        encode_call_message(&mut message, xid, &call, &self.credential);
+        // The RPC message is the call header (with its credential) and the arguments; the
+        // header is encoded apart so that a WRITE's data can be left out of the Send.
+        let mut rpc_header = Vec::with_capacity(128);
+        let bare = RpcCall {
+            program: call.program,
+            version: call.version,
+            procedure: call.procedure,
+            args: &[],
+            read_into: None,
+            bulk: None,
+            max_reply: call.max_reply,
+        };
+        encode_call_message(&mut rpc_header, xid, &bare, &self.credential);
         let server_recv = connection.negotiated.server_recv.min(INLINE_SEND);
-        if message.len() > server_recv {
-            return Err(CallError::Fatal(format!(
-                "a call of {} bytes ({} of transport header) does not fit the server's {server_recv}-byte inline receive, and playsim sends no read chunks",
-                message.len(),
-                header_len
-            )));
+        let inline_len =
+            header::call_header_len(&[], write_chunk, reply_chunk) + rpc_header.len() + call.args.len();
+        let mut message = Vec::with_capacity(inline_len.min(INLINE_SEND) + 64);
+        if inline_len <= server_recv {
+            header::encode_call_header(&mut message, xid, CREDITS_WANTED, &[], write_chunk, reply_chunk);
+            message.extend_from_slice(&rpc_header);
+            message.extend_from_slice(call.args);
+        } else {
+            // Too large to send inline. A WRITE's data moves to a read chunk: copied into a
+            // registered buffer the server pulls with RDMA Read, the rest of the call inline
+            // (RFC 8166 §3.5, RFC 8267 §4). Any other call is refused (no Position-Zero read
+            // chunk: playsim sends no other call near this size).
+            let Some(bulk) = call.bulk.filter(|_| write_chunk.is_none()) else {
+                return Err(CallError::Fatal(format!(
+                    "a call of {inline_len} bytes does not fit the server's {server_recv}-byte inline receive, and it carries no bulk data to send in a read chunk",
+                )));
+            };
+            let data = bulk
+                .offset
+                .checked_add(bulk.len)
+                .and_then(|end| call.args.get(bulk.offset..end))
+                .ok_or_else(|| {
+                    CallError::Fatal(format!(
+                        "a call's bulk data ({} bytes at byte {}) lies outside its {} bytes of arguments",
+                        bulk.len,
+                        bulk.offset,
+                        call.args.len()
+                    ))
+                })?;
+            let length = u32::try_from(data.len())
+                .map_err(|_| CallError::Fatal(format!("a write of {} bytes is too large", data.len())))?;
+            // The source buffer is the call's until its reply: the guard holds it, and a call
+            // abandoned before then breaks the connection, so the server reads nothing later.
+            let source = connection
+                .shared
+                .bounce_buffer(data.len(), RemoteAccess::Read)
+                .await
+                .map_err(|e| CallError::Fatal(e.to_string()))?;
+            source.write(data);
+            let segment =
+                Segment { handle: source.region().rkey(), length, offset: source.region().addr() as u64 };
+            credit.read_chunk = Some(source);
+            let parts =
+                header::CallMessage { rpc_header: &rpc_header, args: call.args, data_at: bulk.offset };
+            header::encode_call_with_read_chunk(
+                &mut message,
+                xid,
+                CREDITS_WANTED,
+                &parts,
+                segment,
+                reply_chunk,
+            )
+            .map_err(|e| CallError::Fatal(e.to_string()))?;
+            if message.len() > server_recv {
+                return Err(CallError::Fatal(format!(
+                    "a write's call without its data is {} bytes, and does not fit the server's {server_recv}-byte inline receive",
+                    message.len()
+                )));
+            }
+            connection.shared.read_chunk_writes.fetch_add(1, Ordering::Relaxed);
         }
         let (tx, rx) = oneshot::channel();
         {
@@ -342,7 +405,8 @@ impl RpcChannel for RdmaChannel {
             state.waiters.insert(xid, tx);
         }
         credit.waiting_xid = Some(xid);
-        credit.offered_memory = offered_write.is_some() || offered_reply.is_some();
+        credit.offered_memory =
+            offered_write.is_some() || offered_reply.is_some() || credit.read_chunk.is_some();
         connection.sends[slot].write(&message);
         if let Err(e) = connection.id.post_send(
             connection.sends[slot].region(),
@@ -377,8 +441,10 @@ impl RpcChannel for RdmaChannel {
 /// while the call still waits for a reply that may place data in memory it offered, it breaks
 /// the connection, so that the server can no longer write there.
 ///
-/// It holds the call's reply and bounce buffers too, so that they go back to their pool only
-/// after that (fields drop after `drop` has run).
+/// It holds the call's reply, bounce and read-chunk buffers too, so that they go back to
+/// their pool only after that (fields drop after `drop` has run): the server may read a
+/// WRITE's data from its read chunk until the reply arrives, so the buffer stays registered
+/// and untouched until then.
 struct CreditGuard<'a> {
     connection: &'a Connection,
     slot: Option<usize>,
@@ -386,6 +452,7 @@ struct CreditGuard<'a> {
     offered_memory: bool,
     reply_buffer: Option<ReplyBuffer>,
     bounce: Option<ReplyBuffer>,
+    read_chunk: Option<ReplyBuffer>,
 }
 
 impl Drop for CreditGuard<'_> {
@@ -395,7 +462,7 @@ impl Drop for CreditGuard<'_> {
             connection.lock().waiters.remove(&xid);
             if self.offered_memory {
                 connection.fail(format!(
-                    "a call to {} was abandoned while the server could still write into its buffer",
+                    "a call to {} was abandoned while the server could still write into its buffer or read from it",
                     connection.peer
                 ));
             }

@@ -1,5 +1,6 @@
 //! The RPC-over-RDMA version 1 transport header (RFC 8166 §4) and the RDMA-CM private data
-//! of RFC 8797: encoding a call's header, decoding a reply's, and checking what it claims.
+//! of RFC 8797: encoding a call's header (with a read chunk for a WRITE's data), decoding a
+//! reply's, and checking what it claims.
 //!
 //! Every field is an XDR big-endian word (a segment's offset is two). A header is
 //!
@@ -87,8 +88,8 @@ impl Segment {
 }
 
 /// A read list item: a segment the responder pulls with RDMA Read, and where its bytes go
-/// in the XDR stream. playsim's calls carry none (it only reads files), and a reply never
-/// does; the type is here for completeness of the wire format.
+/// in the XDR stream. A WRITE too large to send inline carries its data in one (see
+/// [`encode_call_with_read_chunk`]); a reply never carries any.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ReadSegment {
     /// The offset in the RPC message's XDR stream at which this segment's bytes belong.
@@ -388,22 +389,32 @@ pub enum HeaderError {
 /// Appends the transport header of an RDMA_MSG call to `out`: the RPC call follows it
 /// inline in the same Send.
 ///
-/// `credits` is the number of credits requested. The read list is empty (playsim sends no
-/// bulk data); `write_chunk` is the one write chunk a READ offers for its data (the write
-/// list is empty without it); `reply_chunk` is offered for a reply that may not fit inline.
-/// The header takes [`call_header_len`] bytes. (A chunk of more than `u32::MAX` segments
-/// cannot be described on the wire; only its first `u32::MAX` would be encoded.)
+/// `credits` is the number of credits requested. `read_list` is the call's read segments
+/// (empty for a call sent whole inline; one for a WRITE whose data travels in a read chunk,
+/// see [`encode_call_with_read_chunk`]); `write_chunk` is the one write chunk a READ offers
+/// for its data (the write list is empty without it); `reply_chunk` is offered for a reply
+/// that may not fit inline. The header takes [`call_header_len`] bytes. (A chunk of more than
+/// `u32::MAX` segments cannot be described on the wire; only its first `u32::MAX` would be
+/// encoded.)
 pub fn encode_call_header(
     out: &mut Vec<u8>,
     xid: u32,
     credits: u32,
+    read_list: &[ReadSegment],
     write_chunk: Option<&[Segment]>,
     reply_chunk: Option<&[Segment]>,
 ) {
-    out.reserve(call_header_len(write_chunk, reply_chunk));
-    for word in [xid, RPCRDMA_VERSION, credits, RDMA_MSG, 0] {
+    out.reserve(call_header_len(read_list, write_chunk, reply_chunk));
+    for word in [xid, RPCRDMA_VERSION, credits, RDMA_MSG] {
         put_u32(out, word);
     }
+    // The read list is a chain of items, each a "present" word, a position and a segment.
+    for item in read_list {
+        put_u32(out, 1);
+        put_u32(out, item.position);
+        put_segment(out, &item.segment);
+    }
+    put_u32(out, 0);
     if let Some(segments) = write_chunk {
         put_u32(out, 1);
         put_chunk(out, segments);
@@ -418,10 +429,15 @@ pub fn encode_call_header(
     }
 }
 
-/// Bytes of the header [`encode_call_header`] writes for these chunks: 28 with neither.
-pub fn call_header_len(write_chunk: Option<&[Segment]>, reply_chunk: Option<&[Segment]>) -> usize {
-    // Fixed part, the empty read list, the write list's end and the reply chunk's word.
+/// Bytes of the header [`encode_call_header`] writes for these chunks: 28 with none.
+pub fn call_header_len(
+    read_list: &[ReadSegment],
+    write_chunk: Option<&[Segment]>,
+    reply_chunk: Option<&[Segment]>,
+) -> usize {
+    // Fixed part, the read list's end, the write list's end and the reply chunk's word.
     let mut len = FIXED_HEADER_LEN + 4 + 4 + 4;
+    len += read_list.len() * (4 + ReadSegment::ENCODED_LEN);
     for segments in [write_chunk, reply_chunk].into_iter().flatten() {
         len += 4 + encodable(segments).len() * Segment::ENCODED_LEN;
     }
@@ -429,6 +445,84 @@ pub fn call_header_len(write_chunk: Option<&[Segment]>, reply_chunk: Option<&[Se
         len += 4; // its "present" word
     }
     len
+}
+
+/// Appends an RDMA_MSG call whose DDP-eligible data item (RFC 8267: a WRITE's data) travels
+/// in a read chunk, which the server pulls with RDMA Read (RFC 8166 §3.5): the transport
+/// header with one read segment, then the RPC message inline without the data.
+///
+/// The RPC message is `call.rpc_header` (the call header, credential and verifier) followed
+/// by `call.args`, whose bytes `data_at..data_at + source.length` are the data item: the
+/// contents of an XDR opaque whose length word ends at `data_at`. Inline go the RPC header,
+/// the arguments up to `data_at` (the length word stays in the XDR stream) and whatever follows the data's XDR
+/// padding; the data and its padding do not (RFC 8166 §3.5.3: roundup is neither in the
+/// chunk nor inline, and the server supplies it). The read segment's position is the data's
+/// byte offset in the RPC message, counted from its first byte (the XID), not from the
+/// transport header; `source` is the registered memory holding the data, its `length` the
+/// data's length. Returns the read segment sent.
+///
+/// The pieces are checked (they are the caller's, but a wrong position would have the server
+/// write the data at the wrong place of the file): the data item must start on a 4-byte
+/// boundary after its length word, that word must give `source.length`, and the data with
+/// its padding must lie inside `args`.
+pub fn encode_call_with_read_chunk(
+    out: &mut Vec<u8>,
+    xid: u32,
+    credits: u32,
+    call: &CallMessage<'_>,
+    source: Segment,
+    reply_chunk: Option<&[Segment]>,
+) -> Result<ReadSegment, DataItemError> {
+    let CallMessage { rpc_header, args, data_at } = *call;
+    let len = source.length as usize;
+    let bad = |why: &'static str| DataItemError { data_at, len, args_len: args.len(), why };
+    if data_at % 4 != 0 || rpc_header.len() % 4 != 0 {
+        return Err(bad("it does not start on a 4-byte boundary of the rpc message"));
+    }
+    let Some(length_word) = data_at.checked_sub(4).and_then(|at| args.get(at..data_at)) else {
+        return Err(bad("no length word precedes it"));
+    };
+    if length_word != source.length.to_be_bytes() {
+        return Err(bad("the opaque's length word before it gives another length"));
+    }
+    let padded_end = data_at.checked_add(len.div_ceil(4) * 4).filter(|end| *end <= args.len());
+    let Some(padded_end) = padded_end else {
+        return Err(bad("it and its padding run past the arguments"));
+    };
+    let position =
+        u32::try_from(rpc_header.len() + data_at).map_err(|_| bad("its position does not fit 32 bits"))?;
+    let item = ReadSegment { position, segment: source };
+    encode_call_header(out, xid, credits, std::slice::from_ref(&item), None, reply_chunk);
+    out.extend_from_slice(rpc_header);
+    out.extend_from_slice(&args[..data_at]);
+    out.extend_from_slice(&args[padded_end..]);
+    Ok(item)
+}
+
+/// An RPC call message in two parts, and where its DDP-eligible data item lies, for
+/// [`encode_call_with_read_chunk`].
+#[derive(Clone, Copy, Debug)]
+pub struct CallMessage<'a> {
+    /// The RPC call header, credential and verifier: the message up to the arguments.
+    pub rpc_header: &'a [u8],
+    /// The procedure's arguments in XDR, the data item included.
+    pub args: &'a [u8],
+    /// Where the data item's bytes start in `args`, just after its length word.
+    pub data_at: usize,
+}
+
+/// A data item [`encode_call_with_read_chunk`] was given that is not where it was said to be.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the call's bulk data at byte offset {data_at} of its {args_len} bytes of arguments ({len} bytes) cannot go in a read chunk: {why}")]
+pub struct DataItemError {
+    /// Where the data was said to start in the arguments.
+    pub data_at: usize,
+    /// Its length.
+    pub len: usize,
+    /// Bytes of arguments.
+    pub args_len: usize,
+    /// What is wrong.
+    pub why: &'static str,
 }
 
 /// The transaction id of a message: its first word, or `None` when it is shorter than one.
@@ -719,10 +813,14 @@ fn put_chunk(out: &mut Vec<u8>, segments: &[Segment]) {
     let segments = encodable(segments);
     put_u32(out, u32::try_from(segments.len()).unwrap_or(u32::MAX));
     for segment in segments {
-        put_u32(out, segment.handle);
-        put_u32(out, segment.length);
-        out.extend_from_slice(&segment.offset.to_be_bytes());
+        put_segment(out, segment);
     }
+}
+
+fn put_segment(out: &mut Vec<u8>, segment: &Segment) {
+    put_u32(out, segment.handle);
+    put_u32(out, segment.length);
+    out.extend_from_slice(&segment.offset.to_be_bytes());
 }
 
 /// A cursor over a message that reads XDR words and refuses to read past its end.

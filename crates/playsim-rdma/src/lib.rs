@@ -7,14 +7,18 @@
 //! RPC transport under it: [`RdmaConnector`] makes [`RdmaChannel`]s, each an rdma_cm
 //! connection to the server's RDMA port (20049) with its own queue pair. READ data is placed
 //! by the server, with RDMA Write, straight into the frame buffer (registered once, reused):
-//! no copy on the client.
+//! no copy on the client. WRITE data is pulled by the server, with RDMA Read, from a read
+//! chunk: a WRITE too large to send inline has its data copied into a pooled buffer
+//! registered for remote reads (one copy on the client), and the rest of the call goes inline
+//! (RFC 8166 §3.5, RFC 8267). Any other call too large to send inline is refused, saying so.
 //!
 //! - [`header`]: the transport header, encoded and decoded as a pure function over bytes
 //!   (the server's bytes are hostile until checked).
 //! - `verbs`: the verbs and connection-manager calls, through rdma-mummy-sys, which loads
 //!   libibverbs and librdmacm at run time. Every `unsafe` block but the registry's two is
 //!   there.
-//! - `registry`: registered memory, the client's buffers and the frame buffers.
+//! - `registry`: registered memory, the client's buffers (send, receive, reply, bounce and
+//!   read-chunk buffers) and the frame buffers.
 //! - `connection`: one connection, its credits, its calls in flight and its poller thread.
 //! - [`NfsRdmaTransport`]: the `nfs+rdma` transport (and `nfs://...?proto=rdma`).
 //!
@@ -26,7 +30,7 @@
 //! // A READ call that offers one write chunk of one 1 MiB segment for the data.
 //! let offered = [Segment { handle: 0x1234, length: 1 << 20, offset: 0x7f00_0000_0000 }];
 //! let mut call = Vec::new();
-//! encode_call_header(&mut call, 7, 32, Some(&offered), None);
+//! encode_call_header(&mut call, 7, 32, &[], Some(&offered), None);
 //! assert_eq!(call.len(), 52);
 //!
 //! // The server's reply header: RDMA_MSG, 32 credits, the write chunk with 4096 bytes placed.
@@ -43,6 +47,25 @@
 //! let ReplyKind::Msg { write_list, .. } = &header.kind else { panic!("an RDMA_MSG reply") };
 //! assert_eq!(playsim_rdma::header::placed_length(&write_list[0], &offered)?, 4096);
 //! # Ok::<(), playsim_rdma::header::HeaderError>(())
+//! ```
+//!
+//! A WRITE whose data goes in a read chunk: the read segment's position is the data's offset
+//! in the RPC message, and the Send holds the message without the data and its padding.
+//!
+//! ```
+//! use playsim_rdma::header::{encode_call_with_read_chunk, CallMessage, Segment};
+//!
+//! let rpc_header = [0u8; 40]; // call header, credential, verifier
+//! let mut args = vec![0u8; 52]; // handle, offset, count, stable, the data's length word
+//! args[48..52].copy_from_slice(&6u32.to_be_bytes());
+//! args.extend_from_slice(b"frame!\0\0"); // 6 bytes of data and 2 of padding
+//! let source = Segment { handle: 0x99, length: 6, offset: 0x7f00_0000_0000 };
+//! let call = CallMessage { rpc_header: &rpc_header, args: &args, data_at: 52 };
+//! let mut send = Vec::new();
+//! let read = encode_call_with_read_chunk(&mut send, 8, 32, &call, source, None)?;
+//! assert_eq!(read.position, 40 + 52);
+//! assert_eq!(send.len(), 52 /* transport header */ + 40 + 52);
+//! # Ok::<(), playsim_rdma::header::DataItemError>(())
 //! ```
 //!
 //! [`NfsStorage`]: playsim_storage::nfs::NfsStorage
@@ -71,7 +94,7 @@ pub use connection::RdmaChannel;
 use connection::{Negotiated, CREDITS_WANTED, INLINE_RECV, INLINE_SEND};
 use registry::{RegisteredBuffer, Registry};
 pub use transport::NfsRdmaTransport;
-use verbs::ProtectionDomain;
+use verbs::{ProtectionDomain, RemoteAccess};
 
 /// The port NFS servers listen on for RPC-over-RDMA (RFC 8267), as the kernel client's
 /// `port=20049`.
@@ -121,6 +144,8 @@ pub(crate) struct Shared {
     buffer_returned: tokio::sync::Notify,
     /// READs whose data went through a bounce buffer.
     bounced_reads: AtomicU64,
+    /// WRITEs whose data the server pulled from a read chunk.
+    read_chunk_writes: AtomicU64,
 }
 
 impl Shared {
@@ -137,6 +162,7 @@ impl Shared {
             buffers_out: AtomicUsize::new(0),
             buffer_returned: tokio::sync::Notify::new(),
             bounced_reads: AtomicU64::new(0),
+            read_chunk_writes: AtomicU64::new(0),
         }
     }
 
@@ -177,30 +203,39 @@ impl Shared {
 
     /// A registered buffer of at least `len` bytes for a reply chunk, from the pool.
     fn reply_buffer(self: &Arc<Self>, len: usize) -> io::Result<ReplyBuffer> {
+        self.pooled_buffer(len, RemoteAccess::Write)
+    }
+
+    /// A registered buffer of at least `len` bytes the server may access as `remote` says,
+    /// from the pool (registered anew when none there is large enough).
+    fn pooled_buffer(self: &Arc<Self>, len: usize, remote: RemoteAccess) -> io::Result<ReplyBuffer> {
         let found = {
             let mut pool = lock(&self.reply_buffers);
-            pool.iter().position(|b| b.len() >= len).map(|i| pool.swap_remove(i))
+            pool.iter().position(|b| b.len() >= len && b.remote() == remote).map(|i| pool.swap_remove(i))
         };
         let buffer = match found {
             Some(buffer) => buffer,
             None => {
                 let pd =
                     lock(&self.pd).clone().ok_or_else(|| io::Error::other("no RDMA connection is open"))?;
-                RegisteredBuffer::new(&pd, len, true)?
+                RegisteredBuffer::new(&pd, len, remote)?
             }
         };
         self.buffers_out.fetch_add(1, Ordering::AcqRel);
         Ok(ReplyBuffer { buffer: Some(buffer), shared: Arc::clone(self) })
     }
 
-    /// A registered buffer of at least `len` bytes that a READ's data is placed in instead of
-    /// its frame buffer, which could not be registered for lack of locked memory; copied
-    /// from after the reply. When no more memory can be registered, waits for one of the
-    /// buffers in use to come back; fails only when none is in use.
-    async fn bounce_buffer(self: &Arc<Self>, len: usize) -> io::Result<ReplyBuffer> {
+    /// A registered buffer of at least `len` bytes standing in for memory the client cannot
+    /// offer directly, from the pool: with [`RemoteAccess::Write`], one a READ's data is
+    /// placed in instead of its frame buffer, which could not be registered for lack of
+    /// locked memory (copied from after the reply); with [`RemoteAccess::Read`], one a
+    /// WRITE's data is copied into for the server to pull through a read chunk. When no more
+    /// memory can be registered, waits for one of the buffers in use to come back; fails
+    /// only when none is in use.
+    async fn bounce_buffer(self: &Arc<Self>, len: usize, remote: RemoteAccess) -> io::Result<ReplyBuffer> {
         loop {
             let returned = self.buffer_returned.notified();
-            match self.reply_buffer(len) {
+            match self.pooled_buffer(len, remote) {
                 Ok(buffer) => return Ok(buffer),
                 Err(e)
                     if registry::is_memlock_shortage(&e) && self.buffers_out.load(Ordering::Acquire) > 0 =>
@@ -231,7 +266,7 @@ impl Drop for ReplyBuffer {
     fn drop(&mut self) {
         if let Some(buffer) = self.buffer.take() {
             let mut pool = lock(&self.shared.reply_buffers);
-            if pool.len() < MAX_POOLED_BUFFERS {
+            if pool.iter().filter(|b| b.remote() == buffer.remote()).count() < MAX_POOLED_BUFFERS {
                 pool.push(buffer);
             }
         }
@@ -240,7 +275,8 @@ impl Drop for ReplyBuffer {
     }
 }
 
-/// Reply and bounce buffers kept registered for reuse, at most.
+/// Reply and bounce buffers kept registered for reuse, at most, of each access (the server
+/// writing into them, or reading from them).
 const MAX_POOLED_BUFFERS: usize = 64;
 
 /// The RPC-over-RDMA transport of an NFS client: makes its [`RdmaChannel`]s, all on one
@@ -310,6 +346,10 @@ impl RpcConnector for RdmaConnector {
             (
                 "reads_through_bounce_buffers".to_owned(),
                 shared.bounced_reads.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "writes_in_read_chunks".to_owned(),
+                shared.read_chunk_writes.load(Ordering::Relaxed).to_string(),
             ),
             ("replies_in_reply_chunk_process".to_owned(), NOMSG_REPLIES.load(Ordering::Relaxed).to_string()),
             ("registered_bytes".to_owned(), registered.to_string()),

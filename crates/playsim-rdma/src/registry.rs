@@ -1,4 +1,4 @@
-//! Registered memory: the client's own send, receive and reply buffers
+//! Registered memory: the client's own send, receive, reply and bounce buffers
 //! ([`RegisteredBuffer`]), and the frame buffers READs place data into ([`Registry`]),
 //! registered once each and reused.
 
@@ -8,25 +8,31 @@ use std::sync::{Arc, Mutex};
 
 use playsim_storage::nfs::BufferIdentity;
 
-use crate::verbs::{MemoryRegion, ProtectionDomain};
+use crate::verbs::{MemoryRegion, ProtectionDomain, RemoteAccess};
 
 /// A buffer the client owns, registered for its whole life (the region is dropped before
 /// the memory).
 pub(crate) struct RegisteredBuffer {
     region: MemoryRegion,
+    remote: RemoteAccess,
     memory: Mutex<Box<[u8]>>,
 }
 
 impl RegisteredBuffer {
-    pub fn new(pd: &Arc<ProtectionDomain>, len: usize, remote_write: bool) -> io::Result<RegisteredBuffer> {
+    pub fn new(pd: &Arc<ProtectionDomain>, len: usize, remote: RemoteAccess) -> io::Result<RegisteredBuffer> {
         let memory: Box<[u8]> = vec![0u8; len].into_boxed_slice();
         let addr = memory.as_ptr() as usize;
         // SAFETY (of the promise `register` asks): the boxed slice is owned by the returned
         // value and never reallocated; `region` is declared first, so it is deregistered
         // before the memory is freed.
         #[allow(unsafe_code)]
-        let region = unsafe { pd.register(addr, len, remote_write) }.map_err(|e| memlock_hint(e, len))?;
-        Ok(RegisteredBuffer { region, memory: Mutex::new(memory) })
+        let region = unsafe { pd.register(addr, len, remote) }.map_err(|e| memlock_hint(e, len))?;
+        Ok(RegisteredBuffer { region, remote, memory: Mutex::new(memory) })
+    }
+
+    /// What the peer may do with the buffer.
+    pub fn remote(&self) -> RemoteAccess {
+        self.remote
     }
 
     pub fn region(&self) -> &MemoryRegion {
@@ -45,7 +51,8 @@ impl RegisteredBuffer {
         out[..n].copy_from_slice(&memory[..n]);
     }
 
-    /// Copies `bytes` to the start of the buffer (a call about to be sent).
+    /// Copies `bytes` to the start of the buffer (a call about to be sent, a WRITE's data
+    /// about to be offered in a read chunk).
     pub fn write(&self, bytes: &[u8]) {
         let mut memory = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let n = bytes.len().min(memory.len());
@@ -154,7 +161,7 @@ impl Registry {
         // connection (the QP goes to the error state), so no write lands later. An entry
         // kept after its buffer is freed is never offered again: a new buffer has a new id.
         #[allow(unsafe_code)]
-        let region = match unsafe { pd.register(buffer.base, buffer.len, true) } {
+        let region = match unsafe { pd.register(buffer.base, buffer.len, RemoteAccess::Write) } {
             Ok(region) => region,
             Err(e) if is_memlock_shortage(&e) => {
                 let message = memlock_hint(e, buffer.len).to_string();

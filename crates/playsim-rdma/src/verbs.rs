@@ -408,22 +408,25 @@ impl ProtectionDomain {
         self.context == context as usize
     }
 
-    /// Registers `len` bytes at `addr` for local writes and, with `remote_write`, for the
-    /// peer's RDMA Writes.
+    /// Registers `len` bytes at `addr` for local writes and for what `remote` lets the peer
+    /// do: nothing, RDMA Write into it (a write or reply chunk) or RDMA Read from it (a read
+    /// chunk).
     ///
     /// # Safety
     /// `addr..addr + len` must stay allocated while the region is registered and while any
-    /// operation that may touch it (a posted receive, a READ whose write chunk names it) is
-    /// outstanding.
+    /// operation that may touch it (a posted receive, a READ whose write chunk names it, a
+    /// WRITE whose read chunk names it) is outstanding.
     pub unsafe fn register(
         self: &Arc<Self>,
         addr: usize,
         len: usize,
-        remote_write: bool,
+        remote: RemoteAccess,
     ) -> io::Result<MemoryRegion> {
         let mut access = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE;
-        if remote_write {
-            access |= sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE;
+        match remote {
+            RemoteAccess::None => {}
+            RemoteAccess::Write => access |= sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE,
+            RemoteAccess::Read => access |= sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ,
         }
         // SAFETY: the PD is alive; the memory's lifetime is the caller's promise (above).
         let raw =
@@ -438,6 +441,17 @@ impl Drop for ProtectionDomain {
         // SAFETY: every MR and QP on the PD holds an Arc to it, so none is left.
         unsafe { sys::ibv_dealloc_pd(self.raw.as_ptr()) };
     }
+}
+
+/// What the peer may do with a registered region through the connection's queue pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RemoteAccess {
+    /// Nothing: the client's own send and receive buffers.
+    None,
+    /// RDMA Write into it: a READ's write chunk, a reply chunk.
+    Write,
+    /// RDMA Read from it: a WRITE's read chunk.
+    Read,
 }
 
 /// A registered memory region.

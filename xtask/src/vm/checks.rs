@@ -41,7 +41,7 @@ pub fn check_label(path: &str, report: &Value) -> Result<(), String> {
 }
 
 /// The paths the guest records over, besides its tmpfs: the kernel mounts and playsim's client.
-pub const RECORD_PATHS: [&str; 3] = ["tcp", "rdma", "userspace-tcp-guest"];
+pub const RECORD_PATHS: [&str; 4] = ["tcp", "rdma", "userspace-tcp-guest", "userspace-rdma"];
 
 /// Checks a record run's figures (`record --json`, one repetition of the guest's record
 /// scenario) over `path`: every frame written, none dropped, and the storage it names is the
@@ -53,7 +53,8 @@ pub fn check_record(path: &str, figures: &Value) -> Result<(), String> {
     }
     let storage = figures["info"]["storage"].as_str().unwrap_or_default();
     let wanted = match path {
-        "userspace-tcp-guest" => "playsim's NFSv3 client".to_owned(),
+        "userspace-tcp-guest" => "nfs:// export /export (playsim's NFSv3 client,".to_owned(),
+        "userspace-rdma" => "nfs+rdma:// export /export (playsim's NFSv3 client over RDMA,".to_owned(),
         _ => format!("nfs over {path} on /mnt/{path}"),
     };
     if storage.contains(&wanted) {
@@ -386,5 +387,11 @@ mod tests {
         assert_eq!(check_record("userspace-tcp-guest", &own), Ok(()));
         let short = figures("nfs:// export /export (playsim's NFSv3 client, WRITE 1024 KiB)", 7);
         assert!(check_record("userspace-tcp-guest", &short).is_err_and(|e| e.contains("7 frames written")));
+        let rdma =
+            figures("nfs+rdma:// export /export (playsim's NFSv3 client over RDMA, WRITE 1024 KiB)", 8);
+        assert_eq!(check_record("userspace-rdma", &rdma), Ok(()));
+        // Each of playsim's transports is told from the other.
+        assert!(check_record("userspace-rdma", &own).is_err());
+        assert!(check_record("userspace-tcp-guest", &rdma).is_err());
     }
 }

@@ -57,7 +57,7 @@ fn msg_with_write_chunk() -> Vec<u8> {
 fn call_header_bytes_follow_the_rfc_xdr_layout() {
     let seg = Segment { handle: 0xdead_beef, length: 0x0010_0000, offset: 0x0000_7f12_3456_7000 };
     let mut out = Vec::new();
-    encode_call_header(&mut out, 0x0a0b_0c0d, 64, Some(&[seg]), None);
+    encode_call_header(&mut out, 0x0a0b_0c0d, 64, &[], Some(&[seg]), None);
     #[rustfmt::skip]
     let expected: Vec<u8> = vec![
         0x0a, 0x0b, 0x0c, 0x0d, // rdma_xid
@@ -74,28 +74,36 @@ fn call_header_bytes_follow_the_rfc_xdr_layout() {
         0, 0, 0, 0,             // reply chunk: absent
     ];
     assert_eq!(out, expected);
-    assert_eq!(call_header_len(Some(&[seg]), None), expected.len());
+    assert_eq!(call_header_len(&[], Some(&[seg]), None), expected.len());
 }
 
 #[test]
 fn call_header_without_chunks_is_the_28_byte_minimum() {
     let mut out = vec![0xee]; // encoding appends
-    encode_call_header(&mut out, 1, 1, None, None);
+    encode_call_header(&mut out, 1, 1, &[], None, None);
     assert_eq!(
         &out[1..],
         &[0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
     );
-    assert_eq!(call_header_len(None, None), 28);
+    assert_eq!(call_header_len(&[], None, None), 28);
 }
 
 #[test]
 fn call_header_lengths_match_what_is_encoded() {
     let chunks: [Option<&[Segment]>; 4] = [None, Some(&[]), Some(&[SEG_A]), Some(&[SEG_A, SEG_B])];
-    for write in chunks {
-        for reply in chunks {
-            let mut out = Vec::new();
-            encode_call_header(&mut out, 5, 8, write, reply);
-            assert_eq!(out.len(), call_header_len(write, reply), "{write:?} {reply:?}");
+    let read = ReadSegment { position: 120, segment: SEG_A };
+    let read_lists: [&[ReadSegment]; 3] = [&[], &[read], &[read, read]];
+    for read_list in read_lists {
+        for write in chunks {
+            for reply in chunks {
+                let mut out = Vec::new();
+                encode_call_header(&mut out, 5, 8, read_list, write, reply);
+                assert_eq!(
+                    out.len(),
+                    call_header_len(read_list, write, reply),
+                    "{read_list:?} {write:?} {reply:?}"
+                );
+            }
         }
     }
 }
@@ -111,7 +119,7 @@ fn call_header_round_trips_through_the_decoder_as_a_reply() {
         (Some(&[SEG_A, SEG_B][..]), Some(&[SEG_B][..])),
     ] {
         let mut out = Vec::new();
-        encode_call_header(&mut out, 77, 128, write, reply);
+        encode_call_header(&mut out, 77, 128, &[], write, reply);
         let header_len = out.len();
         out.extend_from_slice(&RPC_REPLY);
         let header = decode_reply(&out).unwrap();
@@ -124,6 +132,144 @@ fn call_header_round_trips_through_the_decoder_as_a_reply() {
         );
         assert_eq!(header.payload(&out), RPC_REPLY);
     }
+}
+
+#[test]
+fn call_header_with_one_read_segment_follows_the_rfc_xdr_layout() {
+    let item = ReadSegment {
+        position: 0x0000_0088,
+        segment: Segment { handle: 0xcafe_f00d, length: 0x0010_0000, offset: 0x0000_7f00_1234_5000 },
+    };
+    let mut out = Vec::new();
+    encode_call_header(&mut out, 0x0102_0304, 128, &[item], None, None);
+    #[rustfmt::skip]
+    let expected: Vec<u8> = vec![
+        0x01, 0x02, 0x03, 0x04, // rdma_xid
+        0, 0, 0, 1,             // rdma_vers = 1
+        0, 0, 0, 128,           // rdma_credit requested
+        0, 0, 0, 0,             // rdma_proc = RDMA_MSG
+        0, 0, 0, 1,             // read list: an item follows
+        0, 0, 0, 0x88,          //   its position in the rpc message
+        0xca, 0xfe, 0xf0, 0x0d, //   handle
+        0x00, 0x10, 0x00, 0x00, //   length (1 MiB)
+        0x00, 0x00, 0x7f, 0x00, 0x12, 0x34, 0x50, 0x00, // offset
+        0, 0, 0, 0,             // read list: end
+        0, 0, 0, 0,             // write list: empty
+        0, 0, 0, 0,             // reply chunk: absent
+    ];
+    assert_eq!(out, expected);
+    assert_eq!(call_header_len(&[item], None, None), expected.len());
+    // A server would refuse nothing here; playsim's own decoder, which reads replies, refuses
+    // a read list as a server never sends one.
+    out.extend_from_slice(&RPC_REPLY);
+    assert_eq!(decode_reply(&out), Err(HeaderError::ReadListInReply { offset: 16 }));
+}
+
+/// A stand-in RPC call header (call header, AUTH_SYS credential, verifier): 44 bytes.
+fn rpc_header() -> Vec<u8> {
+    (0..44u8).map(|i| 0xc0 | (i & 0x3f)).collect()
+}
+
+/// WRITE3args as XDR: a 28-byte handle, offset, count, stable, then the data's length word,
+/// the data and its padding, followed by `tail` (a WRITE has none; it shows what follows the
+/// padding stays inline). Returns the arguments and where the data starts.
+fn write_args(data: &[u8], tail: &[u8]) -> (Vec<u8>, usize) {
+    let mut args = Vec::new();
+    args.extend_from_slice(&28u32.to_be_bytes());
+    args.extend_from_slice(&[0x11; 28]);
+    args.extend_from_slice(&(1u64 << 33).to_be_bytes()); // offset
+    args.extend_from_slice(&(data.len() as u32).to_be_bytes()); // count
+    args.extend_from_slice(&2u32.to_be_bytes()); // stable: FILE_SYNC
+    args.extend_from_slice(&(data.len() as u32).to_be_bytes()); // the opaque's length
+    let data_at = args.len();
+    args.extend_from_slice(data);
+    args.resize(args.len() + data.len().next_multiple_of(4) - data.len(), 0);
+    args.extend_from_slice(tail);
+    (args, data_at)
+}
+
+#[test]
+fn a_write_sends_its_data_in_a_read_chunk_and_the_rest_inline() {
+    let data: Vec<u8> = (0..4097u32).map(|i| (i % 253) as u8 | 1).collect();
+    let (args, data_at) = write_args(&data, &[]);
+    assert_eq!(data_at, 52);
+    let header = rpc_header();
+    let source = Segment { handle: 0x0bad_cafe, length: data.len() as u32, offset: 0x7f55_0000_0000 };
+    let call = CallMessage { rpc_header: &header, args: &args, data_at };
+    let mut out = Vec::new();
+    let item = encode_call_with_read_chunk(&mut out, 0x4242, 64, &call, source, None).unwrap();
+    // The position is the data's offset in the rpc message (44 + 52), not in the Send.
+    assert_eq!(item, ReadSegment { position: 96, segment: source });
+    let header_len = call_header_len(&[item], None, None);
+    assert_eq!(header_len, 52);
+    #[rustfmt::skip]
+    let expected_header: Vec<u8> = vec![
+        0, 0, 0x42, 0x42, 0, 0, 0, 1, 0, 0, 0, 64, 0, 0, 0, 0, // xid, vers, credits, RDMA_MSG
+        0, 0, 0, 1, 0, 0, 0, 96,                               // read item at position 96
+        0x0b, 0xad, 0xca, 0xfe, 0, 0, 0x10, 0x01,              // handle, length 4097
+        0, 0, 0x7f, 0x55, 0, 0, 0, 0,                          // offset
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,                    // ends of the lists, no reply chunk
+    ];
+    assert_eq!(out[..header_len], expected_header);
+    // Inline: the rpc header and the arguments up to and including the length word, and
+    // nothing of the data or its 3 bytes of padding.
+    let inline = &out[header_len..];
+    assert_eq!(inline.len(), 44 + 52);
+    assert_eq!(&inline[..44], &header[..]);
+    assert_eq!(&inline[44..], &args[..data_at]);
+    assert_eq!(inline[inline.len() - 4..], 4097u32.to_be_bytes());
+    assert_eq!(args.len(), data_at + 4100);
+    // The whole Send is small whatever the data's size.
+    assert_eq!(out.len(), 52 + 44 + 52);
+}
+
+#[test]
+fn what_follows_the_padding_stays_inline_after_the_length_word() {
+    for n in 0..8usize {
+        let data = vec![0xee; n];
+        let tail = [0xd1, 0xd2, 0xd3, 0xd4];
+        let (args, data_at) = write_args(&data, &tail);
+        let header = rpc_header();
+        let source = Segment { handle: 7, length: n as u32, offset: 0x1000 };
+        let call = CallMessage { rpc_header: &header, args: &args, data_at };
+        let mut out = Vec::new();
+        let item = encode_call_with_read_chunk(&mut out, 1, 1, &call, source, Some(&[SEG_B])).unwrap();
+        assert_eq!(item.position as usize, header.len() + data_at);
+        let header_len = call_header_len(&[item], None, Some(&[SEG_B]));
+        let inline = &out[header_len..];
+        let mut expected = header.clone();
+        expected.extend_from_slice(&args[..data_at]);
+        expected.extend_from_slice(&tail);
+        assert_eq!(inline, &expected[..], "{n} bytes of data");
+        assert!(!inline.contains(&0xee), "{n} bytes of data");
+    }
+}
+
+#[test]
+fn a_data_item_that_is_not_where_it_is_said_to_be_is_refused_and_nothing_is_written() {
+    let data = [0x33; 10];
+    let (args, data_at) = write_args(&data, &[]);
+    let header = rpc_header();
+    let source = Segment { handle: 7, length: 10, offset: 0x1000 };
+    let cases: [(usize, Segment, &[u8], &str); 4] = [
+        (data_at + 2, source, &header, "4-byte boundary"),
+        (data_at, source, &header[..42], "4-byte boundary"),
+        (data_at, Segment { length: 11, ..source }, &header, "length word"),
+        (0, Segment { length: 28, ..source }, &header, "no length word"),
+    ];
+    for (at, source, rpc_header, why) in cases {
+        let call = CallMessage { rpc_header, args: &args, data_at: at };
+        let mut out = vec![0xaa];
+        let error = encode_call_with_read_chunk(&mut out, 1, 1, &call, source, None).unwrap_err();
+        assert!(error.why.contains(why), "{error}");
+        assert_eq!(out, [0xaa]);
+    }
+    // A length word that claims more than the arguments hold.
+    let mut short = args.clone();
+    short.truncate(data_at + 8);
+    let call = CallMessage { rpc_header: &header, args: &short, data_at };
+    let error = encode_call_with_read_chunk(&mut Vec::new(), 1, 1, &call, source, None).unwrap_err();
+    assert!(error.to_string().contains("run past the arguments"), "{error}");
 }
 
 #[test]

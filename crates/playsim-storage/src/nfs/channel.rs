@@ -73,6 +73,28 @@ pub struct ReadInto<'a> {
     pub buffer: BufferIdentity,
 }
 
+/// A call's DDP-eligible data item (RFC 8267: the data of a WRITE): bytes
+/// `offset..offset + len` of the call's `args`, the contents of an XDR opaque, after its
+/// length word and before its XDR padding (to a multiple of 4).
+///
+/// The arguments stay whole (a transport that sends them as they are, TCP, ignores this); a
+/// transport that can move bulk data out of the message (RPC-over-RDMA's read chunks) finds
+/// the data here without parsing the XDR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BulkPayload {
+    /// Where the data starts in `args`: a multiple of 4, just after the opaque's length word.
+    pub offset: usize,
+    /// The data's length in bytes, as the length word says (without padding).
+    pub len: usize,
+}
+
+impl BulkPayload {
+    /// The data's length with its XDR padding: `len` rounded up to a multiple of 4.
+    pub fn padded_len(&self) -> usize {
+        self.len.div_ceil(4) * 4
+    }
+}
+
 /// One RPC call for a channel to send.
 #[derive(Debug)]
 pub struct RpcCall<'a> {
@@ -86,6 +108,9 @@ pub struct RpcCall<'a> {
     pub args: &'a [u8],
     /// For a READ: where its data may go without a copy.
     pub read_into: Option<ReadInto<'a>>,
+    /// For a WRITE: where its data lies in `args`, for a transport that may send it apart
+    /// from the rest of the call.
+    pub bulk: Option<BulkPayload>,
     /// The largest reply the call may get, in bytes (for READDIRPLUS, its `maxcount` and the
     /// headers): a transport whose replies come inline only up to a size (RPC-over-RDMA)
     /// offers a reply chunk of this size for a call that may exceed it.

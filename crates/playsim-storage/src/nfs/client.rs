@@ -19,7 +19,8 @@ use nfs3_types::xdr_codec::{Opaque, Pack, Unpack, Void};
 use tokio::sync::{Mutex, Semaphore};
 
 use super::channel::{
-    Answer, BufferIdentity, CallError, Credential, ReadInto, Reply, RpcCall, RpcChannel, RpcConnector,
+    Answer, BufferIdentity, BulkPayload, CallError, Credential, ReadInto, Reply, RpcCall, RpcChannel,
+    RpcConnector,
 };
 use super::rpc::{RpcConnection, XdrReader, SMALL_REPLY_BYTES};
 
@@ -196,7 +197,20 @@ impl NfsPool {
         max_reply: usize,
     ) -> Result<Reply, NfsFailure> {
         let args = pack(args)?;
-        match self.call_into(procedure, &args, None, max_reply).await? {
+        self.call_packed(procedure, &args, None, max_reply).await
+    }
+
+    /// [`call`](Self::call) with `args` already in XDR, and where its bulk data lies in them
+    /// (a WRITE's), for a transport that sends that data apart from the call (RDMA's read
+    /// chunks). TCP sends `args` as they are.
+    pub(crate) async fn call_packed(
+        &self,
+        procedure: NFS_PROGRAM,
+        args: &[u8],
+        bulk: Option<BulkPayload>,
+        max_reply: usize,
+    ) -> Result<Reply, NfsFailure> {
+        match self.call_into(procedure, args, None, bulk, max_reply).await? {
             Answer::Reply(reply) => Ok(reply),
             Answer::Data { .. } | Answer::Placed { .. } => {
                 Err(NfsFailure::Protocol("unexpected data reply".into()))
@@ -212,6 +226,7 @@ impl NfsPool {
         procedure: NFS_PROGRAM,
         args: &[u8],
         mut read_into: Option<(&mut [u8], BufferIdentity)>,
+        bulk: Option<BulkPayload>,
         max_reply: usize,
     ) -> Result<Answer, NfsFailure> {
         let _permit =
@@ -233,6 +248,7 @@ impl NfsPool {
                 procedure: procedure as u32,
                 args,
                 read_into: read_into.as_mut().map(|(dest, buffer)| ReadInto { dest, buffer: *buffer }),
+                bulk,
                 max_reply,
             };
             let attempt = async {
@@ -419,8 +435,13 @@ impl NfsPool {
         let count = u32::try_from(out.len()).map_err(|_| NfsFailure::Protocol("read too large".into()))?;
         let args = pack(&READ3args { file: handle(fh), offset, count })?;
         // A READ's data is not in its reply when the transport places it, so its reply is small.
-        let answer =
-            self.call_into(NFS_PROGRAM::NFSPROC3_READ, &args, Some((&mut *out, buffer)), SMALL_REPLY_BYTES);
+        let answer = self.call_into(
+            NFS_PROGRAM::NFSPROC3_READ,
+            &args,
+            Some((&mut *out, buffer)),
+            None,
+            SMALL_REPLY_BYTES,
+        );
         let reply = match answer.await? {
             Answer::Data { n, eof } => return Ok((n, eof)),
             Answer::Placed { reply, placed } => return parse_placed_read(reply.body(), placed, out.len()),
@@ -494,7 +515,7 @@ fn parse_placed_read(body: &[u8], placed: usize, dest_len: usize) -> Result<(usi
 }
 
 /// `args` in XDR, for an [`RpcCall`].
-fn pack(args: &impl Pack) -> Result<Vec<u8>, NfsFailure> {
+pub(super) fn pack(args: &impl Pack) -> Result<Vec<u8>, NfsFailure> {
     let mut packed = Vec::with_capacity(args.packed_size());
     args.pack(&mut packed).map_err(|e| NfsFailure::Protocol(format!("cannot encode the call: {e}")))?;
     Ok(packed)

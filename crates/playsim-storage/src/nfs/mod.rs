@@ -47,7 +47,8 @@ use std::time::Duration;
 
 #[cfg(feature = "nfs")]
 pub use channel::{
-    Answer, BufferIdentity, CallError, Credential, ReadInto, Reply, RpcCall, RpcChannel, RpcConnector,
+    Answer, BufferIdentity, BulkPayload, CallError, Credential, ReadInto, Reply, RpcCall, RpcChannel,
+    RpcConnector,
 };
 #[doc(hidden)]
 #[cfg(feature = "nfs")]

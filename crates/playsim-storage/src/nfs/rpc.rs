@@ -200,6 +200,7 @@ impl RpcConnection {
             procedure,
             args: &packed,
             read_into: None,
+            bulk: None,
             max_reply: SMALL_REPLY_BYTES,
         };
         match self.send(call).await? {
@@ -842,6 +843,7 @@ mod tests {
                     procedure: 6,
                     args: &[],
                     read_into: Some(ReadInto { dest: &mut dest, buffer }),
+                    bulk: None,
                     max_reply: SMALL_REPLY_BYTES,
                 };
                 let answer = RpcChannel::call(&*connection, call).await;
@@ -904,6 +906,7 @@ mod tests {
             procedure: 6,
             args: &args,
             read_into: None,
+            bulk: None,
             max_reply: SMALL_REPLY_BYTES,
         };
         let mut out = vec![0xff];
@@ -930,6 +933,7 @@ mod tests {
             procedure: 1,
             args: &[1, 2, 3, 4],
             read_into: None,
+            bulk: None,
             max_reply: SMALL_REPLY_BYTES,
         };
         let record = connection.encode(42, &call).unwrap();
@@ -971,6 +975,7 @@ mod tests {
             procedure: 6,
             args: &[],
             read_into: Some(ReadInto { dest, buffer }),
+            bulk: None,
             max_reply: SMALL_REPLY_BYTES,
         };
         let answer = tokio::time::timeout(std::time::Duration::from_secs(2), connection.send(call));
@@ -1011,6 +1016,7 @@ mod tests {
             procedure: 6,
             args: &[],
             read_into: Some(ReadInto { dest: &mut big, buffer }),
+            bulk: None,
             max_reply: SMALL_REPLY_BYTES,
         };
         assert_eq!(record_limit(&call), (4 << 20) + SMALL_REPLY_BYTES);

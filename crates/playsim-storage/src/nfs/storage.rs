@@ -231,6 +231,11 @@ impl NfsStorage {
         &self.inner.export
     }
 
+    /// The RPC transport's `proto`, as a kernel mount names it: `tcp`, or `rdma`.
+    pub fn proto(&self) -> &'static str {
+        self.inner.connector.proto()
+    }
+
     /// The read size in use: the one asked for, capped by the server's rtmax.
     pub fn rsize(&self) -> usize {
         self.inner.rsize

@@ -29,8 +29,9 @@ use nfs3_types::nfs3::{
 use nfs3_types::xdr_codec::Opaque;
 use playsim_core::StorageErrorKind;
 
-use super::channel::Reply;
-use super::client::{handle, unpack, NfsFailure, NfsPool};
+use super::channel::{BulkPayload, Reply};
+use super::client::{handle, pack, unpack, NfsFailure, NfsPool};
+use super::rpc::SMALL_REPLY_BYTES;
 use super::storage::NfsStorage;
 use crate::write::{
     Stability, WriteBytes, WriteCounters, WriteError, WriteFile, WriteOp, WriteStats, WriteStorage,
@@ -101,7 +102,9 @@ impl NfsPool {
     ) -> Result<Written, NfsFailure> {
         let count = u32::try_from(data.len()).map_err(|_| NfsFailure::Protocol("write too large".into()))?;
         let args = WRITE3args { file: handle(fh), offset, count, stable, data: Opaque::borrowed(data) };
-        let reply = self.call(NFS_PROGRAM::NFSPROC3_WRITE, &args).await?;
+        let packed = pack(&args)?;
+        let bulk = write_data_item(fh.len(), data.len(), packed.len());
+        let reply = self.call_packed(NFS_PROGRAM::NFSPROC3_WRITE, &packed, bulk, SMALL_REPLY_BYTES).await?;
         match unpack::<WRITE3res>(&reply)? {
             Nfs3Result::Ok(ok) => {
                 if ok.count > count {
@@ -190,6 +193,17 @@ impl NfsPool {
     }
 }
 
+/// Where the data of a WRITE3args lies in its XDR (RFC 1813): after the file handle (its length
+/// word and its bytes, padded to 4), the offset (8 bytes), the count, `stable` and the data's
+/// own length word (4 bytes each); the data and its padding end the arguments. `None` when the
+/// packed arguments are not that long, which would be an encoder this does not know: the call
+/// is then sent whole, as if it had no bulk data.
+fn write_data_item(fh_len: usize, data_len: usize, packed_len: usize) -> Option<BulkPayload> {
+    let offset = 4 + fh_len.div_ceil(4) * 4 + 8 + 4 + 4 + 4;
+    let item = BulkPayload { offset, len: data_len };
+    (offset + item.padded_len() == packed_len).then_some(item)
+}
+
 /// Checks the file handle of a CREATE3res or MKDIR3res (a `post_op_fh3`) against the 64 bytes
 /// NFSv3 allows and the bytes there, before nfs3_types decodes it: it would reserve what the
 /// length claims first.
@@ -276,8 +290,14 @@ impl NfsWriter {
 #[async_trait::async_trait]
 impl WriteStorage for NfsWriter {
     fn describe(&self) -> String {
+        // Over TCP as it always was; over another transport (RDMA, whose WRITEs send their
+        // data in read chunks) the transport is named, so that a report says which it was.
+        let (scheme, over) = match self.storage.proto() {
+            "rdma" => ("nfs+rdma", " over RDMA"),
+            _ => ("nfs", ""),
+        };
         format!(
-            "nfs:// export {} (playsim's NFSv3 client, WRITE {} KiB)",
+            "{scheme}:// export {} (playsim's NFSv3 client{over}, WRITE {} KiB)",
             self.storage.export(),
             self.wsize >> 10
         )
@@ -562,7 +582,35 @@ impl WriteFile for NfsWriteFile {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_created, WrittenUnder};
+    use nfs3_types::nfs3::{stable_how, WRITE3args};
+    use nfs3_types::xdr_codec::Opaque;
+
+    use super::{check_created, handle, pack, write_data_item, WrittenUnder};
+
+    #[test]
+    fn a_write_names_where_its_data_lies_in_its_packed_arguments() {
+        // Handles and data of lengths that need padding and that do not.
+        for (fh_len, data_len) in [(32, 4096), (30, 5), (64, 0), (1, 1 << 20), (28, 7)] {
+            let fh: Vec<u8> = (0..fh_len).map(|i| i as u8).collect();
+            let data: Vec<u8> = (0..data_len).map(|i| (i % 251) as u8 ^ 0x5a).collect();
+            let args = WRITE3args {
+                file: handle(&fh),
+                offset: 1 << 40,
+                count: data_len as u32,
+                stable: stable_how::UNSTABLE,
+                data: Opaque::borrowed(&data),
+            };
+            let packed = pack(&args).unwrap();
+            let item = write_data_item(fh.len(), data.len(), packed.len()).unwrap();
+            assert_eq!(item.offset % 4, 0);
+            assert_eq!(packed[item.offset - 4..item.offset], (data_len as u32).to_be_bytes());
+            assert_eq!(&packed[item.offset..item.offset + item.len], &data[..]);
+            assert_eq!(item.offset + item.padded_len(), packed.len());
+            assert!(packed[item.offset + item.len..].iter().all(|b| *b == 0));
+            // Arguments of another length are not taken for a WRITE's.
+            assert_eq!(write_data_item(fh.len(), data.len(), packed.len() + 4), None);
+        }
+    }
 
     /// A CREATE3res: NFS3_OK, a handle following, its length claim and `bytes` after it.
     fn created(claim: u32, bytes: usize) -> Vec<u8> {
