@@ -241,7 +241,7 @@ timeout 300 "$PLAYSIM" matrix "$(source_of userspace-rdma mx)" --formats dpx:256
   > /out/matrix-rdma.txt 2> /out/matrix-rdma.err
 rc=$?
 if [ $rc = 0 ] && grep -q '"best_streams": 1' /out/matrix-rdma.json && [ -f /export/mx/matrix-media/.dpx-256x144.complete ]; then
-  echo "MATRIX userspace-rdma OK $(grep -A2 '^format' /out/matrix-rdma.txt | tail -1)" >> /out/results.txt
+  echo "MATRIX userspace-rdma OK $(grep -A1 '^format' /out/matrix-rdma.txt | tail -1)" >> /out/results.txt
 else
   echo "MATRIX userspace-rdma FAILED ($(why $rc /out/matrix-rdma.err); $(ls -a /export/mx/matrix-media 2>&1 | tr '\n' ' '))" >> /out/results.txt
 fi
