@@ -6,7 +6,6 @@ use std::path::Path;
 use md5::{Digest, Md5};
 use playsim_core::{DecodedFrame, FrameExtent, InOrderDecoder, IoBuf, Storage};
 use playsim_media::DecodeOptions;
-use playsim_storage::nfs::NfsOptions;
 use playsim_storage::transport::TransportOptions;
 
 use crate::Error;
@@ -29,22 +28,10 @@ pub struct DecodeSummary {
 /// md5s equal the hash column of `ffmpeg -i FILE -f framemd5 -`. Long-GOP video is
 /// decoded in order, and its lines come in presentation order.
 ///
-/// `source` is a local path or an `nfs://` URL (read with `nfs`'s settings); every byte is
-/// read through playsim's storage. Must run inside a tokio runtime.
+/// `source` is a local path or a URL of any transport, read with its options among
+/// `transports` (an `smb://` source's credentials file, an `nfs://` one's `nconnect`); every byte
+/// is read through playsim's storage. Must run inside a tokio runtime.
 pub async fn decode_md5(
-    source: &Path,
-    options: &DecodeOptions,
-    nfs: &NfsOptions,
-    max_frames: Option<u64>,
-    out: &mut dyn Write,
-    errors: &mut dyn Write,
-) -> Result<DecodeSummary, Error> {
-    decode_md5_with(source, options, TransportOptions::new().with(nfs.clone()), max_frames, out, errors).await
-}
-
-/// [`decode_md5`], with the settings of every transport (`NfsOptions`, `SmbOptions`, ...) in
-/// `transports`, so that an `smb://` source is read with its credentials file.
-pub async fn decode_md5_with(
     source: &Path,
     options: &DecodeOptions,
     transports: TransportOptions,

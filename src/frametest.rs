@@ -37,8 +37,6 @@ pub use playsim_report::frametest::{
     DEFAULT_NAME, FRAMETEST_NAME, MAX_FRAME_FILE_BYTES,
 };
 use playsim_report::frametest::{thousands, FrametestInfo};
-use playsim_storage::nfs::NfsOptions;
-use playsim_storage::smb::SmbOptions;
 use playsim_storage::transport::{Location, TransportOptions};
 use playsim_storage::write::{Stability, WriteBytes, WriteFile, WriteStorage};
 use playsim_storage::{IoEngine, LocalOptions, UringOptions, DEFAULT_BLOCK_SIZE};
@@ -97,10 +95,9 @@ pub struct FrametestRequest {
     pub cold: bool,
     /// `--fsync`: flush each written file before closing it (the time counts in close).
     pub fsync: bool,
-    /// playsim's NFS client, for `nfs://` directories.
-    pub nfs: NfsOptions,
-    /// playsim's SMB client (its credentials file), for `smb://` directories.
-    pub smb: SmbOptions,
+    /// Every transport's own options (playsim's NFS and SMB clients', ...), for a directory
+    /// behind a URL.
+    pub transport: TransportOptions,
 }
 
 impl FrametestRequest {
@@ -124,8 +121,7 @@ impl FrametestRequest {
             block_size: DEFAULT_BLOCK_SIZE,
             cold: false,
             fsync: false,
-            nfs: NfsOptions::default(),
-            smb: SmbOptions::default(),
+            transport: TransportOptions::new(),
         }
     }
 
@@ -282,8 +278,8 @@ async fn prepare_writes(
     let header = layout.header().map_err(|e| Error::Engine(e.to_string()))?;
     // The transport's own writer: local files, or playsim's NFS or SMB client for nfs:// or
     // smb:// (a missing directory is made).
-    let options = TransportOptions::new().with(request.nfs.clone()).with(request.smb.clone());
-    let location = crate::location::open(requested, crate::record::writing(&options), clock).await?;
+    let location =
+        crate::location::open(requested, crate::record::writing(&request.transport), clock).await?;
     let storage = location.writer_storage(false).await.ok_or_else(|| {
         Error::Engine(format!(
             "cannot write to {}: playsim's {} client only reads; mount the share and write to its path, {example}",
@@ -344,7 +340,7 @@ async fn prepare_reads(
         io_engine: request.io_engine,
         uring: UringOptions::default(),
     };
-    let options = TransportOptions::new().with(local).with(request.nfs.clone()).with(request.smb.clone());
+    let options = request.transport.clone().with(local);
     let location = crate::location::open(dir, options, clock).await?;
     let storage = location.reader_storage().await.map_err(Error::Storage)?;
     match storage.kind(location.path()).await {

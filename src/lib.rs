@@ -38,7 +38,7 @@ pub use capacity::{
     capacity, capacity_watched, capacity_with, trial_of, trial_request, Capacity, CapacityBy,
     CapacityRequest, FirstDrop, Trial, TrialWatch,
 };
-pub use decode::{decode_md5, decode_md5_with, DecodeSummary};
+pub use decode::{decode_md5, DecodeSummary};
 pub use location::{register_enabled_transports, transports};
 pub use play::{failed_report, note_request, prepare, prepare_on, storage_warnings};
 pub use playsim_cluster as cluster;

@@ -2,7 +2,7 @@
 //! location opened through them as a source.
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use playsim_core::{Clock, Decoder, FrameExtent, FrameRate, Source, SourceInfo};
 use playsim_media::DecodeOptions;
@@ -24,26 +24,22 @@ pub fn register_enabled_transports(registry: &mut Transports) {
     #[cfg(feature = "nfs")]
     registry.register(Arc::new(NfsTransport));
     #[cfg(not(feature = "nfs"))]
-    registry.register_disabled("nfs", "nfs");
+    registry.register_disabled("nfs", "nfs", Some(&playsim_storage::nfs::NFS_KNOBS));
     #[cfg(feature = "rdma")]
     registry.register(Arc::new(playsim_rdma::NfsRdmaTransport));
     #[cfg(not(feature = "rdma"))]
-    registry.register_disabled("nfs+rdma", "rdma");
+    registry.register_disabled("nfs+rdma", "rdma", Some(&playsim_storage::nfs::NFS_KNOBS));
     #[cfg(feature = "smb")]
     registry.register(Arc::new(playsim_storage::transport::SmbTransport));
     #[cfg(not(feature = "smb"))]
-    registry.register_disabled("smb", "smb");
+    registry.register_disabled("smb", "smb", Some(&playsim_storage::smb::SMB_KNOBS));
     registry.register(Arc::new(playsim_media::SimTransport));
 }
 
-/// The transports of this build (see [`register_enabled_transports`]).
+/// The transports of this build (see [`register_enabled_transports`]): the process's
+/// registry, whose knobs the CLI's flags and the scenario parser read.
 pub fn transports() -> &'static Transports {
-    static TRANSPORTS: OnceLock<Transports> = OnceLock::new();
-    TRANSPORTS.get_or_init(|| {
-        let mut registry = Transports::new();
-        register_enabled_transports(&mut registry);
-        registry
-    })
+    playsim_storage::transport::install(register_enabled_transports)
 }
 
 /// Opens `location` with its transport and `options`, on the run's `clock`, so that a bad

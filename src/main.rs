@@ -15,7 +15,7 @@ use playsim::media::{GenerateFormat, GenerateOptions};
 use playsim::report::capacity::{CapacityJson, CapacityText};
 use playsim::report::renderer::{self, Renderer};
 use playsim::report::{live_csv, render, Report, RunStatus};
-use playsim::settings::{parse, DecoderKnobs, LocalReadKnobs, NfsKnobs, PlayKnobs, Settings, SmbKnobs};
+use playsim::settings::{parse, DecoderKnobs, LocalReadKnobs, PlayKnobs, Settings, TransportKnobs};
 use playsim::{units, FramePreset, PlayRequest};
 
 /// Exit status when a run completed with more drops than --max-drops allows.
@@ -161,10 +161,9 @@ struct PlayArgs {
     tui: bool,
     #[command(flatten)]
     decoder: DecoderArgs,
+    /// Every transport's own knobs (playsim's NFS and SMB clients', ...), from the registry.
     #[command(flatten)]
-    nfs: NfsKnobs,
-    #[command(flatten)]
-    smb: SmbKnobs,
+    transport: TransportKnobs,
 }
 
 /// Decoder settings shared by `play` and `decode`.
@@ -185,13 +184,6 @@ impl DecoderArgs {
     }
 }
 
-/// playsim's NFS client settings for `nfs://` sources.
-fn nfs_options(nfs: &NfsKnobs) -> playsim::storage::nfs::NfsOptions {
-    let mut settings = Settings::default();
-    nfs.apply(&mut settings);
-    settings.nfs_options()
-}
-
 #[derive(Args)]
 struct DecodeArgs {
     /// A directory, a pattern or one file of the sequence, or a video file; a local path or an
@@ -205,10 +197,9 @@ struct DecodeArgs {
     frames: Option<u64>,
     #[command(flatten)]
     decoder: DecoderArgs,
+    /// Every transport's own knobs (playsim's NFS and SMB clients', ...), from the registry.
     #[command(flatten)]
-    nfs: NfsKnobs,
-    #[command(flatten)]
-    smb: SmbKnobs,
+    transport: TransportKnobs,
 }
 
 #[derive(Args)]
@@ -287,6 +278,8 @@ pub(crate) fn parse_generate_format(s: &str) -> Result<&'static str, String> {
 }
 
 fn main() -> ExitCode {
+    // The transports' flags come from the registry: it is made before the flags are parsed.
+    playsim::transports();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Play(args) => match cli::refuse_unwritable_outputs(outputs_of(&args)) {
@@ -333,8 +326,7 @@ fn outputs_of(args: &PlayArgs) -> Vec<(&'static str, &std::path::Path)> {
 
 /// The library's request for `play`'s flags.
 fn request_of(args: &PlayArgs) -> PlayRequest {
-    let mut settings = Settings::from_flags(&args.knobs, &args.local, &args.decoder.knobs, &args.nfs);
-    args.smb.apply(&mut settings);
+    let settings = Settings::from_flags(&args.knobs, &args.local, &args.decoder.knobs, &args.transport);
     PlayRequest {
         streams_per_source: args.streams,
         cold: args.cold,
@@ -690,12 +682,10 @@ fn decode(args: DecodeArgs) -> anyhow::Result<ExitCode> {
     let stderr = std::io::stderr();
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
-    let mut smb = Settings::default();
-    args.smb.apply(&mut smb);
-    let transports = playsim::storage::transport::TransportOptions::new()
-        .with(nfs_options(&args.nfs))
-        .with(smb.smb_options());
-    let summary = runtime.block_on(playsim::decode_md5_with(
+    let mut settings = Settings::default();
+    args.transport.apply(&mut settings);
+    let transports = settings.transport_options();
+    let summary = runtime.block_on(playsim::decode_md5(
         &args.source,
         &args.decoder.options(),
         transports,

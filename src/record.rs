@@ -442,14 +442,7 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
 
 /// `transport` for a destination that may not exist yet (made by the writer).
 pub(crate) fn writing(transport: &TransportOptions) -> TransportOptions {
-    let mut options = transport.clone();
-    let mut nfs = options.get::<playsim_storage::nfs::NfsOptions>();
-    nfs.create_missing = true;
-    options.set(nfs);
-    let mut smb = options.get::<playsim_storage::smb::SmbOptions>();
-    smb.create_missing = true;
-    options.set(smb);
-    options
+    transport.clone().with(playsim_storage::transport::CreateMissing(true))
 }
 
 /// Whether `name` is a partial file record mode writes: `.NAME.partial`.

@@ -11,7 +11,7 @@ use playsim::frametest::{
 };
 use playsim::report::frametest;
 use playsim::report::renderer::{self, Renderers};
-use playsim::settings::{parse, Knob, LocalReadKnobs, NfsKnobs, Settings, SmbKnobs};
+use playsim::settings::{parse, Knob, LocalReadKnobs, Settings, TransportKnobs};
 use playsim::{FrameRate, PlayOrder};
 
 /// Exit status when Ctrl-C stopped the run; the summary covers the frames done.
@@ -105,14 +105,10 @@ pub struct FrametestArgs {
     /// list's group, as `play` has it; `--direct` and `--io-engine` are for reads.
     #[command(flatten)]
     local: LocalReadKnobs,
-    /// playsim's NFS client for nfs:// directories (`--nconnect`, `--rsize`, `--nfs-timeout`):
-    /// the settings list's group, as `play` has it.
+    /// Every transport's own knobs, for nfs:// or smb:// directories (`--nconnect`,
+    /// `--smb-credentials`, ...), as `play` has them.
     #[command(flatten)]
-    nfs: NfsKnobs,
-    /// playsim's SMB client for smb:// directories (`--smb-credentials`): the settings list's
-    /// group, as `play` has it.
-    #[command(flatten)]
-    smb: SmbKnobs,
+    transport: TransportKnobs,
     /// The directory of the frames: a local path, or an nfs://host/export/dir or
     /// smb://host/share/dir URL.
     dir: Option<PathBuf>,
@@ -202,8 +198,7 @@ fn request_of(args: FrametestArgs) -> anyhow::Result<FrametestRequest> {
     let mut settings =
         Settings { seed: args.seed, decode_threads: args.decode_threads, ..Settings::default() };
     args.local.apply(&mut settings);
-    args.nfs.apply(&mut settings);
-    args.smb.apply(&mut settings);
+    args.transport.apply(&mut settings);
     let order = match (args.reverse, args.random) {
         (true, true) => {
             bail!("-v (reverse) and -m (random) are two orders: give one, for example -m --seed 3")
@@ -228,8 +223,7 @@ fn request_of(args: FrametestArgs) -> anyhow::Result<FrametestRequest> {
     request.block_size = settings.block_size();
     request.cold = args.cold;
     request.fsync = args.fsync;
-    request.nfs = settings.nfs_options();
-    request.smb = settings.smb_options();
+    request.transport = settings.transport_options();
     Ok(request)
 }
 
@@ -305,6 +299,7 @@ mod tests {
     use std::time::Duration;
 
     use clap::Parser;
+    use playsim::storage::nfs::NfsOptions;
     use playsim::storage::IoEngine;
 
     use super::*;
@@ -316,6 +311,7 @@ mod tests {
     }
 
     fn request(flags: &[&str]) -> FrametestRequest {
+        playsim::transports();
         let cli = Cli::try_parse_from(["frametest"].iter().chain(flags)).unwrap_or_else(|e| panic!("{e}"));
         request_of(cli.args).unwrap_or_else(|e| panic!("{e}"))
     }
@@ -347,7 +343,8 @@ mod tests {
             (r.decode_threads, r.direct, r.io_engine, r.block_size),
             (3, true, IoEngine::IoUring, 512 << 10)
         );
-        assert_eq!((r.nfs.nconnect, r.nfs.rsize, r.nfs.timeout), (4, 256 << 10, Duration::from_secs(5)));
+        let nfs = r.transport.get::<NfsOptions>();
+        assert_eq!((nfs.nconnect, nfs.rsize, nfs.timeout), (4, 256 << 10, Duration::from_secs(5)));
     }
 
     #[test]
@@ -358,8 +355,9 @@ mod tests {
             (r.decode_threads, r.direct, r.io_engine),
             (play.decode_threads(), false, play.io_engine())
         );
-        let nfs = play.nfs_options();
+        let nfs = play.transport_options().get::<NfsOptions>();
         assert_eq!(r.block_size, play.block_size());
-        assert_eq!((r.nfs.nconnect, r.nfs.rsize, r.nfs.timeout), (nfs.nconnect, nfs.rsize, nfs.timeout));
+        let r_nfs = r.transport.get::<NfsOptions>();
+        assert_eq!((r_nfs.nconnect, r_nfs.rsize, r_nfs.timeout), (nfs.nconnect, nfs.rsize, nfs.timeout));
     }
 }

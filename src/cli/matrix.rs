@@ -17,9 +17,7 @@ use playsim::matrix::{
 use playsim::record::RecordRequest;
 use playsim::report::matrix::MatrixText;
 use playsim::report::renderer::{self, Renderer, Renderers};
-use playsim::settings::{
-    parse, units, DecoderKnobs, LocalReadKnobs, NfsKnobs, PlayKnobs, Settings, SmbKnobs,
-};
+use playsim::settings::{parse, units, DecoderKnobs, LocalReadKnobs, PlayKnobs, Settings, TransportKnobs};
 use playsim::{FrameRate, PlayRequest};
 
 /// Media larger than this is generated only with `--yes`.
@@ -105,10 +103,9 @@ pub struct MatrixArgs {
     local: LocalReadKnobs,
     #[command(flatten)]
     decoder: DecoderKnobs,
+    /// Every transport's own knobs, for media or a destination behind a URL.
     #[command(flatten)]
-    nfs: NfsKnobs,
-    #[command(flatten)]
-    smb: SmbKnobs,
+    transport: TransportKnobs,
 }
 
 /// The default rows: every format to play, or those record can write.
@@ -162,8 +159,7 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     let max = args.streams.unwrap_or(args.max);
     let top = args.rates.iter().map(|(_, r)| *r).max_by(|a, b| a.as_f64().total_cmp(&b.as_f64()));
     let frames = top.map_or(1, |r| r.frames_in(args.window)).max(1);
-    let mut settings = Settings::from_flags(&args.knobs, &args.local, &args.decoder, &args.nfs);
-    args.smb.apply(&mut settings);
+    let settings = Settings::from_flags(&args.knobs, &args.local, &args.decoder, &args.transport);
     for (flag, given) in [
         ("--fps", settings.fps.is_some()),
         ("--frames", settings.frames.is_some()),

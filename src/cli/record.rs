@@ -10,8 +10,7 @@ use playsim::engine::record::{OnError, RecordConfig, SyncPolicy};
 use playsim::record::{prepare_record, record_capacity, RecordCapacityRequest, RecordRequest};
 use playsim::report::record;
 use playsim::report::record::RecordCapacityBy;
-use playsim::settings::{parse, NfsKnobs, Settings, SmbKnobs};
-use playsim::storage::transport::TransportOptions;
+use playsim::settings::{parse, Settings, TransportKnobs};
 use playsim::{FramePreset, FrameRate};
 
 /// Exit status when Ctrl-C stopped the run; the summary covers the frames done.
@@ -152,13 +151,10 @@ pub struct RecordArgs {
     /// plot inline, per-stream figures. Not with --capacity.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
-    /// playsim's NFS client for nfs:// destinations (`--nconnect`, `--nfs-timeout`): the
-    /// settings list's group, as `play` has it.
+    /// Every transport's own knobs, for an nfs:// or smb:// destination (`--nconnect`,
+    /// `--smb-credentials`, ...), as `play` has them.
     #[command(flatten)]
-    nfs: NfsKnobs,
-    /// playsim's SMB client for smb:// destinations: the settings list's group, as `play` has it.
-    #[command(flatten)]
-    smb: SmbKnobs,
+    transport: TransportKnobs,
 }
 
 /// Runs `playsim record`.
@@ -288,10 +284,9 @@ fn request_of(args: &RecordArgs) -> anyhow::Result<RecordRequest> {
         on_error: args.on_error,
     };
     let mut settings = Settings::default();
-    args.nfs.apply(&mut settings);
-    args.smb.apply(&mut settings);
+    args.transport.apply(&mut settings);
     let request = RecordRequest {
-        transport: TransportOptions::new().with(settings.nfs_options()).with(settings.smb_options()),
+        transport: settings.transport_options(),
         alpha: args.alpha || writer.rgba_by_default,
         name: args.name.clone(),
         force: args.force,

@@ -31,6 +31,7 @@ mod preset;
 mod rate;
 mod source;
 mod storage;
+pub mod units;
 
 pub use buf::{BufPool, IoBuf, PooledBuf, DIRECT_IO_ALIGN};
 pub use clock::{Clock, SleepFuture};

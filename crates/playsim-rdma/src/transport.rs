@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use playsim_storage::nfs::{NfsOptions, NfsUrl};
+use playsim_storage::nfs::{NfsOptions, NfsUrl, NFS_KNOBS};
 use playsim_storage::transport::{
-    open_nfs_location, size_text, Location, OpenContext, Transport, TransportOptions,
+    nfs_options, open_nfs_location, size_text, KnobGroup, Location, OpenContext, Transport, TransportOptions,
 };
 use playsim_storage::Error;
 
@@ -38,6 +38,11 @@ impl Transport for NfsRdmaTransport {
         RDMA_URL_EXAMPLE
     }
 
+    /// The NFS client's knobs, shared with `nfs://`.
+    fn knobs(&self) -> Option<&'static KnobGroup> {
+        Some(&NFS_KNOBS)
+    }
+
     fn describe_options(&self, options: &TransportOptions) -> String {
         let nfs = options.get::<NfsOptions>();
         format!("nconnect {}, rsize {}, over RDMA", nfs.nconnect, size_text(nfs.rsize))
@@ -47,7 +52,7 @@ impl Transport for NfsRdmaTransport {
     /// URL, host, port, export or path is refused here, naming the part at fault.
     async fn open(&self, location: &str, context: &OpenContext) -> Result<Arc<dyn Location>, Error> {
         let url = NfsUrl::parse(location)?;
-        let mut options = context.options.get::<NfsOptions>();
+        let mut options = nfs_options(&context.options);
         options.validate()?;
         if let Some(reason) = crate::no_device_reason() {
             return Err(Error::Location(format!("{location}: {reason}")));

@@ -2,22 +2,25 @@
 //! of `run_knobs!` (below), with its flag, its key, its parser, its default and its help.
 //!
 //! From that one table come clap's flag groups ([`PlayKnobs`], [`LocalReadKnobs`],
-//! [`DecoderKnobs`], [`NfsKnobs`], [`SmbKnobs`], flattened by `play`, `capacity` and `decode`, and the
-//! transports' groups by `frametest`; [`Knob::help`] and the parsers for a command that takes
-//! one knob of a group under its own field), the scenario file's keys (in
+//! [`DecoderKnobs`], flattened by `play`, `capacity` and `decode`; [`Knob::help`] and the parsers
+//! for a command that takes one knob of a group under its own field), the scenario file's keys (in
 //! `scenario/file.rs`, through the same parsers), the [`Knob`] names errors are spelt with, and
 //! [`Settings`]: the knobs given, merged stream over run over file, made into a
 //! [`PlayRequest`] with every default applied here and nowhere else.
 //!
 //! Adding a knob is one row in the table, plus its use in [`Settings::request`].
+//!
+//! A transport's own knobs (`--nconnect`, `--smb-credentials`, ...) are not rows here: the
+//! transport declares them ([`playsim_storage::transport::KnobGroup`]), the CLI flattens them
+//! all as [`TransportKnobs`](crate::TransportKnobs), and [`Settings::transport`] keeps the
+//! values given, in order, until [`Settings::transport_options`] applies them.
 
 use std::path::PathBuf;
 
 use playsim_core::{FrameRate, Pacing};
 use playsim_engine::{ConfigError, ConfigField, EngineConfig};
 use playsim_media::DecodeOptions;
-use playsim_storage::nfs::NfsOptions;
-use playsim_storage::smb::SmbOptions;
+use playsim_storage::transport::{knob, GivenKnob, TransportOptions};
 use playsim_storage::{IoEngine, DEFAULT_BLOCK_SIZE};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -135,37 +138,6 @@ macro_rules! run_knobs {
                          decompression)", [];
                 }
                 options {}
-                switches {}
-            }
-            /// Settings of playsim's own NFS client, for `nfs://` sources (`play`, `decode`,
-            /// `frametest`).
-            NfsKnobs {
-                values {
-                    Nconnect nconnect: u32 = NfsOptions::default().nconnect, "1", flag "nconnect",
-                        key "nconnect", parse::nconnect,
-                        "TCP connections to the NFS server per stream, like Linux's nconnect mount \
-                         option", [];
-                    Rsize rsize: usize = NfsOptions::default().rsize, "1M", flag "rsize", key "rsize",
-                        parse::rsize, "Bytes per NFS READ, e.g. 1M, 256K (capped by the server's largest)", [];
-                    NfsTimeout nfs_timeout: std::time::Duration = NfsOptions::default().timeout, "30s",
-                        flag "nfs-timeout", key "nfs_timeout", parse::duration,
-                        "How long an NFS call may go unanswered, through reconnects, before the run \
-                         ends, e.g. 30s", [];
-                }
-                options {}
-                switches {}
-            }
-            /// Settings of playsim's SMB client, for `smb://` sources (`play`, `decode`).
-            SmbKnobs {
-                values {}
-                options {
-                    SmbCredentials smb_credentials: PathBuf, flag "smb-credentials", key "smb_credentials",
-                        parse::file_path,
-                        "A file of username= and password= lines (mount.cifs's credentials format) \
-                         for smb:// sources; without it, PLAYSIM_SMB_USER and PLAYSIM_SMB_PASSWORD. \
-                         A password is never taken from the URL, shown nor reported",
-                        [, value_name = "FILE"];
-                }
                 switches {}
             }
         }
@@ -296,6 +268,9 @@ macro_rules! settings_items {
             )*)*
             /// Where each knob was given in a scenario file (byte offsets), nearest table first.
             pub given_at: Vec<(Knob, usize)>,
+            /// The transports' knobs given, farthest first: applied in this order, the nearest
+            /// value of a knob wins.
+            pub transport: Vec<GivenKnob>,
         }
 
         impl Settings {
@@ -303,6 +278,8 @@ macro_rules! settings_items {
             fn each_over(self, base: &Settings) -> Settings {
                 let mut given_at = self.given_at;
                 given_at.extend(base.given_at.iter().copied());
+                let mut transport = base.transport.clone();
+                transport.extend(self.transport);
                 Settings {
                     $($(
                         $vfield: self.$vfield.or(base.$vfield),
@@ -312,6 +289,7 @@ macro_rules! settings_items {
                         $sfield: self.$sfield.or(base.$sfield),
                     )*)*
                     given_at,
+                    transport,
                 }
             }
         }
@@ -417,13 +395,13 @@ impl Settings {
         play: &PlayKnobs,
         local: &LocalReadKnobs,
         decoder: &DecoderKnobs,
-        nfs: &NfsKnobs,
+        transport: &crate::TransportKnobs,
     ) -> Settings {
         let mut settings = Settings::default();
         play.apply(&mut settings);
         local.apply(&mut settings);
         decoder.apply(&mut settings);
-        nfs.apply(&mut settings);
+        transport.apply(&mut settings);
         settings
     }
 
@@ -463,19 +441,14 @@ impl Settings {
         }
     }
 
-    /// playsim's NFS client settings.
-    pub fn nfs_options(&self) -> NfsOptions {
-        NfsOptions {
-            nconnect: self.nconnect(),
-            rsize: self.rsize(),
-            timeout: self.nfs_timeout(),
-            ..NfsOptions::default()
-        }
-    }
-
-    /// playsim's SMB client settings.
-    pub fn smb_options(&self) -> SmbOptions {
-        SmbOptions { credentials_file: self.smb_credentials.clone(), ..SmbOptions::default() }
+    /// The transports' options these settings give: each transport's defaults, with the knobs
+    /// given applied in order. The values were checked when they were given (by clap or the
+    /// scenario parser), so none is refused here.
+    pub fn transport_options(&self) -> TransportOptions {
+        let mut options = TransportOptions::new();
+        // A value that was checked parses again: nothing to report.
+        let _ = knob::apply_all(&self.transport, &mut options);
+        options
     }
 
     /// The decoders' settings; `exr_layer` is a command-line flag only.
@@ -515,8 +488,7 @@ impl Settings {
             cold: false,
             decode: self.decode_options(None),
             rate_from_source: self.fps.is_none(),
-            nfs: self.nfs_options(),
-            smb: self.smb_options(),
+            transport: self.transport_options(),
             order: self.play_order(),
             range: self.range,
             skip_decode: self.skip_decode(),
@@ -578,9 +550,7 @@ mod tests {
         assert_eq!(parse::bytes(shown(Knob::BlockSize)), Ok(none.block_size()));
         assert_eq!(parse::io_engine(shown(Knob::IoEngine)), Ok(none.io_engine()));
         assert_eq!(parse::codec_threads(shown(Knob::CodecThreads)), Ok(none.codec_threads()));
-        assert_eq!(parse::nconnect(shown(Knob::Nconnect)), Ok(none.nconnect()));
-        assert_eq!(parse::rsize(shown(Knob::Rsize)), Ok(none.rsize()));
-        assert_eq!(parse::duration(shown(Knob::NfsTimeout)), Ok(none.nfs_timeout()));
+        // The transports' knobs are checked where they are declared (playsim-storage).
     }
 
     #[test]
@@ -597,7 +567,7 @@ mod tests {
             &PlayKnobs::default(),
             &local,
             &DecoderKnobs::default(),
-            &NfsKnobs::default(),
+            &crate::TransportKnobs::default(),
         );
         let request = settings.request(vec![PathBuf::from("/m/a")]);
         assert_eq!((request.block_size, request.direct, request.io_engine), (4096, true, IoEngine::Pread));
@@ -626,30 +596,44 @@ mod tests {
 
     #[test]
     fn the_smb_credentials_file_is_a_key_and_a_flag_and_reaches_the_transport_options() {
+        use clap::{Args, FromArgMatches};
+        use playsim_storage::smb::SmbOptions;
+        crate::testutil::transports();
         let text =
             "smb_credentials = \"/etc/playsim/filer.cred\"\n[[stream]]\nsource = \"smb://filer/media/a\"\n";
         let scenario = crate::scenario::Scenario::parse(text, "t.toml".as_ref());
         let from_file = scenario.map(|s| s.runs[0].request.clone()).unwrap_or_else(|e| panic!("{e}"));
         let file = Some(PathBuf::from("/etc/playsim/filer.cred"));
-        assert_eq!(from_file.smb.credentials_file, file);
-        let flags = SmbKnobs { smb_credentials: file.clone() };
+        assert_eq!(from_file.transport.get::<SmbOptions>().credentials_file, file);
+        let command = crate::TransportKnobs::augment_args(clap::Command::new("t"));
+        let matches = command.try_get_matches_from(["t", "--smb-credentials", "/etc/playsim/filer.cred"]);
+        let flags = matches.and_then(|m| crate::TransportKnobs::from_arg_matches(&m)).unwrap_or_default();
         let mut settings = Settings::default();
         flags.apply(&mut settings);
         let request = settings.request(vec![PathBuf::from("smb://filer/media/a")]);
         let options = request.transport_options(&crate::request::SourceSettings::default());
         assert_eq!(options.get::<SmbOptions>().credentials_file, file);
-        assert!(crate::parse::file_path(" ").unwrap_err().contains("for example"));
+        let command = crate::TransportKnobs::augment_args(clap::Command::new("t"));
+        let refused = command.try_get_matches_from(["t", "--smb-credentials", " "]).map(|_| ()).unwrap_err();
+        assert!(refused.to_string().contains("for example"));
     }
 
     #[test]
     fn a_scenario_and_the_command_line_make_the_same_request() {
+        use playsim_storage::nfs::NfsOptions;
+        let transports = crate::testutil::transports();
         let text = "prefetch = 12\norder = \"random\"\nrsize = \"256K\"\n[[stream]]\nsource = \"/m/a\"\n";
         let scenario = crate::scenario::Scenario::parse(text, "t.toml".as_ref());
         let from_file = scenario.map(|s| s.runs[0].request.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let rsize = transports.knob_by_flag("rsize").map(|knob| GivenKnob {
+            knob,
+            text: "256K".into(),
+            offset: None,
+        });
         let flags = Settings {
             prefetch: Some(12),
             order: Some(OrderKind::Random),
-            rsize: Some(256 << 10),
+            transport: rsize.into_iter().collect(),
             ..Settings::default()
         };
         let from_flags = flags.request(vec![PathBuf::from("/m/a")]);
@@ -659,9 +643,10 @@ mod tests {
             (PlayOrder::Random { seed: 1 }, PlayOrder::Random { seed: 1 })
         );
         assert_eq!(
-            (from_file.nfs.rsize, from_file.block_size),
-            (from_flags.nfs.rsize, from_flags.block_size)
+            (from_file.transport.get::<NfsOptions>().rsize, from_file.block_size),
+            (from_flags.transport.get::<NfsOptions>().rsize, from_flags.block_size)
         );
+        assert_eq!(from_file.transport.get::<NfsOptions>().rsize, 256 << 10);
         assert_eq!(
             (from_file.io_engine, from_file.direct, from_file.skip_decode, from_file.rate_from_source),
             (from_flags.io_engine, from_flags.direct, from_flags.skip_decode, from_flags.rate_from_source)

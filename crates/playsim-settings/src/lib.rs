@@ -21,8 +21,13 @@ pub mod order;
 pub mod parse;
 pub mod request;
 pub mod scenario;
-pub mod units;
+#[cfg(test)]
+mod testutil;
+mod transport_knobs;
+/// Byte sizes and durations as flags take them (in playsim-core, where transports' knobs parse them too).
+pub use playsim_core::units;
 
-pub use knobs::{DecoderKnobs, Knob, LocalReadKnobs, NfsKnobs, PlayKnobs, Settings, SmbKnobs};
+pub use knobs::{DecoderKnobs, Knob, LocalReadKnobs, PlayKnobs, Settings};
 pub use order::{FrameRange, PlayOrder};
 pub use request::{PlayRequest, SourceSettings};
+pub use transport_knobs::TransportKnobs;

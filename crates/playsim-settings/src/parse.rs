@@ -9,7 +9,7 @@ use playsim_engine::OutputStage;
 use playsim_storage::IoEngine;
 
 use crate::order::FrameRange;
-pub use crate::units::{parse_bytes as bytes, parse_duration as duration};
+pub use playsim_core::units::{parse_bytes as bytes, parse_duration as duration};
 
 /// The play order's kind, as `--order` and `order =` name it (the seed is a knob of its own).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -7,8 +7,6 @@ use std::time::Duration;
 use playsim_core::Pacing;
 use playsim_engine::EngineConfig;
 use playsim_media::DecodeOptions;
-use playsim_storage::nfs::NfsOptions;
-use playsim_storage::smb::SmbOptions;
 use playsim_storage::transport::TransportOptions;
 use playsim_storage::{IoEngine, LocalOptions, UringOptions};
 
@@ -38,10 +36,9 @@ pub struct PlayRequest {
     /// Play at the sources' own frame rate where they state one (video files), instead of
     /// `engine.pacing`; `--fps` on the command line turns this off.
     pub rate_from_source: bool,
-    /// Settings of playsim's NFS client, for `nfs://` sources.
-    pub nfs: NfsOptions,
-    /// Settings of playsim's SMB client (the credentials file), for `smb://` sources.
-    pub smb: SmbOptions,
+    /// Every transport's own options (playsim's NFS and SMB clients', ...), each read by its
+    /// transport; the local reads' are the fields above.
+    pub transport: TransportOptions,
     /// The order frames are played in.
     pub order: PlayOrder,
     /// The frame numbers to play, when not all.
@@ -73,8 +70,9 @@ pub struct SourceSettings {
     pub direct: Option<bool>,
     /// How local files are read [default: the request's].
     pub io_engine: Option<IoEngine>,
-    /// playsim's NFS client settings for an `nfs://` source [default: the request's].
-    pub nfs: Option<NfsOptions>,
+    /// The transports' options for this source, when its table gives a transport's knob
+    /// (`nconnect = 4` for an `nfs://` source) [default: the request's].
+    pub transport: Option<TransportOptions>,
     /// Read this source's frames without decoding them [default: the request's].
     pub skip_decode: Option<bool>,
 }
@@ -88,10 +86,11 @@ impl PlayRequest {
             io_engine: settings.io_engine.unwrap_or(self.io_engine),
             uring: UringOptions::default(),
         };
-        TransportOptions::new()
+        settings
+            .transport
+            .clone()
+            .unwrap_or_else(|| self.transport.clone())
             .with(local)
-            .with(settings.nfs.clone().unwrap_or_else(|| self.nfs.clone()))
-            .with(self.smb.clone())
             .with(self.decode.clone())
             .with(playsim_media::VerifyFrames(self.engine.verify))
     }
@@ -108,8 +107,7 @@ impl PlayRequest {
             cold: false,
             decode: DecodeOptions::default(),
             rate_from_source: false,
-            nfs: NfsOptions::default(),
-            smb: SmbOptions::default(),
+            transport: TransportOptions::new(),
             order: PlayOrder::Forward,
             range: None,
             skip_decode: false,

@@ -2,18 +2,20 @@
 //! line's flags) and the checks that turn it into a [`Scenario`]: every refusal names the
 //! file, the line and the key, and shows a valid line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
 use playsim_core::{FramePreset, Pacing};
 use playsim_media::{GenerateFormat, GenerateFormatError, GenerateOptions};
+use playsim_storage::transport::GivenKnob;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
+use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::hints::{toml_error, MINIMAL};
+use super::hints::{example_of, toml_error, MINIMAL};
 use super::media::{Generate, ProRes, ProResProfile};
 use super::{
     CacheMode, RecordFlag, RecordValue, Scenario, ScenarioError, ScenarioRecord, ScenarioRun, ScenarioStream,
@@ -28,8 +30,26 @@ const MAX_GENERATED_FRAMES: u64 = 100_000;
 /// Parses `text`, read from `path`, into a scenario. Relative sources are resolved against
 /// `path`'s directory.
 pub(super) fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
-    let file: FileTable = toml::from_str(text).map_err(|e| toml_error(text, path, &e))?;
-    Checker { text, path }.scenario(file)
+    let mut document = DeTable::parse(text).map_err(|e| toml_error(text, path, &e))?;
+    let checker = Checker { text, path, transport: TransportKeys::default() };
+    let transport = checker.take_transport_keys(document.get_mut())?;
+    let file = FileTable::deserialize(toml::de::Deserializer::from(document))
+        .map_err(|e| toml_error(text, path, &e))?;
+    Checker { transport, ..checker }.scenario(file)
+}
+
+// ---- the transports' keys ----
+
+/// The transports' keys of each table (`nconnect = 4`, `smb_credentials = "..."`), taken out
+/// of the file before serde reads the rest: the registry knows them, not the tables' types.
+#[derive(Default)]
+struct TransportKeys {
+    /// The top of the file's.
+    top: Vec<GivenKnob>,
+    /// Each `[[run]]`'s, by its index.
+    runs: HashMap<usize, Vec<GivenKnob>>,
+    /// Each stream table's, by its run's index (`None`: a top-level `[[stream]]`) and its own.
+    streams: HashMap<(Option<usize>, usize), Vec<GivenKnob>>,
 }
 
 // ---- the file's shape ----
@@ -76,15 +96,16 @@ macro_rules! scenario_table {
         }
 
         impl $table {
-            /// The run settings this table gives, each with where it is given.
-            fn settings(&self, checker: &Checker<'_>) -> Result<Settings, ScenarioError> {
+            /// The run settings this table gives, each with where it is given, with the
+            /// transports' keys taken out of it (`transport`).
+            fn settings(&self, checker: &Checker<'_>, transport: &[GivenKnob]) -> Result<Settings, ScenarioError> {
                 if let (Some(frames), Some(_)) = (&self.frames, &self.duration) {
                     return Err(checker.at(
                         frames.span().start,
                         "give frames or duration, not both (for example duration = \"10s\")",
                     ));
                 }
-                let mut settings = Settings::default();
+                let mut settings = Settings { transport: transport.to_vec(), ..Settings::default() };
                 $($(
                     if let Some(given) = &self.$vfield {
                         settings.$vfield = Some(given.get_ref().0);
@@ -148,9 +169,6 @@ struct StreamTable {
     block_size: Option<keys::BlockSize>,
     direct: Option<bool>,
     io_engine: Option<keys::IoEngine>,
-    nconnect: Option<keys::Nconnect>,
-    rsize: Option<keys::Rsize>,
-    nfs_timeout: Option<keys::NfsTimeout>,
     generate: Option<Spanned<GenerateTable>>,
 }
 
@@ -241,21 +259,86 @@ text_value!(
     parse::bit_depth
 );
 
+/// The tables of the array of tables `key` in `table` (`[[stream]]`, `[[run]]`); none when it
+/// is missing or not an array of tables (serde refuses that).
+fn tables_of<'t, 'i>(table: &'t mut DeTable<'i>, key: &str) -> impl Iterator<Item = &'t mut DeTable<'i>> {
+    let items = match table.get_mut(key).map(|v| v.get_mut()) {
+        Some(DeValue::Array(items)) => items.iter_mut(),
+        _ => [].iter_mut(),
+    };
+    items.filter_map(|item| match item.get_mut() {
+        DeValue::Table(table) => Some(table),
+        _ => None,
+    })
+}
+
 // ---- checks ----
 
 struct Checker<'a> {
     text: &'a str,
     path: &'a Path,
+    transport: TransportKeys,
 }
 
 impl Checker<'_> {
+    /// Takes the transports' keys out of `document`'s tables (a stream's table keeps those
+    /// a stream may not set, for serde to refuse), each value checked by its knob's parser.
+    fn take_transport_keys(&self, document: &mut DeTable<'_>) -> Result<TransportKeys, ScenarioError> {
+        let mut keys = TransportKeys { top: self.take_knobs(document, false)?, ..TransportKeys::default() };
+        for (j, stream) in tables_of(document, "stream").enumerate() {
+            keys.streams.insert((None, j), self.take_knobs(stream, true)?);
+        }
+        let runs: Vec<&mut DeTable<'_>> = tables_of(document, "run").collect();
+        for (i, run) in runs.into_iter().enumerate() {
+            keys.runs.insert(i, self.take_knobs(run, false)?);
+            for (j, stream) in tables_of(run, "stream").enumerate() {
+                keys.streams.insert((Some(i), j), self.take_knobs(stream, true)?);
+            }
+        }
+        Ok(keys)
+    }
+
+    /// The transports' keys of `table`, taken out of it (only those a stream may set, where
+    /// `stream`).
+    fn take_knobs(&self, table: &mut DeTable<'_>, stream: bool) -> Result<Vec<GivenKnob>, ScenarioError> {
+        let registry = crate::transport_knobs::registry();
+        let mut given = Vec::new();
+        let found: Vec<String> = table
+            .iter()
+            .map(|(key, _)| key.get_ref().to_string())
+            .filter(|key| registry.knob_by_key(key).is_some_and(|k| !stream || k.per_stream))
+            .collect();
+        for key in found {
+            let (Some(knob), Some(value)) = (registry.knob_by_key(&key), table.remove(key.as_str())) else {
+                continue;
+            };
+            let offset = value.span().start;
+            let text = match value.get_ref() {
+                DeValue::String(s) => s.to_string(),
+                DeValue::Integer(n) => n.to_string(),
+                DeValue::Float(x) => x.to_string(),
+                DeValue::Boolean(b) => b.to_string(),
+                _ => {
+                    return Err(self.at(
+                        offset,
+                        format!("{key} must be a string or a number (for example: {})", knob.example),
+                    ))
+                }
+            };
+            knob.check(&text)
+                .map_err(|e| self.at(offset, format!("{e}\n  for example: {}", example_of(&key))))?;
+            given.push(GivenKnob { knob, text, offset: Some(offset) });
+        }
+        Ok(given)
+    }
+
     /// An error at byte `offset` of the file.
     fn at(&self, offset: usize, message: impl Into<String>) -> ScenarioError {
         ScenarioError::at(self.path, self.text, offset, message.into())
     }
 
     fn scenario(&self, file: FileTable) -> Result<Scenario, ScenarioError> {
-        let top = file.settings(self)?;
+        let top = file.settings(self, &self.transport.top)?;
         let name = match &file.name {
             Some(name) => self.name(name)?,
             None => {
@@ -285,7 +368,7 @@ impl Checker<'_> {
                     format!("no stream to play: add one, for example:\n      {MINIMAL}"),
                 ))
             }
-            (false, true) => vec![self.run(None, "run1".to_owned(), None, &file.stream, &top)?],
+            (false, true) => vec![self.run(None, None, "run1".to_owned(), None, &file.stream, &top)?],
             (true, false) => {
                 let mut runs: Vec<ScenarioRun> = Vec::with_capacity(file.run.len());
                 for (i, table) in file.run.iter().enumerate() {
@@ -302,7 +385,7 @@ impl Checker<'_> {
                         ));
                     }
                     if let Some(record) = &run.record {
-                        runs.push(self.record_run(table, run_name, record)?);
+                        runs.push(self.record_run(table, i, run_name, record)?);
                         continue;
                     }
                     if let Some(true) = run.keep {
@@ -321,8 +404,9 @@ impl Checker<'_> {
                             ),
                         ));
                     }
-                    let settings = run.settings(self)?.over(&top);
+                    let settings = run.settings(self, self.run_knobs(i))?.over(&top);
                     let mut made = self.run(
+                        Some(i),
                         Some(table.span().start),
                         run_name,
                         run.description.clone(),
@@ -389,9 +473,15 @@ impl Checker<'_> {
 
     /// A `[[run]]` with a `record` table: record's flags, as keys, checked by the facade (which
     /// parses them with record's own command line) before anything runs.
+    /// The transports' keys of the `i`-th `[[run]]`.
+    fn run_knobs(&self, i: usize) -> &[GivenKnob] {
+        self.transport.runs.get(&i).map_or(&[], Vec::as_slice)
+    }
+
     fn record_run(
         &self,
         table: &Spanned<RunTable>,
+        run_idx: usize,
         name: String,
         record: &Spanned<BTreeMap<String, Spanned<toml::Value>>>,
     ) -> Result<ScenarioRun, ScenarioError> {
@@ -405,15 +495,15 @@ impl Checker<'_> {
                 ),
             ));
         }
-        let settings = run.settings(self)?;
-        if let Some((knob, offset)) = settings.given_at.first() {
+        let settings = run.settings(self, self.run_knobs(run_idx))?;
+        let transport = settings.transport.first().and_then(|g| Some((g.knob.key, g.offset?)));
+        if let Some((key, offset)) = settings.given_at.first().map(|(k, at)| (k.key(), *at)).or(transport) {
             return Err(self.at(
-                *offset,
+                offset,
                 format!(
                     "run '{name}' records: its settings go in its record table, with record's flag \
                      names (for example record = {{ destination = \"out\", fps = 24, frames = 48 }}); \
-                     move {} there or remove it",
-                    knob.key()
+                     move {key} there or remove it"
                 ),
             ));
         }
@@ -485,6 +575,7 @@ impl Checker<'_> {
 
     fn run(
         &self,
+        run_idx: Option<usize>,
         offset: Option<usize>,
         name: String,
         description: Option<String>,
@@ -506,8 +597,9 @@ impl Checker<'_> {
             }
         })?;
         let mut streams = Vec::with_capacity(tables.len());
-        for table in tables {
-            let stream = self.stream(table, settings)?;
+        for (stream_idx, table) in tables.iter().enumerate() {
+            let own = self.transport.streams.get(&(run_idx, stream_idx)).map_or(&[][..], Vec::as_slice);
+            let stream = self.stream(table, settings, own)?;
             request.sources.push(stream.source.clone());
             request.per_source.push(stream.settings.clone());
             streams.push(stream);
@@ -524,7 +616,13 @@ impl Checker<'_> {
         })
     }
 
-    fn stream(&self, table: &Spanned<StreamTable>, run: &Settings) -> Result<ScenarioStream, ScenarioError> {
+    /// A stream table, with the transports' keys taken out of it (`transport`).
+    fn stream(
+        &self,
+        table: &Spanned<StreamTable>,
+        run: &Settings,
+        transport: &[GivenKnob],
+    ) -> Result<ScenarioStream, ScenarioError> {
         let line = line_of(self.text, table.span().start);
         let stream = table.get_ref();
         let given = stream.source.get_ref();
@@ -535,13 +633,7 @@ impl Checker<'_> {
         }
         let is_url = playsim_storage::transport::scheme_of(given).is_some();
         let source = if is_url { PathBuf::from(given) } else { self.resolve(given) };
-        let nfs_given = stream.nconnect.is_some() || stream.rsize.is_some() || stream.nfs_timeout.is_some();
-        let own = Settings {
-            nconnect: stream.nconnect.map(|n| n.0),
-            rsize: stream.rsize.map(|r| r.0),
-            nfs_timeout: stream.nfs_timeout.map(|t| t.0),
-            ..Settings::default()
-        };
+        let own = Settings { transport: transport.to_vec(), ..Settings::default() };
         let settings = SourceSettings {
             streams: Some(stream.count.map_or(1, |c| c.0)),
             pacing: stream.fps.as_ref().map(|f| f.0),
@@ -551,7 +643,7 @@ impl Checker<'_> {
             direct: stream.direct,
             io_engine: stream.io_engine.map(|e| e.0),
             skip_decode: stream.decode.map(|decode| !decode),
-            nfs: nfs_given.then(|| own.over(run).nfs_options()),
+            transport: (!transport.is_empty()).then(|| own.over(run).transport_options()),
         };
         let generate = match &stream.generate {
             None => None,
@@ -768,6 +860,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn parse_text(text: &str) -> Result<Scenario, ScenarioError> {
+        crate::testutil::transports();
         parse(text, Path::new("dir/test.toml"))
     }
 
@@ -897,9 +990,10 @@ rsize = "256K"
         assert_eq!((second.engine.frames, second.engine.duration), (None, Some(Duration::from_secs(5))));
         assert_eq!(second.engine.pacing, Pacing::Max);
         assert_eq!(second.sources, vec![PathBuf::from("nfs://filer/media/shot")]);
-        let nfs = second.per_source[0].nfs.as_ref().map(|n| (n.nconnect, n.rsize));
-        assert_eq!(nfs, Some((4, 256 << 10)));
-        assert_eq!(tcp.nfs.nconnect, 4);
+        use playsim_storage::nfs::NfsOptions;
+        let nfs = second.per_source[0].transport.as_ref().map(|t| t.get::<NfsOptions>());
+        assert_eq!(nfs.map(|n| (n.nconnect, n.rsize)), Some((4, 256 << 10)));
+        assert_eq!(tcp.transport.get::<NfsOptions>().nconnect, 4);
         assert_eq!((s.repeat, s.cache), (1, CacheMode::Cold));
         assert_eq!(s.name, "test");
     }

@@ -4,8 +4,10 @@
 use std::path::Path;
 
 use super::ScenarioError;
+use crate::transport_knobs::registry;
 
-/// A valid line for every key, shown when a key or its value is refused.
+/// A valid line for every key but the transports' (whose knobs carry their own example),
+/// shown when a key or its value is refused.
 pub(super) const KEY_EXAMPLES: &[(&str, &str)] = &[
     ("name", "name = \"resolve-4k\"  (letters, digits, '-', '_' and '.')"),
     ("description", "description = \"3 streams of 4K DCI DPX at 60 fps\""),
@@ -33,10 +35,6 @@ pub(super) const KEY_EXAMPLES: &[(&str, &str)] = &[
     ("block_size", "block_size = \"1M\"  (or \"512K\", 4096)"),
     ("direct", "direct = true"),
     ("io_engine", "io_engine = \"io_uring\"  (or \"pread\")"),
-    ("nconnect", "nconnect = 4  (1 to 64)"),
-    ("rsize", "rsize = \"1M\"  (4K to 64M)"),
-    ("nfs_timeout", "nfs_timeout = \"30s\""),
-    ("smb_credentials", "smb_credentials = \"/etc/playsim/filer.cred\"  (username= and password= lines)"),
     ("source", "source = \"media/shot\"  (a directory, pattern, video file or nfs:// URL)"),
     ("count", "count = 3"),
     ("start_offset", "start_offset = \"2s\"  (or 0)"),
@@ -68,7 +66,13 @@ pub(super) fn toml_error(text: &str, path: &Path, error: &toml::de::Error) -> Sc
         return ScenarioError::whole(path, message);
     };
     let hint = if let Some(key) = unknown_key(&message) {
-        let known = expected_keys(&message);
+        let mut known = expected_keys(&message);
+        // The transports' keys were taken out of the file before serde read it: a table that
+        // takes the run knobs takes them too (a stream's table, those a stream may set).
+        if known.contains(&"fps") {
+            let stream = known.contains(&"source");
+            known.extend(registry().knobs().filter(|k| !stream || k.per_stream).map(|k| k.key));
+        }
         match closest(&key, &known) {
             Some(near) => format!("did you mean `{near}`? for example: {}", example_of(near)),
             None => {
@@ -131,8 +135,11 @@ fn key_before(text: &str, offset: usize) -> Option<String> {
     (!key.is_empty()).then_some(key)
 }
 
-fn example_of(key: &str) -> &'static str {
-    KEY_EXAMPLES.iter().find(|(k, _)| *k == key).map_or(MINIMAL, |(_, e)| e)
+pub(super) fn example_of(key: &str) -> &'static str {
+    match KEY_EXAMPLES.iter().find(|(k, _)| *k == key) {
+        Some((_, example)) => example,
+        None => registry().knob_by_key(key).map_or(MINIMAL, |knob| knob.example),
+    }
 }
 
 /// The known key nearest `key`, if it is near enough to be a typo.

@@ -32,6 +32,7 @@ pub mod channel;
 mod client;
 #[cfg(feature = "nfs")]
 mod cpu;
+mod knobs;
 #[cfg(feature = "nfs")]
 mod rpc;
 #[cfg(feature = "nfs")]
@@ -53,6 +54,7 @@ pub use channel::{
 #[doc(hidden)]
 #[cfg(feature = "nfs")]
 pub use client::decode_any_reply;
+pub use knobs::NFS_KNOBS;
 #[cfg(feature = "nfs")]
 pub use rpc::{encode_call_message, TcpConnector};
 #[cfg(feature = "nfs")]

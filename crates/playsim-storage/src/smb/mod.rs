@@ -31,6 +31,7 @@
 //! and scenario keys are the same whichever features a build has.
 
 mod credentials;
+mod knobs;
 #[cfg(feature = "smb")]
 mod runtime;
 #[cfg(feature = "smb")]
@@ -43,6 +44,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use credentials::{SmbCredentials, PASSWORD_ENV, USER_ENV};
+pub use knobs::SMB_KNOBS;
 #[cfg(feature = "smb")]
 pub use storage::SmbStorage;
 pub use url::{SmbDialect, SmbUrl, SmbUrlPart, SMB_URL_EXAMPLE};

@@ -11,28 +11,34 @@
 //!
 //! Options are typed and travel in one [`TransportOptions`] map keyed by their type, so that
 //! a transport reads its own (`options.get::<NfsOptions>()`) and a new transport's options
-//! need no field anywhere else.
+//! need no field anywhere else. Its knobs (flags and scenario keys) are a [`KnobGroup`] it
+//! declares ([`Transport::knobs`]); the CLI and the scenario parser find them in the registry.
+//!
+//! The process's registry is made once, by [`install`] (the facade passes its
+//! `register_enabled_transports`), and read by [`installed`].
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use playsim_core::{Clock, Source, Storage};
 
 use crate::write::WriteStorage;
 use crate::{ColdOutcome, Error};
 
+pub mod knob;
 mod local;
 #[cfg(feature = "nfs")]
 mod nfs;
 #[cfg(feature = "smb")]
 mod smb;
 
+pub use knob::{CreateMissing, GivenKnob, KnobGroup, TransportKnob};
 pub use local::LocalTransport;
 #[cfg(feature = "nfs")]
-pub use nfs::{open_nfs_location, NfsTransport};
+pub use nfs::{nfs_options, open_nfs_location, NfsTransport};
 #[cfg(feature = "smb")]
 pub use smb::SmbTransport;
 
@@ -56,6 +62,12 @@ pub trait Transport: Send + Sync {
 
     /// A valid location of this transport, for messages that refuse one.
     fn example(&self) -> &'static str;
+
+    /// Its own knobs (flags and scenario keys), when it has any: transports that read one
+    /// options type return the same group.
+    fn knobs(&self) -> Option<&'static KnobGroup> {
+        None
+    }
 
     /// Its settings among `options`, in words, for a plan: `block 1M, O_DIRECT, io_uring`,
     /// `nconnect 4, rsize 1M`; empty when it has none.
@@ -177,6 +189,9 @@ pub struct Transports {
     enabled: Vec<Arc<dyn Transport>>,
     /// Schemes this build knows but was built without, with the cargo feature that adds them.
     disabled: Vec<(&'static str, &'static str)>,
+    /// The knobs of every transport, enabled or not (flags and keys are the same in every
+    /// build), each group once, in registration order.
+    knob_groups: Vec<&'static KnobGroup>,
 }
 
 impl Transports {
@@ -188,15 +203,51 @@ impl Transports {
     /// Adds `transport`. A later transport serving the same scheme (or plain paths) is
     /// found first, so an embedder may replace a built-in one.
     pub fn register(&mut self, transport: Arc<dyn Transport>) -> &mut Transports {
+        self.add_knobs(transport.knobs());
         self.enabled.insert(0, transport);
         self
     }
 
     /// Records that locations of `scheme` need the cargo feature `feature`, which this
-    /// build does not have: they are refused with a message naming it.
-    pub fn register_disabled(&mut self, scheme: &'static str, feature: &'static str) -> &mut Transports {
+    /// build does not have: they are refused with a message naming it. Its `knobs` are still
+    /// taken, so that flags and scenario keys are the same in every build.
+    pub fn register_disabled(
+        &mut self,
+        scheme: &'static str,
+        feature: &'static str,
+        knobs: Option<&'static KnobGroup>,
+    ) -> &mut Transports {
+        self.add_knobs(knobs);
         self.disabled.push((scheme, feature));
         self
+    }
+
+    fn add_knobs(&mut self, group: Option<&'static KnobGroup>) {
+        if let Some(group) = group {
+            if !self.knob_groups.iter().any(|g| std::ptr::eq(*g, group)) {
+                self.knob_groups.push(group);
+            }
+        }
+    }
+
+    /// The knob groups of every registered transport, enabled or not, each once.
+    pub fn knob_groups(&self) -> &[&'static KnobGroup] {
+        &self.knob_groups
+    }
+
+    /// Every transport's knobs, group by group.
+    pub fn knobs(&self) -> impl Iterator<Item = &'static TransportKnob> + '_ {
+        self.knob_groups.iter().flat_map(|g| g.knobs.iter())
+    }
+
+    /// The knob whose scenario key is `key`.
+    pub fn knob_by_key(&self, key: &str) -> Option<&'static TransportKnob> {
+        self.knobs().find(|k| k.key == key)
+    }
+
+    /// The knob whose flag is `flag` (without its dashes).
+    pub fn knob_by_flag(&self, flag: &str) -> Option<&'static TransportKnob> {
+        self.knobs().find(|k| k.flag == flag)
     }
 
     /// The transports, latest registered first.
@@ -259,6 +310,24 @@ impl fmt::Debug for Transports {
     }
 }
 
+static INSTALLED: OnceLock<Transports> = OnceLock::new();
+
+/// The process's registry, made by `register` the first time (later calls return the same
+/// registry and ignore theirs): the facade's one place that lists the transports of a build.
+pub fn install(register: fn(&mut Transports)) -> &'static Transports {
+    INSTALLED.get_or_init(|| {
+        let mut registry = Transports::new();
+        register(&mut registry);
+        registry
+    })
+}
+
+/// The registry [`install`] made, or `None` before it: the CLI's flag groups and the scenario
+/// parser read the transports' knobs from it.
+pub fn installed() -> Option<&'static Transports> {
+    INSTALLED.get()
+}
+
 /// `bytes` as a flag value: `1M`, `512K`, or a plain number when not a whole KiB.
 pub fn size_text(bytes: usize) -> String {
     match bytes {
@@ -306,7 +375,7 @@ mod tests {
         transports
             .register(Arc::new(Named("local", &[])))
             .register(Arc::new(Named("nfs", &["nfs"])))
-            .register_disabled("smb", "smb");
+            .register_disabled("smb", "smb", None);
         let name = |location: &str| transports.find(location).map(|t| t.name());
         assert_eq!(name("/mnt/shot/frame.%07d.dpx"), Ok("local"));
         assert_eq!(name("relative/dir"), Ok("local"));

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use playsim_core::Storage;
 
-use super::{size_text, Location, OpenContext, Transport, TransportOptions};
+use super::{size_text, CreateMissing, KnobGroup, Location, OpenContext, Transport, TransportOptions};
 use crate::nfs::{
-    NfsOptions, NfsStorage, NfsUrl, NfsWriter, RpcConnector, TcpConnector, UrlPart, URL_EXAMPLE,
+    NfsOptions, NfsStorage, NfsUrl, NfsWriter, RpcConnector, TcpConnector, UrlPart, NFS_KNOBS, URL_EXAMPLE,
 };
 use crate::write::WriteStorage;
 use crate::{ColdOutcome, Error};
@@ -33,6 +33,10 @@ impl Transport for NfsTransport {
         URL_EXAMPLE
     }
 
+    fn knobs(&self) -> Option<&'static KnobGroup> {
+        Some(&NFS_KNOBS)
+    }
+
     fn describe_options(&self, options: &TransportOptions) -> String {
         let nfs = options.get::<NfsOptions>();
         format!("nconnect {}, rsize {}", nfs.nconnect, size_text(nfs.rsize))
@@ -51,9 +55,17 @@ impl Transport for NfsTransport {
                     .into(),
             });
         }
-        let options = context.options.get::<NfsOptions>();
+        let options = nfs_options(&context.options);
         open_nfs_location(location, url, &options, Arc::new(TcpConnector), "playsim's NFS client").await
     }
+}
+
+/// The NFS client's options among `options`, with [`CreateMissing`] (`record`'s destination)
+/// applied: what an NFS transport, over TCP or another RPC transport, opens a location with.
+pub fn nfs_options(options: &TransportOptions) -> NfsOptions {
+    let mut nfs = options.get::<NfsOptions>();
+    nfs.create_missing |= options.get::<CreateMissing>().0;
+    nfs
 }
 
 /// Opens `location` (parsed as `url`) with playsim's NFS client, its NFS calls over

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use playsim_core::Storage;
 
-use super::{Location, OpenContext, Transport, TransportOptions};
-use crate::smb::{SmbOptions, SmbStorage, SmbUrl, SmbWriter, SMB_URL_EXAMPLE};
+use super::{CreateMissing, KnobGroup, Location, OpenContext, Transport, TransportOptions};
+use crate::smb::{SmbOptions, SmbStorage, SmbUrl, SmbWriter, SMB_KNOBS, SMB_URL_EXAMPLE};
 use crate::write::WriteStorage;
 use crate::{ColdOutcome, Error};
 
@@ -30,6 +30,10 @@ impl Transport for SmbTransport {
         SMB_URL_EXAMPLE
     }
 
+    fn knobs(&self) -> Option<&'static KnobGroup> {
+        Some(&SMB_KNOBS)
+    }
+
     /// Where the credentials come from (a file's path, not its contents), and the timeout.
     fn describe_options(&self, options: &TransportOptions) -> String {
         let smb = options.get::<SmbOptions>();
@@ -44,7 +48,8 @@ impl Transport for SmbTransport {
     /// or password is refused here, naming the part at fault.
     async fn open(&self, location: &str, context: &OpenContext) -> Result<Arc<dyn Location>, Error> {
         let url = SmbUrl::parse(location)?;
-        let options = context.options.get::<SmbOptions>();
+        let mut options = context.options.get::<SmbOptions>();
+        options.create_missing |= context.options.get::<CreateMissing>().0;
         let index = SmbStorage::connect(&url, &options).await?;
         Ok(Arc::new(SmbLocation {
             path: PathBuf::from(url.path()),

@@ -1,4 +1,5 @@
-//! Parsing of command-line quantities: byte sizes and durations, with examples in every refusal.
+//! Parsing of quantities as flags and scenario keys give them: byte sizes and durations, with
+//! examples in every refusal. Pure, so that a transport can parse its own knobs with them.
 
 use std::time::Duration;
 
