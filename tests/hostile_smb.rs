@@ -6,8 +6,8 @@
 //! of hostile replies.
 //!
 //! The proxy also keeps the server's first messages of each command: with
-//! `PLAYSIM_WRITE_FUZZ_SEEDS=1`, the corruption case writes them as the `smb_reply` fuzz
-//! target's seeds (`crates/playsim-fuzz/corpus/smb_reply/`).
+//! `PLAYSIM_WRITE_FUZZ_SEEDS=1`, the corruption case writes them as the `transport_reply` fuzz
+//! target's seeds (`crates/playsim-fuzz/corpus/transport_reply/smb-*`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -148,12 +148,13 @@ fn corrupt_read_replies_make_their_frames_unreadable_naming_file_and_frame() -> 
     Ok(())
 }
 
-/// Writes the recorded replies as the `smb_reply` fuzz target's seeds: each whole message for
+/// Writes the recorded replies as the `transport_reply` fuzz target's seeds for `smb` (each
+/// prefixed `smb` and a NUL, which route it to the SMB transport): each whole message for
 /// the receive path (selector 0) and the header-and-body parser (1), and the bodies with
 /// offsets of their own for their parsers (4 NEGOTIATE, 5 CREATE, 6 QUERY_INFO, 7 a
 /// directory listing).
 fn write_seeds(recorded: &std::collections::BTreeMap<u16, Vec<Vec<u8>>>) -> Result<()> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/playsim-fuzz/corpus/smb_reply");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/playsim-fuzz/corpus/transport_reply");
     std::fs::create_dir_all(&dir)?;
     for (command, messages) in recorded {
         for (i, message) in messages.iter().enumerate() {
@@ -167,9 +168,10 @@ fn write_seeds(recorded: &std::collections::BTreeMap<u16, Vec<Vec<u8>>>) -> Resu
                 _ => {}
             }
             for (selector, kind, bytes) in seeds {
-                let mut seed = vec![selector];
+                let mut seed = b"smb\0".to_vec();
+                seed.push(selector);
                 seed.extend(bytes);
-                std::fs::write(dir.join(format!("samba-{command:04x}-{kind}-{i}.bin")), seed)?;
+                std::fs::write(dir.join(format!("smb-samba-{command:04x}-{kind}-{i}.bin")), seed)?;
             }
         }
     }

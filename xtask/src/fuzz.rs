@@ -25,7 +25,7 @@ mod fuzz_catalog;
 #[derive(clap::Args)]
 pub struct FuzzArgs {
     /// Targets to run [default: all, or the cheap ones with --cheap]: dpx_header, dpx_decode,
-    /// url, rdma_reply, nfs_reply, scenario_toml, report_json, exr_decode, tiff_decode,
+    /// url, transport_reply, scenario_toml, report_json, exr_decode, tiff_decode,
     /// mxf_index, sequence_pattern (crates/playsim-fuzz's TARGETS).
     targets: Vec<String>,
     /// Seconds of fuzzing per target.

@@ -38,9 +38,7 @@ pub const TARGETS: &[Target] = &[
     Target { name: "dpx_header", run: dpx_header, cheap: true },
     Target { name: "dpx_decode", run: dpx_decode, cheap: false },
     Target { name: "url", run: url, cheap: true },
-    Target { name: "rdma_reply", run: rdma_reply, cheap: true },
-    Target { name: "nfs_reply", run: nfs_reply, cheap: true },
-    Target { name: "smb_reply", run: smb_reply, cheap: true },
+    Target { name: "transport_reply", run: transport_reply, cheap: true },
     Target { name: "scenario_toml", run: scenario_toml, cheap: true },
     Target { name: "report_json", run: report_json, cheap: true },
     Target { name: "exr_decode", run: exr_decode, cheap: false },
@@ -75,40 +73,27 @@ pub fn url(data: &[u8]) {
     let _ = playsim_media::SimUrl::parse(text);
 }
 
-/// The RPC-over-RDMA transport header of a server's reply (`playsim_rdma::header::decode_reply`).
-pub fn rdma_reply(data: &[u8]) {
-    let _ = playsim_rdma::header::decode_reply(data);
-}
-
-/// A server's RPC reply as playsim's NFS client decodes it: the RPC header (xid, accepted,
-/// verifier, accept status), then the result as LOOKUP, GETATTR, FSINFO, READDIRPLUS, MNT
-/// and EXPORT results, and a READ's data copied and placed (XDR by nfs3_types and by hand).
-pub fn nfs_reply(data: &[u8]) {
-    playsim_storage::nfs::decode_any_reply(data);
-}
-
-/// A server's SMB2/3 message as the `smb2` crate, playsim's SMB client, parses it (through the
-/// entry points it exposes for fuzzing). The first byte picks the parser, the rest is the
-/// message: the whole receive path (compound split, then each sub-message's header), one
-/// message's header and body by its command, the encryption and compression transform
-/// headers, and the reply bodies with offsets and lengths of their own (NEGOTIATE, CREATE
-/// with its contexts, QUERY_INFO, a directory listing, an error's context chain, a DFS
-/// referral).
-pub fn smb_reply(data: &[u8]) {
-    let Some((&selector, message)) = data.split_first() else { return };
-    let parsers: [fn(&[u8]); 10] = [
-        smb2::fuzzing::fuzz_frame_parse,
-        smb2::fuzzing::fuzz_sub_frame_parse,
-        smb2::fuzzing::fuzz_transform_header_parse,
-        smb2::fuzzing::fuzz_compression_transform_header_parse,
-        smb2::fuzzing::fuzz_negotiate_response_parse,
-        smb2::fuzzing::fuzz_create_response_parse,
-        smb2::fuzzing::fuzz_query_info_response_parse,
-        smb2::fuzzing::fuzz_directory_entries_parse,
-        smb2::fuzzing::fuzz_error_context_walk,
-        smb2::fuzzing::fuzz_dfs_referral_response_parse,
-    ];
-    parsers[usize::from(selector) % parsers.len()](message);
+/// A server's reply through a registered transport's reply parsers
+/// (`Transport::fuzz_reply`): `NAME`, a NUL, then the reply routes it to the transport of that
+/// name (`nfs`: the RPC header and each NFS procedure's result; `nfs+rdma`: the RPC-over-RDMA
+/// header; `smb`: the smb2 crate's receive path and reply bodies, the next byte picking the
+/// parser). Input without a known name goes, by its first byte, to one of the transports in
+/// name order, so that a new transport is fuzzed as soon as it is registered.
+pub fn transport_reply(data: &[u8]) {
+    let registry = playsim::transports();
+    let mut transports: Vec<_> = registry.enabled().collect();
+    transports.sort_by_key(|t| t.name());
+    let named = data.iter().position(|&b| b == 0).and_then(|end| {
+        let transport = transports.iter().find(|t| t.name().as_bytes() == &data[..end])?;
+        Some((transport, &data[end + 1..]))
+    });
+    let chosen = named.or_else(|| {
+        let (&selector, rest) = data.split_first()?;
+        Some((transports.get(usize::from(selector) % transports.len().max(1))?, rest))
+    });
+    if let Some((transport, reply)) = chosen {
+        transport.fuzz_reply(reply);
+    }
 }
 
 /// A scenario file (`playsim run FILE.toml`), checked as `Scenario::parse` checks it.
@@ -210,5 +195,28 @@ mod tests {
         let targets: Vec<(&str, bool)> = TARGETS.iter().map(|t| (t.name, t.cheap)).collect();
         let catalog: Vec<(&str, bool)> = catalog::CATALOG.iter().map(|e| (e.name, e.cheap)).collect();
         assert_eq!(targets, catalog);
+    }
+
+    /// Each committed `transport_reply` input names a registered transport, so that it reaches
+    /// the parsers it was found or written for, and every transport with reply parsers has seeds.
+    #[test]
+    fn every_transport_reply_input_names_a_registered_transport() {
+        let registry = playsim::transports();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut seeded = std::collections::BTreeSet::new();
+        for kind in ["corpus", "crashes"] {
+            let dir = root.join(kind).join("transport_reply");
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let data = std::fs::read(entry.path()).unwrap_or_default();
+                let name = data.split(|&b| b == 0).next().map(String::from_utf8_lossy).unwrap_or_default();
+                assert!(
+                    registry.enabled().any(|t| t.name() == name),
+                    "{} names no registered transport: '{name}'",
+                    entry.path().display()
+                );
+                seeded.insert(name.into_owned());
+            }
+        }
+        assert_eq!(seeded.into_iter().collect::<Vec<_>>(), ["nfs", "nfs+rdma", "smb"]);
     }
 }

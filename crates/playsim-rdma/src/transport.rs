@@ -48,6 +48,12 @@ impl Transport for NfsRdmaTransport {
         format!("nconnect {}, rsize {}, over RDMA", nfs.nconnect, size_text(nfs.rsize))
     }
 
+    /// A server's RPC-over-RDMA transport header (the chunk lists a reply carries); the RPC
+    /// message inside is the NFS client's, which `nfs://`'s `fuzz_reply` takes.
+    fn fuzz_reply(&self, bytes: &[u8]) {
+        let _ = crate::header::decode_reply(bytes);
+    }
+
     /// Checks for an RDMA device, then connects and mounts as `nfs://` does, so that a bad
     /// URL, host, port, export or path is refused here, naming the part at fault.
     async fn open(&self, location: &str, context: &OpenContext) -> Result<Arc<dyn Location>, Error> {

@@ -81,6 +81,12 @@ pub trait Transport: Send + Sync {
         true
     }
 
+    /// Runs `bytes`, as a server's reply would arrive, through this transport's reply parsers,
+    /// and drops what they make: the fuzz targets' way in (`transport_reply` dispatches to each
+    /// registered transport). It must return for any bytes, without panicking or allocating
+    /// beyond what they justify. A transport with no server (local files, `sim://`) has none.
+    fn fuzz_reply(&self, _bytes: &[u8]) {}
+
     /// Opens `location`, which [`Transports::find`] gave this transport: parses it, and
     /// reaches its server if it has one, so that a bad location is refused here, with a
     /// message naming the part at fault.

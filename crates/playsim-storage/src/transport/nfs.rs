@@ -42,6 +42,12 @@ impl Transport for NfsTransport {
         format!("nconnect {}, rsize {}", nfs.nconnect, size_text(nfs.rsize))
     }
 
+    /// A server's RPC reply through the NFS client's decoders (the RPC header, then each
+    /// procedure's result, and a READ's data placed).
+    fn fuzz_reply(&self, bytes: &[u8]) {
+        crate::nfs::decode_any_reply(bytes);
+    }
+
     /// Connects to the server and mounts the export, so that a bad URL, host, port, export
     /// or path is refused here, naming the part at fault.
     async fn open(&self, location: &str, context: &OpenContext) -> Result<Arc<dyn Location>, Error> {

@@ -44,6 +44,35 @@ impl Transport for SmbTransport {
         format!("{credentials}, timeout {:?}", smb.timeout)
     }
 
+    /// A server's SMB2/3 message as the `smb2` crate parses it, through the entry points it
+    /// exposes for fuzzing (the `fuzzing` feature; without it, nothing). The first byte picks
+    /// the parser, the rest is the message: the whole receive path (compound split, then each
+    /// sub-message's header), one message's header and body by its command, the encryption and
+    /// compression transform headers, and the reply bodies with offsets and lengths of their
+    /// own (NEGOTIATE, CREATE with its contexts, QUERY_INFO, a directory listing, an error's
+    /// context chain, a DFS referral).
+    fn fuzz_reply(&self, bytes: &[u8]) {
+        #[cfg(feature = "fuzzing")]
+        {
+            let Some((&selector, message)) = bytes.split_first() else { return };
+            let parsers: [fn(&[u8]); 10] = [
+                smb2::fuzzing::fuzz_frame_parse,
+                smb2::fuzzing::fuzz_sub_frame_parse,
+                smb2::fuzzing::fuzz_transform_header_parse,
+                smb2::fuzzing::fuzz_compression_transform_header_parse,
+                smb2::fuzzing::fuzz_negotiate_response_parse,
+                smb2::fuzzing::fuzz_create_response_parse,
+                smb2::fuzzing::fuzz_query_info_response_parse,
+                smb2::fuzzing::fuzz_directory_entries_parse,
+                smb2::fuzzing::fuzz_error_context_walk,
+                smb2::fuzzing::fuzz_dfs_referral_response_parse,
+            ];
+            parsers[usize::from(selector) % parsers.len()](message);
+        }
+        #[cfg(not(feature = "fuzzing"))]
+        let _ = bytes;
+    }
+
     /// Connects, logs in and connects to the share, so that a bad URL, host, port, share, path
     /// or password is refused here, naming the part at fault.
     async fn open(&self, location: &str, context: &OpenContext) -> Result<Arc<dyn Location>, Error> {
