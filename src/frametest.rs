@@ -242,9 +242,10 @@ async fn prepare_writes(
         crate::location::transports().find(&requested.to_string_lossy()).map_err(Error::Storage)?;
     if !transport.holds_files() {
         return Err(Error::Engine(format!(
-            "cannot write to {}: {} storage holds no files; write to a local path, an nfs:// or an smb:// URL, {example}",
+            "cannot write to {}: {} storage holds no files; write to a local path or a URL such as {}, {example}",
             requested.display(),
-            transport.name()
+            transport.name(),
+            crate::location::transports().file_url_examples()
         )));
     }
     for (on, flag) in [(request.loop_files, "-l"), (request.decode, "--decode"), (request.cold, "--cold")] {
@@ -330,8 +331,9 @@ async fn prepare_reads(
     let transport = crate::location::transports().find(&dir.to_string_lossy()).map_err(Error::Storage)?;
     if !transport.holds_files() {
         return Err(Error::Engine(format!(
-            "frametest reads frame files from a directory, a local path, an nfs:// or an smb:// URL, not {shown}: \
-             for simulated storage use playsim play, or {write_first}"
+            "frametest reads frame files from a directory, a local path or a URL such as {}, not {shown}: \
+             for simulated storage use playsim play, or {write_first}",
+            crate::location::transports().file_url_examples()
         )));
     }
     let local = LocalOptions {

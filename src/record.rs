@@ -330,7 +330,8 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         .map_err(|e| RecordError::Destination(e.to_string()))?;
     let storage = location.writer_storage(request.direct).await.ok_or_else(|| {
         RecordError::Destination(format!(
-            "{shown}: this transport only reads; record to a local path, a mount, an nfs:// or an smb:// URL"
+            "{shown}: this transport only reads; record to a local path, a mount, or a URL such as {}",
+            crate::transports().file_url_examples()
         ))
     })?;
     let storage = storage.map_err(|e| RecordError::Destination(e.to_string()))?;

@@ -326,7 +326,7 @@ fn cold_note(request: &MatrixRequest, matrix: &Matrix) -> String {
     if let Some(write) = &request.write {
         let how = if write.base.direct {
             "with O_DIRECT, so every frame reaches storage"
-        } else if request.location.contains("://") {
+        } else if crate::transports().find(&request.location).is_ok_and(|t| t.cache_note().is_some()) {
             "through playsim's own client, which keeps no cache"
         } else {
             "through the page cache (--page-cache), which may absorb them"
@@ -341,14 +341,8 @@ fn cold_note(request: &MatrixRequest, matrix: &Matrix) -> String {
             }
         );
     }
-    if ["nfs://", "nfs+rdma://", "smb://"].iter().any(|s| request.location.starts_with(s)) {
-        return "playsim's own client keeps no cache: every read of every stream crosses the transport to \
-                the server, whose own cache is part of the storage measured"
-            .to_owned();
-    }
-    if request.location.starts_with("sim://") {
-        return "sim:// frames are made in memory and cross the simulated link on every read: no page cache"
-            .to_owned();
+    if let Some(note) = crate::transports().find(&request.location).ok().and_then(|t| t.cache_note()) {
+        return note.to_owned();
     }
     if request.play.direct {
         let mut note =

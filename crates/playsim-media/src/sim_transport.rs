@@ -36,6 +36,10 @@ impl Transport for SimTransport {
         SIM_EXAMPLE
     }
 
+    fn cache_note(&self) -> Option<&'static str> {
+        Some("sim:// frames are made in memory and cross the simulated link on every read: no page cache")
+    }
+
     fn holds_files(&self) -> bool {
         false
     }

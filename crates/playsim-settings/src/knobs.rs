@@ -108,8 +108,8 @@ macro_rules! run_knobs {
                 values {
                     BlockSize block_size: usize = DEFAULT_BLOCK_SIZE, "1M", flag "block-size",
                         key "block_size", parse::bytes,
-                        "Bytes per read request from local files, e.g. 1M, 512K, 4096 (nfs:// sources \
-                         use --rsize)", [];
+                        "Bytes per read request from local files, e.g. 1M, 512K, 4096 (a URL's client \
+                         has a read size of its own)", [];
                     IoEngine io_engine: playsim_storage::IoEngine = IoEngine::default(), "pread", flag "io-engine",
                         key "io_engine", parse::io_engine,
                         "How local files are read: pread (one block after another, a thread per \

@@ -534,8 +534,11 @@ impl Checker<'_> {
                     _ => {
                         return Err(self.at(
                             offset,
-                            "record's destination is a directory or an nfs:// or smb:// URL \
-                             (for example destination = \"../target/scenario-record/dpx-4k\")",
+                            format!(
+                                "record's destination is a directory or a URL such as {} (for example \
+                                 destination = \"../target/scenario-record/dpx-4k\")",
+                                crate::transport_knobs::registry().file_url_examples()
+                            ),
                         ))
                     }
                 }

@@ -35,7 +35,7 @@ pub(super) const KEY_EXAMPLES: &[(&str, &str)] = &[
     ("block_size", "block_size = \"1M\"  (or \"512K\", 4096)"),
     ("direct", "direct = true"),
     ("io_engine", "io_engine = \"io_uring\"  (or \"pread\")"),
-    ("source", "source = \"media/shot\"  (a directory, pattern, video file or nfs:// URL)"),
+    ("source", "source = \"media/shot\"  (a directory, pattern, video file or URL)"),
     ("count", "count = 3"),
     ("start_offset", "start_offset = \"2s\"  (or 0)"),
     ("generate", "generate = { format = \"dpx\", preset = \"hd\", frames = 48 }"),

@@ -75,6 +75,13 @@ pub trait Transport: Send + Sync {
         String::new()
     }
 
+    /// What a read through this transport may find cached, in words, for a summary that says
+    /// whether reads were cold (the matrix's); `None` for plain paths, whose page cache the
+    /// run's own settings (`--direct`, `--cold`) decide.
+    fn cache_note(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Whether its locations hold files that can be written and read back (frametest's,
     /// a recording's); not so for a transport that makes its frames (`sim://`).
     fn holds_files(&self) -> bool {
@@ -303,9 +310,22 @@ impl Transports {
     }
 
     fn examples(&self) -> String {
-        let mut examples: Vec<&str> = self.enabled.iter().map(|t| t.example()).collect();
+        self.examples_where(|_| true)
+    }
+
+    /// The examples of the enabled transports `keep` keeps, in registration order, for a
+    /// message: `nfs://filer/export/shot, smb://filer/share/shot`.
+    pub fn examples_where(&self, keep: impl Fn(&dyn Transport) -> bool) -> String {
+        let mut examples: Vec<&str> =
+            self.enabled.iter().filter(|t| keep(t.as_ref())).map(|t| t.example()).collect();
         examples.reverse();
         examples.join(", ")
+    }
+
+    /// The examples of the transports whose URLs name files on a server (they hold files and
+    /// have a scheme), for a message that asks for a place to write or read frame files.
+    pub fn file_url_examples(&self) -> String {
+        self.examples_where(|t| t.holds_files() && !t.schemes().is_empty())
     }
 }
 

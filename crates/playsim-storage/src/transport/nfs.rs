@@ -37,6 +37,14 @@ impl Transport for NfsTransport {
         Some(&NFS_KNOBS)
     }
 
+    /// playsim's own client keeps no cache.
+    fn cache_note(&self) -> Option<&'static str> {
+        Some(
+            "playsim's own client keeps no cache: every read of every stream crosses the transport to \
+             the server, whose own cache is part of the storage measured",
+        )
+    }
+
     fn describe_options(&self, options: &TransportOptions) -> String {
         let nfs = options.get::<NfsOptions>();
         format!("nconnect {}, rsize {}", nfs.nconnect, size_text(nfs.rsize))

@@ -34,6 +34,14 @@ impl Transport for SmbTransport {
         Some(&SMB_KNOBS)
     }
 
+    /// playsim's own client keeps no cache.
+    fn cache_note(&self) -> Option<&'static str> {
+        Some(
+            "playsim's own client keeps no cache: every read of every stream crosses the transport to \
+             the server, whose own cache is part of the storage measured",
+        )
+    }
+
     /// Where the credentials come from (a file's path, not its contents), and the timeout.
     fn describe_options(&self, options: &TransportOptions) -> String {
         let smb = options.get::<SmbOptions>();
