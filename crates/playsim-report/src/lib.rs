@@ -60,37 +60,75 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
-mod error;
+// The layers, each importing only from those above it in this list (the crate's docs say
+// more): models, renderer infrastructure, formats, and the one registry.
+mod format;
 mod model;
-mod percentiles;
+mod registry;
+mod rendering;
 #[cfg(test)]
 mod testutil;
 
-pub mod capacity;
-pub mod compare;
+// The public paths: each re-exports a layer's module, or joins a model with its formats and
+// its registration where one path has always held both.
+pub use format::csv;
+pub use format::json;
+pub use format::live_csv;
+pub use format::text as render;
 #[cfg(feature = "render")]
-pub mod compare_plot;
-pub mod csv;
-pub mod frametest;
-pub mod histograms;
-#[cfg(feature = "render")]
-pub mod html;
-pub mod json;
-pub mod live_csv;
-pub mod matrix;
-#[cfg(feature = "render")]
-pub mod matrix_plot;
-pub mod merge;
-#[cfg(feature = "render")]
-pub mod plot;
-pub mod record;
-#[cfg(feature = "render")]
-pub mod record_plot;
-pub mod render;
-pub mod renderer;
-pub mod schema;
-pub mod tally;
+pub use format::{compare_plot, html, matrix_plot, plot, record_plot};
+pub use model::{histograms, merge, schema};
 
-pub use error::Error;
-pub use model::*;
-pub use percentiles::{SignedHistogram, HISTOGRAM_SIGFIG};
+pub mod capacity {
+    //! The result of `playsim capacity`: its model ([`Capacity`]) and its text and JSON.
+    pub use crate::format::capacity::*;
+    pub use crate::model::capacity::*;
+    pub use crate::registry::register_capacity_renderers;
+}
+
+pub mod compare {
+    //! Runs side by side (`playsim compare A.json B.json ...`): the runs' kinds
+    //! ([`Compared`]), reading them ([`read`]), and the table ([`compare()`]).
+    pub use crate::format::compare::*;
+    pub use crate::model::compare::*;
+}
+
+pub mod frametest {
+    //! `playsim frametest`'s result: its model, summary, CSV and JSON.
+    pub use crate::format::frametest::*;
+    pub use crate::model::frametest::*;
+    pub use crate::registry::register_frametest_renderers;
+}
+
+pub mod matrix {
+    //! The result of `playsim matrix`: its grid ([`Matrix`]) and its text, JSON and CSV.
+    pub use crate::format::matrix::*;
+    pub use crate::model::matrix::*;
+    pub use crate::registry::register_matrix_renderers;
+}
+
+pub mod record {
+    //! `playsim record`'s result: its model, figures, summary, JSON and timeline CSV.
+    pub use crate::format::record::*;
+    pub use crate::model::record::*;
+}
+
+pub mod tally {
+    //! A scenario's tally: its model ([`Tally`]) and its text.
+    pub use crate::format::tally::*;
+    pub use crate::model::tally::*;
+    pub use crate::registry::register_tally_renderers;
+}
+
+pub mod renderer {
+    //! One trait for every output ([`Renderer`]), the registries of each model's renderers,
+    //! and an atomic write of a model to a file through a renderer ([`write_atomic`]).
+    pub use crate::registry::{
+        register_compare_renderers, register_enabled_renderers, register_record_renderers,
+    };
+    pub use crate::rendering::*;
+}
+
+pub use model::error::Error;
+pub use model::percentiles::{SignedHistogram, HISTOGRAM_SIGFIG};
+pub use model::report::*;
