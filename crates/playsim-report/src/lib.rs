@@ -3,33 +3,45 @@
 //!
 //! The engine fills a [`Report`] at the end of a run (and on Ctrl-C or an
 //! error, with [`RunStatus::Partial`] or [`RunStatus::Failed`]). Everything
-//! else reads that one value, through the renderers that
-//! [`renderer::register_enabled_renderers`] lists (looked up by name or by a file's extension,
-//! and written atomically by [`renderer::write_atomic`]):
+//! else reads that one value, through its renderers.
 //!
-//! - [`render::summary`] is the plain-text summary printed at the end of a run:
-//!   dropped frames by cause as Flame counts them (video disk, CPU/GPU,
-//!   broadcast, unreadable), frame and data rates as frametest reports them,
-//!   per-stage latency percentiles and CPU use.
-//! - [`json`] writes the report as JSON (atomically, to a file) and reads it back.
-//! - [`schema`] gives the JSON schemas; `schema/` holds one file per JSON shape, and a
-//!   test fails when a model and its file disagree.
-//! - [`frametest`] (`playsim frametest`'s result: its model, summary, CSV and JSON),
-//!   [`capacity`] (`playsim capacity`'s result), [`matrix`] (`playsim matrix`'s grid of formats
-//!   by rates), [`tally`] (a scenario's runs over their
-//!   repetitions), [`live_csv`] (a row of counters a second), [`record`] (`playsim record`'s
-//!   result) and [`compare`] (runs side by side, playback or record) are the other models,
-//!   each with its renderers.
-//! - [`merge`] makes the reports of several clients (MPI ranks) one report on one time line,
-//!   with a row per client; [`histograms`] keeps a run's latency histograms in the report in a
-//!   compact form that merges exactly.
-//! - `plot` and `compare_plot` draw the timeline and the comparison as SVG or PNG,
-//!   `record_plot` a record run's timeline and `matrix_plot` the matrix's grid, behind the
-//!   `render` feature (on by default), so that a crate that fills reports (the engine) does not
-//!   compile plotters and resvg.
-//! - `html` writes every model above as one self-contained HTML page (tables, the figures as
-//!   inline SVG, the text summary), each figure tagged with its JSON pointer and value for a
-//!   machine to check; also behind `render`.
+//! # Layers
+//!
+//! The crate is four layers, each module importing only from its own layer and those below
+//! (a tidy test in `xtask/src/module_graph.rs` fails on any module cycle; test code may reach
+//! across):
+//!
+//! 1. **Models** (`src/model/`): what each command's result is, knowing nothing of how it is
+//!    written. The run's [`Report`] and its parts (`report.rs`), the merge of several clients'
+//!    reports ([`merge`]), the histograms ([`histograms`], `percentiles.rs`), the JSON schemas
+//!    ([`schema`]), the report as JSON holds it (`wire.rs`: read back with the version check,
+//!    numbers made finite), and the other results: [`capacity`], [`matrix`] (with what each
+//!    cell's search found, `CellState`), [`record`], [`frametest`], [`tally`], and what
+//!    [`compare`] compares (the kinds of run, their figures, and the panels of the comparison
+//!    figure, each part naming what it stands for rather than a colour).
+//! 2. **Renderer infrastructure** (`src/rendering/`): the [`renderer::Renderer`] trait, the
+//!    [`renderer::Renderers`] of a model (looked up by name or by a file's extension), the
+//!    atomic write ([`renderer::write_atomic`]), and the helpers the drawn and marked-up formats
+//!    share (XML/HTML escaping, colours as CSS writes them).
+//! 3. **Formats** (`src/format/`): each renders models through the trait. The text summary
+//!    ([`render::summary`]: dropped frames by cause as Flame counts them, frame and data rates
+//!    as frametest reports them, per-stage latency percentiles and CPU use), [`json`], the
+//!    per-frame [`csv`], [`live_csv`], each other model's text, JSON and CSV, and behind the
+//!    `render` feature (on by default, so that a crate that fills reports, the engine, does not
+//!    compile plotters and resvg) the plots (`plot`, `record_plot`, `compare_plot`,
+//!    `matrix_plot`: SVG, or PNG rendered from it) and `html`, a self-contained page per model
+//!    whose every figure is tagged with its JSON pointer and value. A format may draw with
+//!    another's pieces (the page shows the plots inline) but never names the registry.
+//! 4. **The registry** (`src/registry.rs`): the only module that names formats. Every
+//!    `register_*` function ([`renderer::register_enabled_renderers`] for the run report,
+//!    [`capacity::register_capacity_renderers`], ...) and the `Renderers::enabled()`,
+//!    `::matrix()`, `::record()`, `::tally()`, `::compare()` shortcuts are there; a new format
+//!    is a type in `format/` and one line here.
+//!
+//! The public paths are re-exports in this file: a path that has always held a model and its
+//! formats together (`playsim_report::capacity`, `::matrix`, `::record`, `::frametest`,
+//! `::tally`, `::compare`) joins the model's module, the format's and its registration, and
+//! `renderer` joins the infrastructure with the registry's functions.
 //!
 //! Latencies are gathered in hdrhistogram histograms of nanoseconds, one per
 //! worker, merged at the end and summarised with

@@ -7,8 +7,9 @@
 //! extension ([`Renderers::for_path`]: `--plot run.png` is the PNG plot). [`write_atomic`]
 //! renders into memory and then replaces the file whole, so a reader never sees half of it.
 //!
-//! A new output format of the run report is one module with a type that implements
-//! `Renderer<Report>`, plus one line in [`register_enabled_renderers`].
+//! A new output format of the run report is one module under `format/` with a type that
+//! implements `Renderer<Report>`, plus one line in the registry (`registry.rs`,
+//! [`register_enabled_renderers`](crate::renderer::register_enabled_renderers)).
 //!
 //! ```
 //! use playsim_report::renderer::{self, Renderers};
