@@ -16,6 +16,7 @@ mod bench_unpack;
 mod deps;
 mod fixtures;
 mod fuzz;
+mod module_graph;
 mod process;
 mod progress;
 mod reliability;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::merge::{ClientInput, ClientSnapshot};
+use crate::model::merge::{ClientInput, ClientSnapshot};
 use crate::model::*;
 
 /// 4096x2160 10-bit DPX: 4 bytes a pixel plus an 8 KiB header.
@@ -335,7 +335,7 @@ pub fn client_report(
         slack.record(ns);
     }
     let latency_histograms = LatencyHistograms {
-        read: crate::histograms::buckets(&read),
+        read: crate::model::histograms::buckets(&read),
         slack: slack.buckets(),
         ..LatencyHistograms::default()
     };
@@ -471,5 +471,5 @@ pub fn lost_client() -> ClientInput {
 pub fn merged_sample() -> Report {
     let mut clients = three_clients();
     clients.push(lost_client());
-    crate::merge::merge(clients, "openmpi 4.1.4")
+    crate::model::merge::merge(clients, "openmpi 4.1.4")
 }
