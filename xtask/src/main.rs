@@ -19,6 +19,7 @@ mod fuzz;
 mod process;
 mod progress;
 mod reliability;
+mod tidy;
 mod vm;
 
 use std::collections::BTreeSet;
