@@ -621,6 +621,9 @@ fn refused_direct(err: WriteError, direct: bool) -> WriteError {
     err
 }
 
+#[cfg(all(test, feature = "io-uring"))]
+mod uring_tests;
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
