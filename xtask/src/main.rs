@@ -20,6 +20,7 @@ mod module_graph;
 mod process;
 mod progress;
 mod reliability;
+mod tidy;
 mod vm;
 
 use std::collections::BTreeSet;

@@ -21,6 +21,7 @@
 //! [`START_MARGIN`] ahead on its own clock, and sends each client that instant on the
 //! client's clock. Every client's frame 0 falls due then.
 
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 use std::sync::Arc;

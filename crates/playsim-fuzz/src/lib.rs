@@ -14,6 +14,7 @@
 //! [`catalog::CATALOG`] (which xtask reads without linking the parsers); `fuzz/` gets a
 //! two-line binary of the same name.
 
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 use std::path::Path;

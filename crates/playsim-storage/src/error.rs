@@ -3,8 +3,12 @@
 //!
 //! Failures of the calls themselves (open, read, close) are
 //! [`playsim_core::StorageError`]s, because they cross the `Storage` seam.
+//!
+//! The parts of a URL an error can blame, [`UrlPart`] (`nfs://`) and [`SmbUrlPart`]
+//! (`smb://`), are defined here, below the transports that build these errors, so that this
+//! module imports none of them; `nfs` and `smb` re-export them where they were.
 
-use crate::nfs::UrlPart;
+use std::fmt;
 
 /// A transport could not be built from its options, or could not reach its server.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -32,7 +36,7 @@ pub enum Error {
         /// The URL as given, any password in it replaced by `***`.
         url: String,
         /// The part at fault.
-        part: crate::smb::SmbUrlPart,
+        part: SmbUrlPart,
         /// Why, in one line.
         reason: String,
     },
@@ -53,4 +57,71 @@ pub enum Error {
     /// The location cannot be used; the message names it and says why.
     #[error("{0}")]
     Location(String),
+}
+
+/// Which part of a URL (or of the server's answer to it) is at fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UrlPart {
+    /// The URL as a whole (scheme, shape).
+    Url,
+    /// The host name or address.
+    Host,
+    /// A port (from `host:port`, `?mountport=` or `?nfsport=`).
+    Port,
+    /// The export the path lies in.
+    Export,
+    /// The path inside the export.
+    Path,
+    /// A `?key=value` option.
+    Option,
+    /// The credentials (`?uid=`, `?gid=`): the server refused them.
+    Credentials,
+}
+
+impl fmt::Display for UrlPart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            UrlPart::Url => "url",
+            UrlPart::Host => "host",
+            UrlPart::Port => "port",
+            UrlPart::Export => "export",
+            UrlPart::Path => "path",
+            UrlPart::Option => "option",
+            UrlPart::Credentials => "credentials",
+        })
+    }
+}
+
+/// The part of an `smb://` URL (or of what goes with it) that is at fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmbUrlPart {
+    /// The URL as a whole (scheme, shape).
+    Url,
+    /// The host name or address.
+    Host,
+    /// The port, or the server behind it.
+    Port,
+    /// The share.
+    Share,
+    /// The path inside the share.
+    Path,
+    /// A `?key=value` option.
+    Option,
+    /// The credentials: missing, unreadable, or refused by the server.
+    Credentials,
+}
+
+impl fmt::Display for SmbUrlPart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SmbUrlPart::Url => "url",
+            SmbUrlPart::Host => "host",
+            SmbUrlPart::Port => "port",
+            SmbUrlPart::Share => "share",
+            SmbUrlPart::Path => "path",
+            SmbUrlPart::Option => "option",
+            SmbUrlPart::Credentials => "credentials",
+        })
+    }
 }

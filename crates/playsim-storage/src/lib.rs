@@ -74,6 +74,7 @@ mod testutil;
 pub mod transport;
 mod uring;
 pub mod write;
+mod write_parts;
 
 pub use error::Error;
 pub use local::{ColdOutcome, IoEngine, LocalOptions, LocalStorage, LocalStorageBuilder, DEFAULT_BLOCK_SIZE};

@@ -644,6 +644,9 @@ fn drop_file_cache(path: &Path) -> Result<(), String> {
         .map_err(|errno| format!("cannot drop the cached pages of {}: {errno}", path.display()))
 }
 
+#[cfg(all(test, feature = "io-uring"))]
+mod uring_tests;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -74,10 +74,9 @@ use rustix::fs::OFlags;
 use crate::read_plan::thread_cpu_ns;
 #[cfg(feature = "io-uring")]
 use crate::uring::UringWriter;
+pub(crate) use crate::write_parts::WriteCounters;
+pub use crate::write_parts::{WriteBytes, WriteStats};
 use crate::{IoEngine, UringOptions};
-
-/// Bytes to write, shared so that one image can go into many files without a copy.
-pub type WriteBytes = Arc<[u8]>;
 
 /// How far a write must have gone before it returns: NFSv3's `stable_how`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -172,19 +171,6 @@ impl From<WriteError> for StorageError {
     fn from(err: WriteError) -> StorageError {
         StorageError::new(err.kind, err.to_string())
     }
-}
-
-/// Counters of a [`WriteStorage`], over all its files.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WriteStats {
-    /// [`WriteFile::write_at`] calls that succeeded.
-    pub n_writes: u64,
-    /// Bytes written by them.
-    pub bytes: u64,
-    /// Syncs: [`WriteFile::sync`] calls and stable writes.
-    pub n_syncs: u64,
-    /// CPU time of the threads doing the writes and syncs, in nanoseconds, where measurable.
-    pub cpu_ns: u64,
 }
 
 /// Where frame files are written: local files, playsim's NFS client; a transport hands its
@@ -289,27 +275,6 @@ enum WriteEngine {
     /// The storage's ring and its thread, shared with its files.
     #[cfg(feature = "io-uring")]
     Uring(Arc<UringWriter>),
-}
-
-/// The counters behind [`WriteStats`], shared by a storage's files.
-#[derive(Debug, Default)]
-pub(crate) struct WriteCounters {
-    pub(crate) n_writes: AtomicU64,
-    pub(crate) bytes: AtomicU64,
-    pub(crate) n_syncs: AtomicU64,
-    pub(crate) cpu_ns: AtomicU64,
-}
-
-impl WriteCounters {
-    /// The counts so far.
-    pub(crate) fn stats(&self) -> WriteStats {
-        WriteStats {
-            n_writes: self.n_writes.load(Ordering::Relaxed),
-            bytes: self.bytes.load(Ordering::Relaxed),
-            n_syncs: self.n_syncs.load(Ordering::Relaxed),
-            cpu_ns: self.cpu_ns.load(Ordering::Relaxed),
-        }
-    }
 }
 
 impl LocalWriteStorage {
@@ -655,6 +620,9 @@ fn refused_direct(err: WriteError, direct: bool) -> WriteError {
     }
     err
 }
+
+#[cfg(all(test, feature = "io-uring"))]
+mod uring_tests;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

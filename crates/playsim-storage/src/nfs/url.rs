@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+pub use crate::error::UrlPart;
+
 /// The example every URL error shows.
 pub const URL_EXAMPLE: &str = "nfs://filer:2049/media/shot/shot.%07d.dpx?mountport=20048&uid=1000&gid=1000";
 
@@ -32,40 +34,6 @@ pub struct NfsUrl {
     uid: Option<u32>,
     gid: Option<u32>,
     proto: Option<&'static str>,
-}
-
-/// Which part of a URL (or of the server's answer to it) is at fault.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum UrlPart {
-    /// The URL as a whole (scheme, shape).
-    Url,
-    /// The host name or address.
-    Host,
-    /// A port (from `host:port`, `?mountport=` or `?nfsport=`).
-    Port,
-    /// The export the path lies in.
-    Export,
-    /// The path inside the export.
-    Path,
-    /// A `?key=value` option.
-    Option,
-    /// The credentials (`?uid=`, `?gid=`): the server refused them.
-    Credentials,
-}
-
-impl fmt::Display for UrlPart {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            UrlPart::Url => "url",
-            UrlPart::Host => "host",
-            UrlPart::Port => "port",
-            UrlPart::Export => "export",
-            UrlPart::Path => "path",
-            UrlPart::Option => "option",
-            UrlPart::Credentials => "credentials",
-        })
-    }
 }
 
 impl NfsUrl {

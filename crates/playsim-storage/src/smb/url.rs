@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+pub use crate::error::SmbUrlPart;
+
 /// A valid `smb://` location, for messages that refuse one.
 pub const SMB_URL_EXAMPLE: &str = "smb://filer/media/shot/shot.%07d.dpx";
 
@@ -53,39 +55,6 @@ impl SmbDialect {
 impl fmt::Display for SmbDialect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// The part of an `smb://` URL (or of what goes with it) that is at fault.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SmbUrlPart {
-    /// The URL as a whole (scheme, shape).
-    Url,
-    /// The host name or address.
-    Host,
-    /// The port, or the server behind it.
-    Port,
-    /// The share.
-    Share,
-    /// The path inside the share.
-    Path,
-    /// A `?key=value` option.
-    Option,
-    /// The credentials: missing, unreadable, or refused by the server.
-    Credentials,
-}
-
-impl fmt::Display for SmbUrlPart {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SmbUrlPart::Url => "url",
-            SmbUrlPart::Host => "host",
-            SmbUrlPart::Port => "port",
-            SmbUrlPart::Share => "share",
-            SmbUrlPart::Path => "path",
-            SmbUrlPart::Option => "option",
-            SmbUrlPart::Credentials => "credentials",
-        })
     }
 }
 

@@ -43,3 +43,5 @@ pub use options::{UringOptions, DEFAULT_RING_ENTRIES};
 pub(crate) use reader::UringReader;
 #[cfg(feature = "io-uring")]
 pub(crate) use writer::UringWriter;
+#[cfg(all(test, feature = "io-uring"))]
+pub(crate) use writer::WRITE_CHUNK;

@@ -57,7 +57,7 @@ struct Target {
 pub(super) enum Memory {
     /// A buffer the ring alone holds: reads write into it, writes read from it.
     Buf(IoBuf),
-    /// Bytes shared with others (a write's [`crate::write::WriteBytes`]): only read from.
+    /// Bytes shared with others (a write's [`crate::write_parts::WriteBytes`]): only read from.
     /// Held, never looked at: the clone keeps the bytes alive while the kernel reads them.
     Bytes(#[allow(dead_code)] Arc<[u8]>),
     /// No memory: a sync of the file.

@@ -25,7 +25,7 @@ use tokio::sync::oneshot;
 use super::sys::{Completion, PushError, Ring};
 use super::thread::{Driver, RingThread, Setup};
 use super::UringOptions;
-use crate::write::{WriteBytes, WriteCounters};
+use crate::write_parts::{WriteBytes, WriteCounters};
 
 /// Bytes of one IORING_OP_WRITE: a frame's write is cut into chunks of this size, all
 /// submitted at once (up to the ring's depth), as the pwrite path's O_DIRECT copies go.
