@@ -45,22 +45,6 @@ const DEPENDENCY_LAYERS: &[(&str, &[&str], &[&str])] = &[
     ("playsim-cluster", &["playsim-core", "playsim-engine"], &[]),
     ("playsim-dashboard", &[], &[]),
     ("playsim-testserver", &[], &[]),
-    (
-        "playsim-fuzz",
-        &[
-            "playsim-core",
-            "playsim-dpx",
-            "playsim-exr",
-            "playsim-ffmpeg",
-            "playsim-media",
-            "playsim-rdma",
-            "playsim-report",
-            "playsim-settings",
-            "playsim-storage",
-            "playsim-tiff",
-        ],
-        &[],
-    ),
     // The facade and the CLI, at the top.
     (
         "playsim",
@@ -80,6 +64,23 @@ const DEPENDENCY_LAYERS: &[(&str, &[&str], &[&str])] = &[
             "playsim-tiff",
         ],
         &["playsim-testserver"],
+    ),
+    // The fuzz targets, above the facade: `transport_reply` reaches the transports through its registry.
+    (
+        "playsim-fuzz",
+        &[
+            "playsim",
+            "playsim-core",
+            "playsim-dpx",
+            "playsim-exr",
+            "playsim-ffmpeg",
+            "playsim-media",
+            "playsim-report",
+            "playsim-settings",
+            "playsim-storage",
+            "playsim-tiff",
+        ],
+        &[],
     ),
     ("xtask", &["playsim-report", "playsim-testserver"], &[]),
 ];
@@ -390,7 +391,7 @@ fn no_clock_outside_the_engine() {
 /// `cat src/**/*.rs | grep -v '^\s*$' | grep -v '^\s*//' | wc -l` counts). `src/` is wiring and
 /// the CLI only; the goal is 2,500 lines, the rest moved into the crates. Lower the ceiling as
 /// code moves out; never raise it.
-const SRC_LINES_CEILING: usize = 6545;
+const SRC_LINES_CEILING: usize = 6495;
 
 #[test]
 fn src_stays_small() {
@@ -418,8 +419,26 @@ fn src_stays_small() {
 // A transport's names.
 
 /// A transport's URL schemes and option types, which belong in its own module.
-const TRANSPORT_NAMES: &[&str] =
-    &["nfs://", "smb://", "nfs+rdma://", "NfsOptions", "SmbOptions", "NfsKnobs", "SmbKnobs"];
+const TRANSPORT_NAMES: &[&str] = &[
+    "nfs://",
+    "smb://",
+    "nfs+rdma://",
+    "sim://",
+    "NfsOptions",
+    "SmbOptions",
+    "SimOptions",
+    "NfsKnobs",
+    "SmbKnobs",
+    "NFS_KNOBS",
+    "SMB_KNOBS",
+    "NfsTransport",
+    "SmbTransport",
+    "NfsRdmaTransport",
+    "SimTransport",
+    "NfsUrl",
+    "SmbUrl",
+    "SimUrl",
+];
 
 /// The transports' own modules, where their names belong.
 const TRANSPORT_MODULES: &[&str] = &[
@@ -428,28 +447,23 @@ const TRANSPORT_MODULES: &[&str] = &[
     "crates/playsim-storage/src/transport/nfs.rs",
     "crates/playsim-storage/src/transport/smb.rs",
     "crates/playsim-rdma/",
+    "crates/playsim-storage/src/sim/",
+    "crates/playsim-media/src/sim_transport.rs",
+    "crates/playsim-media/src/sim.rs",
 ];
 
-/// Today's lines naming a transport outside its module (not counting comments and tests):
-/// (file, lines). Each must go, behind the transport registry. Lower a count when you remove
-/// one; never raise it.
+/// The lines naming a transport outside its module (not counting comments and tests):
+/// (file, lines). Only a crate root's re-exports and the registration may stay; the rest must
+/// go behind the transport registry. Lower a count when you remove one; never raise it.
 const TRANSPORT_NAMES_ALLOWED: &[(&str, usize)] = &[
-    // The settings list's NFS and SMB knobs (`NfsKnobs`, `SmbKnobs`), the request's fields of
-    // `NfsOptions` and `SmbOptions`, and help texts naming the schemes.
-    ("crates/playsim-settings/src/knobs.rs", 15),
-    ("crates/playsim-settings/src/lib.rs", 1),
-    ("crates/playsim-settings/src/request.rs", 7),
-    ("crates/playsim-settings/src/scenario/file.rs", 1),
-    ("crates/playsim-settings/src/scenario/hints.rs", 1),
-    // The CLI's wiring of each transport's knobs into its options, and messages naming schemes.
-    ("src/cli/frametest.rs", 3),
-    ("src/cli/matrix.rs", 3),
-    ("src/cli/record.rs", 3),
-    ("src/decode.rs", 2),
-    ("src/frametest.rs", 8),
-    ("src/main.rs", 6),
-    ("src/matrix/mod.rs", 1),
-    ("src/record.rs", 3),
+    // A crate's root re-exporting its transport modules' items: the modules' own lines.
+    ("crates/playsim-media/src/lib.rs", 2),
+    ("crates/playsim-storage/src/transport/mod.rs", 2),
+    // The registration: `register_enabled_transports`, a line (or a cfg pair) a transport.
+    ("src/location.rs", 8),
+    // The matrix builds a sim:// URL per row (format, size, frames): to go behind a transport
+    // method with the format registry (issue 35, point 2).
+    ("src/matrix/media.rs", 6),
 ];
 
 #[test]

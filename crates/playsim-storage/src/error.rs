@@ -4,9 +4,8 @@
 //! Failures of the calls themselves (open, read, close) are
 //! [`playsim_core::StorageError`]s, because they cross the `Storage` seam.
 //!
-//! The parts of a URL an error can blame, [`UrlPart`] (`nfs://`) and [`SmbUrlPart`]
-//! (`smb://`), are defined here, below the transports that build these errors, so that this
-//! module imports none of them; `nfs` and `smb` re-export them where they were.
+//! The parts of a URL an error can blame, [`UrlPart`], are every transport's, defined here
+//! below the transports that build these errors, so that this module imports none of them.
 
 use std::fmt;
 
@@ -18,25 +17,15 @@ pub enum Error {
     /// that O_DIRECT cannot use. The message says which option and why.
     #[error("invalid storage option: {0}")]
     InvalidOption(String),
-    /// An `nfs://` URL is malformed, or the server refused what it names; `part` says
-    /// which part of the URL is at fault.
+    /// A transport's URL is malformed, its credentials are missing or refused, or the server
+    /// refused what it names; `part` says which part of the URL is at fault. It never holds a
+    /// password.
     #[error("{url}: {part}: {reason}")]
     Url {
-        /// The URL as given.
-        url: String,
-        /// The part at fault.
-        part: UrlPart,
-        /// Why, in one line.
-        reason: String,
-    },
-    /// An `smb://` URL is malformed, its credentials are missing or refused, or the server
-    /// refused what it names; `part` says which part is at fault. It never holds a password.
-    #[error("{url}: {part}: {reason}")]
-    Smb {
         /// The URL as given, any password in it replaced by `***`.
         url: String,
         /// The part at fault.
-        part: SmbUrlPart,
+        part: UrlPart,
         /// Why, in one line.
         reason: String,
     },
@@ -69,13 +58,16 @@ pub enum UrlPart {
     Host,
     /// A port (from `host:port`, `?mountport=` or `?nfsport=`).
     Port,
-    /// The export the path lies in.
+    /// The export the path lies in (NFS).
     Export,
-    /// The path inside the export.
+    /// The share (SMB).
+    Share,
+    /// The path inside the export or the share.
     Path,
     /// A `?key=value` option.
     Option,
-    /// The credentials (`?uid=`, `?gid=`): the server refused them.
+    /// The credentials (a file, the environment, `?uid=` and `?gid=`): missing, unreadable, or
+    /// refused by the server.
     Credentials,
 }
 
@@ -86,42 +78,10 @@ impl fmt::Display for UrlPart {
             UrlPart::Host => "host",
             UrlPart::Port => "port",
             UrlPart::Export => "export",
+            UrlPart::Share => "share",
             UrlPart::Path => "path",
             UrlPart::Option => "option",
             UrlPart::Credentials => "credentials",
-        })
-    }
-}
-
-/// The part of an `smb://` URL (or of what goes with it) that is at fault.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SmbUrlPart {
-    /// The URL as a whole (scheme, shape).
-    Url,
-    /// The host name or address.
-    Host,
-    /// The port, or the server behind it.
-    Port,
-    /// The share.
-    Share,
-    /// The path inside the share.
-    Path,
-    /// A `?key=value` option.
-    Option,
-    /// The credentials: missing, unreadable, or refused by the server.
-    Credentials,
-}
-
-impl fmt::Display for SmbUrlPart {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SmbUrlPart::Url => "url",
-            SmbUrlPart::Host => "host",
-            SmbUrlPart::Port => "port",
-            SmbUrlPart::Share => "share",
-            SmbUrlPart::Path => "path",
-            SmbUrlPart::Option => "option",
-            SmbUrlPart::Credentials => "credentials",
         })
     }
 }

@@ -76,6 +76,6 @@ mod uring;
 pub mod write;
 mod write_parts;
 
-pub use error::Error;
+pub use error::{Error, UrlPart};
 pub use local::{ColdOutcome, IoEngine, LocalOptions, LocalStorage, LocalStorageBuilder, DEFAULT_BLOCK_SIZE};
 pub use uring::{UringOptions, DEFAULT_RING_ENTRIES};

@@ -39,7 +39,7 @@ impl SmbCredentials {
     /// either's. No user and no password at all is a guest login; a user with no password is
     /// refused, naming where a password may come from.
     pub fn load(url: &SmbUrl, options: &SmbOptions) -> Result<SmbCredentials, crate::Error> {
-        let bad = |reason: String| crate::Error::Smb {
+        let bad = |reason: String| crate::Error::Url {
             url: url.as_str().to_owned(),
             part: SmbUrlPart::Credentials,
             reason,

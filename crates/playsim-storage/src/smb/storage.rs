@@ -122,7 +122,7 @@ impl SmbStorage {
         // `smb2` returns each READ's data in buffers of its own, freed when the frame is
         // copied out; kept in malloc's heap, they are not faulted in again for every READ.
         playsim_core::malloc::keep_scratch_in_heap();
-        let fail = |part: SmbUrlPart, reason: String| crate::Error::Smb {
+        let fail = |part: SmbUrlPart, reason: String| crate::Error::Url {
             url: url.as_str().to_owned(),
             part,
             reason,
@@ -340,7 +340,7 @@ impl Inner {
     }
 
     fn fail(&self, part: SmbUrlPart, reason: String) -> crate::Error {
-        crate::Error::Smb { url: self.url.as_str().to_owned(), part, reason }
+        crate::Error::Url { url: self.url.as_str().to_owned(), part, reason }
     }
 
     fn error(&self, what: &str, path: &str, e: &smb2::Error) -> StorageError {

@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-pub use crate::error::SmbUrlPart;
+/// The part of an `smb://` URL at fault: the URL parts every transport blames.
+pub use crate::error::UrlPart as SmbUrlPart;
 
 /// A valid `smb://` location, for messages that refuse one.
 pub const SMB_URL_EXAMPLE: &str = "smb://filer/media/shot/shot.%07d.dpx";
@@ -77,7 +78,7 @@ impl SmbUrl {
     /// (`user:password@`) is refused, and the error does not repeat it.
     pub fn parse(text: &str) -> Result<SmbUrl, crate::Error> {
         let shown = redact(text);
-        let bad = |part: SmbUrlPart, reason: String| crate::Error::Smb { url: shown.clone(), part, reason };
+        let bad = |part: SmbUrlPart, reason: String| crate::Error::Url { url: shown.clone(), part, reason };
         let rest = match text.split_once("://") {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("smb") => rest,
             _ => {
@@ -301,7 +302,7 @@ mod tests {
     #[test]
     fn bad_parts_are_named_with_an_example() {
         let part = |text: &str| match SmbUrl::parse(text).unwrap_err() {
-            crate::Error::Smb { part, reason, .. } => (part, reason),
+            crate::Error::Url { part, reason, .. } => (part, reason),
             other => panic!("{other}"),
         };
         assert_eq!(part("smb://filer").0, SmbUrlPart::Share);
