@@ -11,7 +11,7 @@ use std::time::Duration;
 use playsim_core::{FramePreset, FrameRate};
 use playsim_media::{GenerateFormat, GenerateOptions};
 use playsim_settings::scenario::{Generate, MediaState, ProResProfile, VideoClip, VideoCodec};
-use playsim_storage::transport::TransportOptions;
+use playsim_storage::transport::{MediaAsked, TransportOptions};
 
 use super::upload::Upload;
 use crate::Error;
@@ -264,8 +264,9 @@ pub fn plan_media(
             plans.push(MediaPlan { row, generate: None, upload: None, bytes: 0, seconds: 0.0 });
             continue;
         }
-        if location.starts_with("sim://") {
-            row.media = sim_url(location, spec, frames)?;
+        let asked = MediaAsked { name: &spec.name, format: spec.format.word(), width, height, frames };
+        if let Some(made) = made_media(location, &asked) {
+            row.media = made?;
             row.frames = Some(frames);
             plans.push(MediaPlan { row, generate: None, upload: None, bytes: 0, seconds: 0.0 });
             continue;
@@ -302,12 +303,11 @@ pub fn plan_write_rows(
     location: &str,
     rows: &[MatrixRowSpec],
 ) -> Result<(Vec<MatrixMedia>, Vec<RecordedFormat>), Error> {
-    if location.starts_with("sim://") {
-        return Err(Error::Engine(
-            "--write records files, and sim:// makes frames in memory: give a directory, a mount or a \
-             server (for example playsim matrix /mnt/nas/m --write)"
-                .into(),
-        ));
+    if crate::transports().find(location).is_ok_and(|t| !t.holds_files()) {
+        return Err(Error::Engine(format!(
+            "--write records files, and {location} holds none (its transport makes its frames): give a \
+             directory, a mount or a server (for example playsim matrix /mnt/nas/m --write)"
+        )));
     }
     let mut media = Vec::with_capacity(rows.len());
     let mut formats = Vec::with_capacity(rows.len());
@@ -355,32 +355,10 @@ fn url_join(url: &str, tail: &str) -> String {
     }
 }
 
-/// The row's `sim://` URL: `location` with the row's format, size and frames in its query.
-fn sim_url(location: &str, spec: &MatrixRowSpec, frames: u64) -> Result<String, Error> {
-    if !matches!(spec.format, RowFormat::Dpx | RowFormat::ExrPiz) {
-        return Err(Error::Engine(format!(
-            "sim:// serves DPX and EXR frames only: row {} cannot be simulated (for example --formats \
-             dpx-4k-dci,exr-piz-uhd)",
-            spec.name
-        )));
-    }
-    let query = location.split_once('?').map_or("", |(_, q)| q);
-    for key in ["format", "preset", "frame_bytes"] {
-        if query.split('&').any(|pair| pair.split('=').next() == Some(key)) {
-            return Err(Error::Engine(format!(
-                "the matrix sets {key}= of a sim:// location per row: leave it out (for example \
-                 sim://lan?bw=10Gbit&lat=300us)"
-            )));
-        }
-    }
-    let (width, height) = spec.preset.dimensions();
-    let separator = if location.contains('?') { '&' } else { '?' };
-    let frames = if query.split('&').any(|pair| pair.starts_with("frames=")) {
-        String::new()
-    } else {
-        format!("&frames={frames}")
-    };
-    Ok(format!("{location}{separator}format={}&preset={width}x{height}{frames}", spec.format.word()))
+/// The media `location`'s transport makes for `asked`, when it makes its frames (`sim://`).
+fn made_media(location: &str, asked: &MediaAsked<'_>) -> Option<Result<String, Error>> {
+    let transport = crate::transports().find(location).ok()?;
+    transport.made_media(location, asked).map(|made| made.map_err(Error::Storage))
 }
 
 /// A row's media under `location/matrix-media/`, with its size and time to make.

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use playsim_core::{Clock, Source, Storage};
 use playsim_storage::sim::{JitterDist, LinkParams, SimLink, SimObject, SimStorage};
-use playsim_storage::transport::{Location, OpenContext, Transport};
+use playsim_storage::transport::{Location, MediaAsked, OpenContext, Transport};
 use playsim_storage::{ColdOutcome, Error, LocalOptions};
 
 use crate::{DecodeOptions, SimDist, SimFrames, SimUrl, SIM_EXAMPLE};
@@ -42,6 +42,12 @@ impl Transport for SimTransport {
 
     fn holds_files(&self) -> bool {
         false
+    }
+
+    /// `location` with the media's format, size and frames in its query (frames only when the
+    /// location names none); DPX and EXR only, the formats `sim://` renders.
+    fn made_media(&self, location: &str, asked: &MediaAsked<'_>) -> Option<Result<String, Error>> {
+        Some(sim_media_url(location, asked))
     }
 
     /// Makes the frames (on a blocking thread; each distinct frame is rendered and encoded
@@ -164,4 +170,34 @@ fn run_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     static SEED: OnceLock<u64> = OnceLock::new();
     *SEED.get_or_init(|| std::collections::hash_map::RandomState::new().build_hasher().finish())
+}
+
+/// The `sim://` URL that makes `asked` at `location` (see [`SimTransport::made_media`]).
+fn sim_media_url(location: &str, asked: &MediaAsked<'_>) -> Result<String, Error> {
+    if !["dpx", "exr"].contains(&asked.format) {
+        return Err(Error::Location(format!(
+            "sim:// serves DPX and EXR frames only: row {} cannot be simulated (for example --formats \
+             dpx-4k-dci,exr-piz-uhd)",
+            asked.name
+        )));
+    }
+    let query = location.split_once('?').map_or("", |(_, q)| q);
+    for key in ["format", "preset", "frame_bytes"] {
+        if query.split('&').any(|pair| pair.split('=').next() == Some(key)) {
+            return Err(Error::Location(format!(
+                "the matrix sets {key}= of a sim:// location per row: leave it out (for example \
+                 sim://lan?bw=10Gbit&lat=300us)"
+            )));
+        }
+    }
+    let separator = if location.contains('?') { '&' } else { '?' };
+    let frames = if query.split('&').any(|pair| pair.starts_with("frames=")) {
+        String::new()
+    } else {
+        format!("&frames={}", asked.frames)
+    };
+    Ok(format!(
+        "{location}{separator}format={}&preset={}x{}{frames}",
+        asked.format, asked.width, asked.height
+    ))
 }

@@ -82,6 +82,14 @@ pub trait Transport: Send + Sync {
         None
     }
 
+    /// The location of this transport that makes the media `asked` for (the matrix's rows,
+    /// each a format at a size): `location` with what the transport needs to make it. `None`
+    /// when the transport finds media rather than making it (every transport that holds files),
+    /// an error naming what it cannot make.
+    fn made_media(&self, _location: &str, _asked: &MediaAsked<'_>) -> Option<Result<String, Error>> {
+        None
+    }
+
     /// Whether its locations hold files that can be written and read back (frametest's,
     /// a recording's); not so for a transport that makes its frames (`sim://`).
     fn holds_files(&self) -> bool {
@@ -98,6 +106,21 @@ pub trait Transport: Send + Sync {
     /// reaches its server if it has one, so that a bad location is refused here, with a
     /// message naming the part at fault.
     async fn open(&self, location: &str, context: &OpenContext) -> Result<Arc<dyn Location>, Error>;
+}
+
+/// Media a transport that makes its frames is asked for ([`Transport::made_media`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MediaAsked<'a> {
+    /// The name the media goes by in messages (the matrix's row: `dpx-4k-dci`).
+    pub name: &'a str,
+    /// The format's word, as `playsim generate --format` takes it: `dpx`, `exr`.
+    pub format: &'a str,
+    /// The frame size.
+    pub width: u32,
+    /// The frame size.
+    pub height: u32,
+    /// Frames to make, unless the location names its own count.
+    pub frames: u64,
 }
 
 /// What a transport may use to open a location besides the location itself.
