@@ -8517,7 +8517,7 @@ mod tests {
         h.status = NtStatus::PENDING;
         h.async_id = Some(0xFEED_FACE_DEAD_BEEF);
         let interim = pack_message(&h, &crate::msg::echo::EchoResponse);
-        let action = prepare_sub_frame(&interim, false, &conn.inner)
+        let action = prepare_sub_frame(&interim[..], false, &conn.inner)
             .expect("the interim response should be handled");
         assert!(
             matches!(action, SubFrameAction::Skip),
@@ -8904,7 +8904,7 @@ mod tests {
         let mut good = pack_message(&h, &body);
         signing::sign_message_as_server(&mut good, &key, SigningAlgorithm::AesGmac, 9, true)
             .unwrap();
-        let action = prepare_sub_frame(&good, false, &conn.inner).unwrap();
+        let action = prepare_sub_frame(&good[..], false, &conn.inner).unwrap();
         assert!(
             matches!(action, SubFrameAction::Route(_, Ok(_))),
             "a correctly signed CANCEL response must verify, got {action:?}"
@@ -8916,7 +8916,7 @@ mod tests {
         let mut wrong = pack_message(&h, &body);
         signing::sign_message_as_server(&mut wrong, &key, SigningAlgorithm::AesGmac, 9, false)
             .unwrap();
-        let action = prepare_sub_frame(&wrong, false, &conn.inner).unwrap();
+        let action = prepare_sub_frame(&wrong[..], false, &conn.inner).unwrap();
         assert!(
             matches!(
                 action,
@@ -8956,7 +8956,7 @@ mod tests {
         h.status = NtStatus::SUCCESS;
         let stripped = pack_message(&h, &crate::msg::echo::EchoResponse);
 
-        let action = prepare_sub_frame(&stripped, false, &conn.inner).unwrap();
+        let action = prepare_sub_frame(&stripped[..], false, &conn.inner).unwrap();
         assert!(
             matches!(
                 action,
@@ -9009,7 +9009,7 @@ mod tests {
             "the forgery carries a real signature"
         );
 
-        let action = prepare_sub_frame(&forged, false, &conn.inner).unwrap();
+        let action = prepare_sub_frame(&forged[..], false, &conn.inner).unwrap();
         match action {
             SubFrameAction::Route(MessageId(7), Err(e)) => {
                 assert!(
@@ -9052,14 +9052,14 @@ mod tests {
             error_context_count: 0,
             error_data: vec![],
         };
-        let action = prepare_sub_frame(&pack_message(&pending, &body), false, &conn.inner).unwrap();
+        let action = prepare_sub_frame(pack_message(&pending, &body), false, &conn.inner).unwrap();
         assert!(matches!(action, SubFrameAction::Skip), "got {action:?}");
 
         let mut brk = Header::new_request(Command::OplockBreak);
         brk.flags.set_response();
         brk.message_id = MessageId::UNSOLICITED;
         brk.status = NtStatus::SUCCESS;
-        let action = prepare_sub_frame(&pack_message(&brk, &body), false, &conn.inner).unwrap();
+        let action = prepare_sub_frame(pack_message(&brk, &body), false, &conn.inner).unwrap();
         assert!(matches!(action, SubFrameAction::Skip), "got {action:?}");
 
         assert_eq!(conn.metrics().signature_failures, 0);

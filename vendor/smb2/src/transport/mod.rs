@@ -70,7 +70,7 @@ impl<T: TransportSend + TransportReceive> Transport for T {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::msg::header::{Header, PROTOCOL_ID};
+    use crate::msg::header::Header;
     use crate::msg::negotiate::{
         NegotiateContext, NegotiateRequest, NegotiateResponse, HASH_ALGORITHM_SHA512,
     };
