@@ -21,6 +21,7 @@ mod process;
 mod progress;
 mod reliability;
 mod tidy;
+mod vendor;
 mod vm;
 
 use std::collections::BTreeSet;
@@ -46,6 +47,7 @@ enum Task {
     /// Install the Debian packages the project needs (does nothing when all are present).
     Deps,
     /// deps, then `cargo fmt --check`, clippy with `-D warnings`, every test in the workspace, the
+    /// vendored smb2 checked against the published crate and its patch (and its own unit tests), the
     /// pure-Rust build (`--no-default-features`: clippy, the tests of the crates the features
     /// change, and `ldd` on the binary: no FFmpeg, no OpenEXR), the guest tier (`vm`) when this
     /// machine can boot the guest (PLAYSIM_SKIP_VM=1 skips it), and the bench suite in its short
@@ -73,6 +75,9 @@ enum Task {
     /// Write video test media with ffmpeg: UHD clips into target/fixtures/video/, or with `--tiny` the
     /// committed tiny clips and their md5s in fixtures/video/.
     Fixtures(fixtures::FixturesArgs),
+    /// `test`'s `vendor` step alone: vendor/smb2 against the published smb2 0.39.0 and
+    /// PLAYSIM.patch (the crate cached in ~/.cache/playsim/vendor/), then its own unit tests.
+    Vendor,
 }
 
 #[derive(Args)]
@@ -110,6 +115,7 @@ fn run(task: Task) -> Result<ExitCode> {
         Task::Fuzz(args) => fuzz::run(&args),
         Task::Reliability(args) => reliability::run(&args).map(|()| ExitCode::SUCCESS),
         Task::Vm(args) => vm::run(&args).map(|()| ExitCode::SUCCESS),
+        Task::Vendor => vendor::test_step().map(|()| ExitCode::SUCCESS),
     }
 }
 
@@ -117,7 +123,7 @@ fn run(task: Task) -> Result<ExitCode> {
 type Step = (&'static str, fn() -> Result<()>);
 
 fn test() -> Result<ExitCode> {
-    let steps: [Step; 10] = [
+    let steps: [Step; 11] = [
         ("deps", deps::run),
         ("fmt", || process::run(cargo().args(["fmt", "--all", "--", "--check"]))),
         ("clippy", || {
@@ -138,6 +144,8 @@ fn test() -> Result<ExitCode> {
                     .env("PLAYSIM_XTASK_TEST", "1"),
             )
         }),
+        // vendor/smb2 against the published crate and PLAYSIM.patch, then its own unit tests.
+        ("vendor", vendor::test_step),
         // Several clients in one run: `mpirun --oversubscribe -np 3` on this machine, against
         // sim:// links and NFS-Ganesha on loopback.
         ("mpi", || {

@@ -479,6 +479,21 @@ fn transport_names_stay_in_their_module() {
     assert_tidy("a transport's names stay in its module", errors);
 }
 
+#[test]
+fn our_crates_are_ours_and_third_party_code_is_under_vendor() {
+    let mut errors = Vec::new();
+    for dir in sorted_entries(&root().join("crates")) {
+        let name = dir.file_name().and_then(|name| name.to_str()).unwrap_or_default().to_owned();
+        if dir.is_dir() && !name.starts_with("playsim-") {
+            errors.push(format!(
+                "crates/{name}: crates/ holds playsim's own crates (playsim-*); third-party code we patch \
+                 goes in vendor/, checked against its published release by `cargo xtask vendor`"
+            ));
+        }
+    }
+    assert_tidy("third-party code is under vendor/", errors);
+}
+
 // Helpers.
 
 /// A Rust file as these checks see it, each view with the same lines as the file: `text` as

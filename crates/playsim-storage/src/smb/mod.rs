@@ -12,7 +12,7 @@
 //! (`--smb-credentials FILE`: `username=` and `password=` lines) or the environment
 //! ([`USER_ENV`], [`PASSWORD_ENV`]), and are never echoed nor reported.
 //!
-//! What the `smb2` crate (0.39, with playsim's patch in `crates/smb2`) lets a client choose,
+//! What the `smb2` crate (0.39, with playsim's patch in `vendor/smb2`) lets a client choose,
 //! and so what `smb://` offers:
 //! - the dialect: it offers every dialect from 2.0.2 to 3.1.1 and the server picks; `?vers=`
 //!   checks that the server picked the one asked for (3.1.1 by default) and refuses otherwise;
