@@ -4,10 +4,10 @@
 //! pool, paces presentation to an exact rational frame rate, and counts every
 //! dropped frame by cause: storage, decode, output, unreadable.
 //!
-//! This crate is the facade: it re-exports the layers and wires a local
-//! source to the engine. `src/` holds that wiring and the command line only; what a run is
-//! asked to do (the settings list, the request, scenario files) is in `playsim-settings`,
-//! re-exported here. Embed it like this:
+//! This crate is the facade: it re-exports the layers, and its binary is the command line.
+//! What playsim does with storage (play, capacity, matrix, record, frametest, decode, the
+//! scenario runner) is `playsim-ops`, re-exported here whole; what a run is asked to do (the
+//! settings list, the request, scenario files) is `playsim-settings`. Embed it like this:
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), playsim::Error> {
@@ -24,74 +24,10 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
-mod capacity;
-mod decode;
-pub mod frametest;
-mod location;
-pub mod matrix;
-mod order;
-mod play;
-pub mod record;
-pub mod scenario;
-
-pub use capacity::{
-    capacity, capacity_watched, capacity_with, trial_of, trial_request, Capacity, CapacityBy,
-    CapacityRequest, FirstDrop, Trial, TrialWatch,
-};
-pub use decode::{decode_md5, DecodeSummary};
-pub use location::{register_enabled_transports, transports};
-pub use play::{failed_report, note_request, prepare, prepare_on, storage_warnings};
 pub use playsim_cluster as cluster;
-pub use playsim_core::{FramePreset, FrameRate, Pacing, ParseError};
-pub use playsim_engine::{EngineConfig, OutputStage, Simulation};
-pub use playsim_ffmpeg::VideoOptions;
-pub use playsim_media::DecodeOptions;
+pub use playsim_ops::*;
 pub use playsim_report as report;
 pub use playsim_settings as settings;
-pub use playsim_settings::{units, FrameRange, PlayOrder, PlayRequest, SourceSettings};
 pub use playsim_tiff as tiff;
 pub use {playsim_core as core, playsim_dpx as dpx, playsim_engine as engine, playsim_media as media};
 pub use {playsim_exr as exr, playsim_ffmpeg as ffmpeg, playsim_storage as storage};
-
-/// An error before a run could start: a source, storage or setting that cannot be used.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Error {
-    /// A value given by the user was refused.
-    Parse(ParseError),
-    /// The source could not be opened.
-    Source(playsim_media::Error),
-    /// The storage could not be set up.
-    Storage(playsim_storage::Error),
-    /// The engine refused the settings.
-    Engine(String),
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Parse(e) => e.fmt(f),
-            Error::Source(e) => e.fmt(f),
-            Error::Storage(e) => e.fmt(f),
-            Error::Engine(e) => f.write_str(e),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<ParseError> for Error {
-    fn from(e: ParseError) -> Error {
-        Error::Parse(e)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// playsim-ffmpeg names FFmpeg's threads what the engine looks for (neither crate depends
-    /// on the other, so the name is written in both).
-    #[test]
-    fn ffmpeg_names_its_threads_as_the_engine_counts_them() {
-        assert_eq!(playsim_ffmpeg::CODEC_THREAD_NAME, playsim_engine::probe::CODEC_THREAD_NAME);
-    }
-}

@@ -233,6 +233,7 @@ const FEATURE_CRATES: &[&str] = &[
     "playsim-ffmpeg",
     "playsim-media",
     "playsim-settings",
+    "playsim-ops",
     "playsim-cluster",
 ];
 

@@ -41,6 +41,25 @@ const DEPENDENCY_LAYERS: &[(&str, &[&str], &[&str])] = &[
         &["playsim-core", "playsim-engine", "playsim-exr", "playsim-media", "playsim-storage"],
         &[],
     ),
+    // What playsim does with storage: play, capacity, matrix, record, frametest, the scenario
+    // runner, and the registration of the transports.
+    (
+        "playsim-ops",
+        &[
+            "playsim-core",
+            "playsim-dpx",
+            "playsim-engine",
+            "playsim-exr",
+            "playsim-ffmpeg",
+            "playsim-media",
+            "playsim-rdma",
+            "playsim-report",
+            "playsim-settings",
+            "playsim-storage",
+            "playsim-tiff",
+        ],
+        &[],
+    ),
     // playsim-cluster depends on the engine only for its start barrier (`StartBarrier`).
     ("playsim-cluster", &["playsim-core", "playsim-engine"], &[]),
     ("playsim-dashboard", &[], &[]),
@@ -57,6 +76,7 @@ const DEPENDENCY_LAYERS: &[(&str, &[&str], &[&str])] = &[
             "playsim-exr",
             "playsim-ffmpeg",
             "playsim-media",
+            "playsim-ops",
             "playsim-rdma",
             "playsim-report",
             "playsim-settings",
@@ -361,13 +381,13 @@ const CLOCK_READS_ALLOWED: &[(&str, usize)] = &[
     // The facade makes a `PreciseClock` per command; it should be made in one place and handed
     // down. matrix/mod.rs times its whole search with `Instant::now`.
     ("src/cli/run.rs", 1),
-    ("src/decode.rs", 1),
-    ("src/frametest.rs", 1),
+    ("crates/playsim-ops/src/decode.rs", 1),
+    ("crates/playsim-ops/src/frametest.rs", 1),
     ("src/main.rs", 2),
-    ("src/matrix/mod.rs", 1),
-    ("src/matrix/upload.rs", 1),
-    ("src/play.rs", 1),
-    ("src/record.rs", 4),
+    ("crates/playsim-ops/src/matrix/mod.rs", 1),
+    ("crates/playsim-ops/src/matrix/upload.rs", 1),
+    ("crates/playsim-ops/src/play.rs", 1),
+    ("crates/playsim-ops/src/record.rs", 4),
 ];
 
 #[test]
@@ -391,7 +411,7 @@ fn no_clock_outside_the_engine() {
 /// `cat src/**/*.rs | grep -v '^\s*$' | grep -v '^\s*//' | wc -l` counts). `src/` is wiring and
 /// the CLI only; the goal is 2,500 lines, the rest moved into the crates. Lower the ceiling as
 /// code moves out; never raise it.
-const SRC_LINES_CEILING: usize = 6473;
+const SRC_LINES_CEILING: usize = 3046;
 
 #[test]
 fn src_stays_small() {
@@ -460,7 +480,7 @@ const TRANSPORT_NAMES_ALLOWED: &[(&str, usize)] = &[
     ("crates/playsim-media/src/lib.rs", 2),
     ("crates/playsim-storage/src/transport/mod.rs", 2),
     // The registration: `register_enabled_transports`, a line (or a cfg pair) a transport.
-    ("src/location.rs", 8),
+    ("crates/playsim-ops/src/location.rs", 8),
 ];
 
 #[test]

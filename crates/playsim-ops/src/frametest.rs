@@ -8,11 +8,11 @@
 //! ([`FrameLayout`]).
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), playsim::Error> {
-//! use playsim::frametest::{prepare_frametest, FrameSize, FrametestMode, FrametestRequest};
-//! use playsim::report::frametest::summary;
-//! let size = FrameSize::parse("2k", playsim::frametest::DEFAULT_HEADER_BYTES)
-//!     .map_err(|e| playsim::Error::Engine(e.to_string()))?;
+//! # async fn demo() -> Result<(), playsim_ops::Error> {
+//! use playsim_ops::frametest::{prepare_frametest, FrameSize, FrametestMode, FrametestRequest};
+//! use playsim_report::frametest::summary;
+//! let size = FrameSize::parse("2k", playsim_ops::frametest::DEFAULT_HEADER_BYTES)
+//!     .map_err(|e| playsim_ops::Error::Engine(e.to_string()))?;
 //! let write = FrametestRequest { n_frames: Some(24), ..FrametestRequest::new(FrametestMode::Write { size }, "/tmp/ft") };
 //! println!("{}", summary(&prepare_frametest(&write).await?.run().await));
 //! let read = FrametestRequest { threads: 4, ..FrametestRequest::new(FrametestMode::Read { expect: None }, "/tmp/ft") };

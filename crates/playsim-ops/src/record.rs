@@ -5,19 +5,19 @@
 //! sink, and runs it.
 //!
 //! ```no_run
-//! use playsim::record::{prepare_record, RecordRequest};
-//! use playsim::engine::record::{OnError, RecordConfig, SyncPolicy};
-//! use playsim::media::GenerateFormat;
+//! use playsim_ops::record::{prepare_record, RecordRequest};
+//! use playsim_engine::record::{OnError, RecordConfig, SyncPolicy};
+//! use playsim_media::GenerateFormat;
 //!
 //! # #[tokio::main] async fn main() -> anyhow::Result<()> {
 //! let config = RecordConfig {
-//!     n_frames: 48, rate: playsim::FrameRate::new(24, 1).ok(), queue: 4, encoders: 2, writers: 2,
+//!     n_frames: 48, rate: playsim_ops::FrameRate::new(24, 1).ok(), queue: 4, encoders: 2, writers: 2,
 //!     sync: SyncPolicy::None, on_error: OnError::Stop,
 //! };
 //! let format = GenerateFormat::parse("dpx", &[])?;
-//! let request = RecordRequest::new("/tmp/capture", format, playsim::FramePreset::Hd, config);
+//! let request = RecordRequest::new("/tmp/capture", format, playsim_ops::FramePreset::Hd, config);
 //! let result = prepare_record(&request).await?.run().await;
-//! println!("{}", playsim::report::record::summary(&result));
+//! println!("{}", playsim_report::record::summary(&result));
 //! # Ok(()) }
 //! ```
 

@@ -7,13 +7,13 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use playsim::scenario::Scenario;
+//! use playsim_ops::scenario::Scenario;
 //! let scenario = Scenario::load("examples/onefs-prores-hd.toml".as_ref())?;
-//! print!("{}", playsim::scenario::plan(&scenario));
+//! print!("{}", playsim_ops::scenario::plan(&scenario));
 //! scenario.ensure_media(&mut |line| eprintln!("{line}"))?;
 //! for pass in scenario.passes() {
-//!     let report = playsim::scenario::play(&scenario, &pass, |_| {}).await;
-//!     println!("{}", playsim::report::render::summary(&report));
+//!     let report = playsim_ops::scenario::play(&scenario, &pass, |_| {}).await;
+//!     println!("{}", playsim_report::render::summary(&report));
 //! }
 //! # Ok(()) }
 //! ```
