@@ -56,7 +56,21 @@ enum Command {
     /// Play a scenario file (TOML): runs of streams, each repeated with a cold or warm cache,
     /// a JSON report per repetition, then the runs side by side (see examples/).
     Run(cli::run::RunArgs),
+    /// What this build has: its transports, formats, decoders, renderers and cargo features.
+    List,
 }
+
+/// The binary's cargo features and whether each is on, for `playsim list` (a test keeps this
+/// list and Cargo.toml's `[features]` the same).
+const FEATURES: &[(&str, bool)] = &[
+    ("ffmpeg", cfg!(feature = "ffmpeg")),
+    ("openexr", cfg!(feature = "openexr")),
+    ("io-uring", cfg!(feature = "io-uring")),
+    ("nfs", cfg!(feature = "nfs")),
+    ("rdma", cfg!(feature = "rdma")),
+    ("smb", cfg!(feature = "smb")),
+    ("mpi", cfg!(feature = "mpi")),
+];
 
 #[derive(Args)]
 struct CapacityArgs {
@@ -300,6 +314,10 @@ fn main() -> ExitCode {
         Command::Record(args) => cli::record::run(*args),
         Command::Matrix(args) => cli::matrix::run(*args),
         Command::Run(args) => cli::run::run(args),
+        Command::List => {
+            print!("{}", playsim::inventory(FEATURES));
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
@@ -826,4 +844,23 @@ fn generate(args: GenerateArgs) -> anyhow::Result<ExitCode> {
         summary.pattern.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn playsim_list_names_every_cargo_feature() {
+        let manifest = include_str!("../Cargo.toml");
+        let section = manifest.split("\n[features]\n").nth(1).unwrap_or_default();
+        let section = section.split("\n[").next().unwrap_or_default();
+        let mut declared: Vec<&str> = section
+            .lines()
+            .filter_map(|line| line.split_once(" = ").map(|(name, _)| name.trim()))
+            .filter(|name| !name.starts_with('#') && *name != "default")
+            .collect();
+        let mut listed: Vec<&str> = super::FEATURES.iter().map(|(name, _)| *name).collect();
+        declared.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(listed, declared);
+    }
 }

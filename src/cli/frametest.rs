@@ -14,9 +14,6 @@ use playsim::report::renderer::{self, Renderers};
 use playsim::settings::{parse, Knob, LocalReadKnobs, Settings, TransportKnobs};
 use playsim::{FrameRate, PlayOrder};
 
-/// Exit status when Ctrl-C stopped the run; the summary covers the frames done.
-const EXIT_INTERRUPTED: u8 = 130;
-
 const EXAMPLE: &str = "for example playsim frametest -w 2k -n 24 -t 2 /tmp/ft";
 
 /// `playsim frametest`'s arguments: frametest's flags, and a few of playsim's.
@@ -150,7 +147,7 @@ pub fn run(args: FrametestArgs) -> anyhow::Result<ExitCode> {
     Ok(if result.run.failure.is_some() {
         ExitCode::FAILURE
     } else if result.run.interrupted {
-        ExitCode::from(EXIT_INTERRUPTED)
+        ExitCode::from(crate::EXIT_INTERRUPTED)
     } else if result.n_failed() > 0 {
         eprintln!("playsim: {} frames failed", result.n_failed());
         ExitCode::FAILURE

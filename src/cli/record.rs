@@ -13,8 +13,6 @@ use playsim::report::record::RecordCapacityBy;
 use playsim::settings::{parse, Settings, TransportKnobs};
 use playsim::{FramePreset, FrameRate};
 
-/// Exit status when Ctrl-C stopped the run; the summary covers the frames done.
-const EXIT_INTERRUPTED: u8 = 130;
 /// Exit status when a storage error stopped the run (`--on-error stop`).
 const EXIT_STOPPED: u8 = 1;
 
@@ -250,7 +248,7 @@ pub fn exit_code(result: &record::RecordResult) -> ExitCode {
     if result.run.failure.is_some() {
         ExitCode::from(EXIT_STOPPED)
     } else if result.run.interrupted {
-        ExitCode::from(EXIT_INTERRUPTED)
+        ExitCode::from(crate::EXIT_INTERRUPTED)
     } else {
         ExitCode::SUCCESS
     }
@@ -296,6 +294,7 @@ fn request_of(args: &RecordArgs) -> anyhow::Result<RecordRequest> {
         streams: args.streams,
         encode: args.encode,
         source: args.source.clone(),
+        events: playsim::Events::to(|event| eprintln!("playsim: {event}")),
         ..RecordRequest::new(&args.dest, format, args.preset, config)
     };
     Ok(request)

@@ -14,9 +14,6 @@ use playsim::report::renderer::{self, Renderer, Renderers};
 use playsim::report::{compare, Report, RunStatus};
 use playsim::scenario::{Pass, Repetition, Scenario};
 
-/// Exit status when Ctrl-C stopped the scenario; the current run's report is marked partial.
-const EXIT_INTERRUPTED: u8 = 130;
-
 /// `playsim run`'s arguments.
 #[derive(Args)]
 pub struct RunArgs {
@@ -239,7 +236,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     print!("{}", playsim::scenario::tally(&scenario, &outcomes, &recorded));
 
     Ok(if interrupted.load(Ordering::SeqCst) {
-        ExitCode::from(EXIT_INTERRUPTED)
+        ExitCode::from(crate::EXIT_INTERRUPTED)
     } else if outcomes.iter().any(|(_, r)| r.status == RunStatus::Failed)
         || recorded.iter().any(|(_, f)| f.failure.is_some())
     {

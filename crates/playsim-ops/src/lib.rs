@@ -27,7 +27,9 @@
 
 mod capacity;
 mod decode;
+mod events;
 pub mod frametest;
+mod inventory;
 mod location;
 pub mod matrix;
 mod order;
@@ -40,6 +42,8 @@ pub use capacity::{
     CapacityRequest, FirstDrop, Trial, TrialWatch,
 };
 pub use decode::{decode_md5, DecodeSummary};
+pub use events::{Event, Events};
+pub use inventory::inventory;
 pub use location::{register_enabled_transports, transports};
 pub use play::{failed_report, note_request, prepare, prepare_on, storage_warnings};
 pub use playsim_core::{FramePreset, FrameRate, Pacing, ParseError};

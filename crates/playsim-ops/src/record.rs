@@ -78,6 +78,9 @@ pub struct RecordRequest {
     /// clock (`--source`), instead of the generator: an ingest or a transcode. Their size is
     /// the source's.
     pub source: Option<PathBuf>,
+    /// Where what it says while it records goes (a source frame it could not read): nowhere
+    /// unless the caller gives a sink.
+    pub events: crate::Events,
 }
 
 impl RecordRequest {
@@ -105,6 +108,7 @@ impl RecordRequest {
             streams: 1,
             encode: true,
             source: None,
+            events: crate::Events::none(),
         }
     }
 
@@ -403,7 +407,13 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         Some(opened) => (0..request.streams.max(1))
             .map(|_| {
                 let (source, storage) = (Arc::clone(&opened.source), Arc::clone(&opened.storage));
-                source::SourceFeed::start(source, storage, request.config.n_frames, window)
+                source::SourceFeed::start(
+                    source,
+                    storage,
+                    request.config.n_frames,
+                    window,
+                    request.events.clone(),
+                )
             })
             .collect(),
         None => Vec::new(),

@@ -17,8 +17,12 @@ use std::time::Duration;
 use playsim_core::{DecodedFrame, InOrderDecoder, IoBuf, Source, Storage};
 use playsim_engine::record::FrameFeed;
 
+use crate::events::Events;
+
 /// The feed: frames decoded ahead, by position, and the position due next.
 pub(crate) struct SourceFeed {
+    /// Where a frame it could not read or decode is said.
+    events: Events,
     state: Mutex<FeedState>,
     /// Wakes the reader when the window has room.
     room: tokio::sync::Notify,
@@ -52,8 +56,10 @@ impl SourceFeed {
         storage: Arc<dyn Storage>,
         n_frames: u64,
         window: u64,
+        events: Events,
     ) -> Arc<SourceFeed> {
         let feed = Arc::new(SourceFeed {
+            events,
             state: Mutex::default(),
             room: tokio::sync::Notify::new(),
             filled: tokio::sync::Notify::new(),
@@ -116,11 +122,11 @@ impl SourceFeed {
             let extent = source.extent(packet.min(n_source - 1));
             if !at_end {
                 if let Err(e) = crate::decode::read_extent(storage.as_ref(), &extent, &mut encoded).await {
-                    eprintln!(
-                        "playsim: source frame {} ({}): {e}",
+                    self.events.warn(format!(
+                        "source frame {} ({}): {e}",
                         source.frame_number(packet),
                         extent_name(&extent)
-                    );
+                    ));
                     self.handled(position);
                     position += 1;
                     packet += 1;
@@ -174,11 +180,11 @@ impl SourceFeed {
                 }
                 match picture {
                     Ok(frame) => self.keep(position, frame),
-                    Err(e) => eprintln!(
-                        "playsim: source picture {} (decoding {}): {e}",
+                    Err(e) => self.events.warn(format!(
+                        "source picture {} (decoding {}): {e}",
                         position % n_source,
                         extent_name(&extent)
-                    ),
+                    )),
                 }
                 self.handled(position);
                 position += 1;
@@ -222,11 +228,11 @@ impl SourceFeed {
             let idx = position % n_source;
             let extent = source.extent(idx);
             if let Err(e) = crate::decode::read_extent(storage.as_ref(), &extent, &mut encoded).await {
-                eprintln!(
-                    "playsim: source frame {} ({}): {e}",
+                self.events.warn(format!(
+                    "source frame {} ({}): {e}",
                     source.frame_number(idx),
                     extent_name(&extent)
-                );
+                ));
                 self.handled(position);
                 continue;
             }
@@ -246,11 +252,11 @@ impl SourceFeed {
             match result {
                 Ok(()) => self.keep(position, frame),
                 Err(e) => {
-                    eprintln!(
-                        "playsim: source frame {} ({}): {e}",
+                    self.events.warn(format!(
+                        "source frame {} ({}): {e}",
                         source.frame_number(idx),
                         extent_name(&extent)
-                    );
+                    ));
                 }
             }
             self.handled(position);

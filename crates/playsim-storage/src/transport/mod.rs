@@ -266,6 +266,12 @@ impl Transports {
         }
     }
 
+    /// The schemes this build knows but was built without, each with the cargo feature that
+    /// adds it.
+    pub fn disabled(&self) -> &[(&'static str, &'static str)] {
+        &self.disabled
+    }
+
     /// The knob groups of every registered transport, enabled or not, each once.
     pub fn knob_groups(&self) -> &[&'static KnobGroup] {
         &self.knob_groups
