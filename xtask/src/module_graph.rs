@@ -575,4 +575,24 @@ mod tests {
         let found = crate_cycles(&root).expect("reading crates/playsim-report/src");
         assert!(found.is_empty(), "module cycles in playsim-report: {found:?}");
     }
+
+    #[test]
+    fn no_crate_has_a_module_cycle() {
+        let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("crates");
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&crates).expect("reading crates/").flatten() {
+            if entry.path().join("src").is_dir() {
+                let cycles = crate_cycles(&entry.path()).expect("reading a crate's src");
+                if !cycles.is_empty() {
+                    found.push(format!("{}: {cycles:?}", entry.file_name().to_string_lossy()));
+                }
+            }
+        }
+        found.sort();
+        assert!(
+            found.is_empty(),
+            "module cycles (modules that import each other, neither containing the other):\n{}",
+            found.join("\n")
+        );
+    }
 }

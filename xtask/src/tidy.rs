@@ -41,11 +41,14 @@ const DEPENDENCY_LAYERS: &[(&str, &[&str], &[&str])] = &[
         &["playsim-core", "playsim-engine", "playsim-exr", "playsim-media", "playsim-storage"],
         &[],
     ),
+    // playsim-cluster depends on the engine only for its start barrier (`StartBarrier`).
+    ("playsim-cluster", &["playsim-core", "playsim-engine"], &[]),
     // What playsim does with storage: play, capacity, matrix, record, frametest, the scenario
     // runner, and the registration of the transports.
     (
         "playsim-ops",
         &[
+            "playsim-cluster",
             "playsim-core",
             "playsim-dpx",
             "playsim-engine",
@@ -60,8 +63,6 @@ const DEPENDENCY_LAYERS: &[(&str, &[&str], &[&str])] = &[
         ],
         &[],
     ),
-    // playsim-cluster depends on the engine only for its start barrier (`StartBarrier`).
-    ("playsim-cluster", &["playsim-core", "playsim-engine"], &[]),
     ("playsim-dashboard", &[], &[]),
     ("playsim-testserver", &[], &[]),
     // The facade and the CLI, at the top.
@@ -411,7 +412,7 @@ fn no_clock_outside_the_engine() {
 /// `cat src/**/*.rs | grep -v '^\s*$' | grep -v '^\s*//' | wc -l` counts). `src/` is wiring and
 /// the CLI only; the goal is 2,500 lines, the rest moved into the crates. Lower the ceiling as
 /// code moves out; never raise it.
-const SRC_LINES_CEILING: usize = 3076;
+const SRC_LINES_CEILING: usize = 2804;
 
 #[test]
 fn src_stays_small() {

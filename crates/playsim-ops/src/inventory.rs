@@ -56,9 +56,8 @@ pub fn inventory(features: &[(&str, bool)]) -> String {
         backends.join(", "),
         playsim_exr::Backend::default_available().name()
     );
-    if playsim_media::formats().iter().any(|f| matches!(f.kind, FormatKind::Container { .. })) {
-        let _ = writeln!(out, "  video     FFmpeg ({})", playsim_ffmpeg::ffmpeg_version());
-    }
+    #[cfg(feature = "ffmpeg")]
+    let _ = writeln!(out, "  video     FFmpeg ({})", playsim_ffmpeg::ffmpeg_version());
     out.push_str("renderers:\n");
     let names = |list: Vec<&str>| list.join(", ");
     let _ = writeln!(out, "  play      {}", names(Renderers::enabled().iter().map(|r| r.name()).collect()));

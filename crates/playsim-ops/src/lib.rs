@@ -35,6 +35,7 @@ pub mod matrix;
 mod order;
 mod play;
 pub mod record;
+pub mod rounds;
 pub mod scenario;
 
 pub use capacity::{

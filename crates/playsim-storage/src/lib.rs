@@ -61,10 +61,12 @@
 #![warn(clippy::unwrap_used)]
 
 mod error;
+pub mod knob;
 mod listing;
 mod local;
 pub mod mountinfo;
 pub mod nfs;
+mod options;
 mod read_plan;
 pub mod scripted;
 pub mod sim;

@@ -8,6 +8,8 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::xdr::XdrReader;
+
 /// The AUTH_SYS credential sent with every call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Credential {
@@ -139,7 +141,7 @@ impl Reply {
         message: Vec<u8>,
         recycle: Option<Box<dyn FnOnce(Vec<u8>) + Send + Sync>>,
     ) -> Result<Reply, CallError> {
-        let start = super::rpc::accepted_result_start(&message)?;
+        let start = accepted_result_start(&message)?;
         Ok(Reply { message, start, recycle })
     }
 
@@ -236,5 +238,49 @@ pub trait RpcConnector: Send + Sync + fmt::Debug {
     /// register, and why), for the report's storage warnings.
     fn warnings(&self) -> Vec<playsim_core::StorageWarning> {
         Vec::new()
+    }
+}
+
+/// Checks that `record` (an RPC reply message, no record mark) is an accepted, successful
+/// reply and returns where its result starts.
+pub(crate) fn accepted_result_start(record: &[u8]) -> Result<usize, CallError> {
+    let mut r = XdrReader::new(record);
+    let malformed = |what: &str| CallError::Malformed(format!("malformed rpc reply: {what}"));
+    let _xid = r.u32().ok_or_else(|| malformed("too short"))?;
+    if r.u32() != Some(1) {
+        return Err(malformed("not a reply"));
+    }
+    match r.u32().ok_or_else(|| malformed("too short"))? {
+        0 => {}
+        1 => {
+            let reason = match (r.u32(), r.u32()) {
+                (Some(0), _) => "rpc version mismatch".to_owned(),
+                (Some(1), Some(stat)) => format!("authentication refused ({})", auth_stat(stat)),
+                _ => "call denied".to_owned(),
+            };
+            return Err(CallError::Rejected(reason));
+        }
+        _ => return Err(malformed("bad reply status")),
+    }
+    let _verifier_flavor = r.u32().ok_or_else(|| malformed("too short"))?;
+    r.opaque().ok_or_else(|| malformed("bad verifier"))?;
+    match r.u32().ok_or_else(|| malformed("too short"))? {
+        0 => Ok(r.position()),
+        1 => Err(CallError::Rejected("the server does not offer this program".into())),
+        2 => Err(CallError::Rejected("the server does not offer this program version".into())),
+        3 => Err(CallError::Rejected("the server does not offer this procedure".into())),
+        4 => Err(CallError::Rejected("the server could not decode the call".into())),
+        other => Err(CallError::Rejected(format!("the server failed the call (accept status {other})"))),
+    }
+}
+
+fn auth_stat(stat: u32) -> &'static str {
+    match stat {
+        1 => "bad credentials",
+        2 => "credentials rejected: log in again",
+        3 => "bad verifier",
+        4 => "verifier rejected",
+        5 => "credentials too weak",
+        _ => "authentication error",
     }
 }

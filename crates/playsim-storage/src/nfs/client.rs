@@ -22,7 +22,8 @@ use super::channel::{
     Answer, BufferIdentity, BulkPayload, CallError, Credential, ReadInto, Reply, RpcCall, RpcChannel,
     RpcConnector,
 };
-use super::rpc::{RpcConnection, XdrReader, SMALL_REPLY_BYTES};
+use super::rpc::{RpcConnection, SMALL_REPLY_BYTES};
+use super::xdr::XdrReader;
 
 const NFS_PROGRAM_NUMBER: u32 = nfs3_types::nfs3::PROGRAM;
 const NFS_VERSION: u32 = 3;
@@ -525,13 +526,12 @@ pub(super) fn handle(fh: &[u8]) -> nfs_fh3 {
     nfs_fh3 { data: Opaque::owned(fh.to_vec()) }
 }
 
-/// Runs every decoder playsim's client applies to a server's reply over `record` (an RPC
-/// reply message without its record mark): the RPC header, then the record's result as each
-/// procedure's result type, and a READ's data both copied and placed. For the fuzz targets
-/// (crates/playsim-fuzz); any bytes must come back as a value or an error.
-#[doc(hidden)]
-pub fn decode_any_reply(record: &[u8]) {
-    let Ok(reply) = Reply::accept(record.to_vec(), None) else { return };
+/// Runs every decoder of the read side over `record` (an RPC reply message without its record
+/// mark): the RPC header, then the record's result as each procedure's result type, and a
+/// READ's data both copied and placed; returns the reply when its header was accepted, for the
+/// write side's decoders (see [`super::decode_any_reply`]).
+pub(super) fn decode_read_replies(record: &[u8]) -> Option<Reply> {
+    let Ok(reply) = Reply::accept(record.to_vec(), None) else { return None };
     if check_lookup(reply.body()).is_ok() {
         let _ = unpack::<LOOKUP3res>(&reply);
     }
@@ -551,7 +551,7 @@ pub fn decode_any_reply(record: &[u8]) {
     }
     // The portmapper's GETPORT result, as `portmap_port` reads it.
     let _ = XdrReader::new(body).u32();
-    super::writes::decode_write_replies(&reply);
+    Some(reply)
 }
 
 pub(super) fn unpack<T: Unpack>(reply: &Reply) -> Result<T, NfsFailure> {

@@ -4,8 +4,7 @@
 use playsim_core::units;
 
 use super::NfsOptions;
-use crate::transport::knob::set_with;
-use crate::transport::{KnobGroup, TransportKnob};
+use crate::knob::{set_with, KnobGroup, TransportKnob};
 
 /// playsim's NFS client settings, for `nfs://` and `nfs+rdma://` sources and destinations.
 pub static NFS_KNOBS: KnobGroup = KnobGroup {
@@ -67,7 +66,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::transport::TransportOptions;
+    use crate::options::TransportOptions;
 
     #[test]
     fn every_default_shown_in_help_is_the_default() {

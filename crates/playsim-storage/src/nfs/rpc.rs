@@ -635,50 +635,6 @@ fn describe_read_error(e: &io::Error) -> String {
     }
 }
 
-/// Checks that `record` (an RPC reply message, no record mark) is an accepted, successful
-/// reply and returns where its result starts.
-pub(crate) fn accepted_result_start(record: &[u8]) -> Result<usize, CallError> {
-    let mut r = XdrReader::new(record);
-    let malformed = |what: &str| CallError::Malformed(format!("malformed rpc reply: {what}"));
-    let _xid = r.u32().ok_or_else(|| malformed("too short"))?;
-    if r.u32() != Some(1) {
-        return Err(malformed("not a reply"));
-    }
-    match r.u32().ok_or_else(|| malformed("too short"))? {
-        0 => {}
-        1 => {
-            let reason = match (r.u32(), r.u32()) {
-                (Some(0), _) => "rpc version mismatch".to_owned(),
-                (Some(1), Some(stat)) => format!("authentication refused ({})", auth_stat(stat)),
-                _ => "call denied".to_owned(),
-            };
-            return Err(CallError::Rejected(reason));
-        }
-        _ => return Err(malformed("bad reply status")),
-    }
-    let _verifier_flavor = r.u32().ok_or_else(|| malformed("too short"))?;
-    r.opaque().ok_or_else(|| malformed("bad verifier"))?;
-    match r.u32().ok_or_else(|| malformed("too short"))? {
-        0 => Ok(r.position()),
-        1 => Err(CallError::Rejected("the server does not offer this program".into())),
-        2 => Err(CallError::Rejected("the server does not offer this program version".into())),
-        3 => Err(CallError::Rejected("the server does not offer this procedure".into())),
-        4 => Err(CallError::Rejected("the server could not decode the call".into())),
-        other => Err(CallError::Rejected(format!("the server failed the call (accept status {other})"))),
-    }
-}
-
-fn auth_stat(stat: u32) -> &'static str {
-    match stat {
-        1 => "bad credentials",
-        2 => "credentials rejected: log in again",
-        3 => "bad verifier",
-        4 => "verifier rejected",
-        5 => "credentials too weak",
-        _ => "authentication error",
-    }
-}
-
 /// The AUTH_SYS credential (flavor 1) as XDR: flavor, then the opaque body.
 fn auth_sys(credential: &Credential) -> Vec<u8> {
     let mut body = Vec::new();
@@ -708,47 +664,12 @@ fn initial_xid() -> u32 {
     nanos ^ std::process::id().rotate_left(16)
 }
 
-/// Reads XDR words and opaques from a byte slice, never past its end.
-pub(crate) struct XdrReader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> XdrReader<'a> {
-    pub fn new(bytes: &'a [u8]) -> XdrReader<'a> {
-        XdrReader { bytes, pos: 0 }
-    }
-
-    pub fn position(&self) -> usize {
-        self.pos
-    }
-
-    pub fn u32(&mut self) -> Option<u32> {
-        let b = self.bytes.get(self.pos..self.pos + 4)?;
-        self.pos += 4;
-        Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    pub fn skip(&mut self, n: usize) -> Option<()> {
-        self.bytes.get(self.pos..self.pos + n)?;
-        self.pos += n;
-        Some(())
-    }
-
-    /// A variable-length opaque: its bytes, with the padding skipped.
-    pub fn opaque(&mut self) -> Option<&'a [u8]> {
-        let len = self.u32()? as usize;
-        let bytes = self.bytes.get(self.pos..self.pos.checked_add(len)?)?;
-        self.pos += len + (4 - len % 4) % 4;
-        (self.pos <= self.bytes.len()).then_some(bytes)
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::nfs::channel::{BufferIdentity, ReadInto};
+    use crate::nfs::channel::{accepted_result_start, BufferIdentity, ReadInto};
+    use crate::nfs::xdr::XdrReader;
 
     fn reply(words: &[u32]) -> Vec<u8> {
         words.iter().flat_map(|w| w.to_be_bytes()).collect()

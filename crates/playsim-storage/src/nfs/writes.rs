@@ -208,7 +208,7 @@ fn write_data_item(fh_len: usize, data_len: usize, packed_len: usize) -> Option<
 /// NFSv3 allows and the bytes there, before nfs3_types decodes it: it would reserve what the
 /// length claims first.
 fn check_created(body: &[u8]) -> Result<(), NfsFailure> {
-    let mut r = super::rpc::XdrReader::new(body);
+    let mut r = super::xdr::XdrReader::new(body);
     let malformed =
         || NfsFailure::Protocol("malformed create reply: its file handle is not 0 to 64 bytes".into());
     if r.u32() == Some(0) && r.u32() == Some(1) {
@@ -221,7 +221,7 @@ fn check_created(body: &[u8]) -> Result<(), NfsFailure> {
 }
 
 /// Runs every decoder of the write side over `reply`, for the `nfs_reply` fuzz target (see
-/// [`super::client::decode_any_reply`]).
+/// [`super::decode_any_reply`]).
 pub(super) fn decode_write_replies(reply: &Reply) {
     if check_created(reply.body()).is_ok() {
         let _ = unpack::<CREATE3res>(reply);

@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 
 use super::SmbOptions;
-use crate::transport::knob::set_with;
-use crate::transport::{KnobGroup, TransportKnob};
+use crate::knob::{set_with, KnobGroup, TransportKnob};
 
 /// playsim's SMB client settings, for `smb://` sources and destinations.
 pub static SMB_KNOBS: KnobGroup = KnobGroup {
@@ -38,7 +37,7 @@ pub fn file_path(s: &str) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::TransportOptions;
+    use crate::options::TransportOptions;
 
     #[test]
     fn the_credentials_file_reaches_the_options() {

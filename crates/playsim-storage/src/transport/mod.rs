@@ -17,8 +17,6 @@
 //! The process's registry is made once, by [`install`] (the facade passes its
 //! `register_enabled_transports`), and read by [`installed`].
 
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -28,14 +26,14 @@ use playsim_core::{Clock, Source, Storage};
 use crate::write::WriteStorage;
 use crate::{ColdOutcome, Error};
 
-pub mod knob;
 mod local;
 #[cfg(feature = "nfs")]
 mod nfs;
 #[cfg(feature = "smb")]
 mod smb;
 
-pub use knob::{CreateMissing, GivenKnob, KnobGroup, TransportKnob};
+pub use crate::knob::{self, CreateMissing, GivenKnob, KnobGroup, TransportKnob};
+pub use crate::options::TransportOptions;
 pub use local::LocalTransport;
 #[cfg(feature = "nfs")]
 pub use nfs::{nfs_options, open_nfs_location, NfsTransport};
@@ -173,49 +171,6 @@ pub trait Location: Send + Sync {
     /// (`sim://`); `None` when the source is to be found on [`Location::index_storage`].
     fn own_source(&self) -> Option<Result<Arc<dyn Source>, Error>> {
         None
-    }
-}
-
-/// The options of every transport, each under its own type: a transport reads its own with
-/// [`TransportOptions::get`], and gets its default when none were set.
-#[derive(Clone, Default)]
-pub struct TransportOptions {
-    by_type: HashMap<TypeId, (&'static str, Arc<dyn Any + Send + Sync>)>,
-}
-
-impl TransportOptions {
-    /// No options set: every transport uses its defaults.
-    pub fn new() -> TransportOptions {
-        TransportOptions::default()
-    }
-
-    /// These options with `value` set (replacing one of the same type).
-    pub fn with<T: Any + Send + Sync>(mut self, value: T) -> TransportOptions {
-        self.set(value);
-        self
-    }
-
-    /// Sets `value`, replacing one of the same type.
-    pub fn set<T: Any + Send + Sync>(&mut self, value: T) {
-        self.by_type.insert(TypeId::of::<T>(), (std::any::type_name::<T>(), Arc::new(value)));
-    }
-
-    /// The options of type `T`, if set.
-    pub fn get_ref<T: Any>(&self) -> Option<&T> {
-        self.by_type.get(&TypeId::of::<T>()).and_then(|(_, value)| value.downcast_ref())
-    }
-
-    /// The options of type `T`, or its default.
-    pub fn get<T: Any + Clone + Default>(&self) -> T {
-        self.get_ref::<T>().cloned().unwrap_or_default()
-    }
-}
-
-impl fmt::Debug for TransportOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut names: Vec<&str> = self.by_type.values().map(|(name, _)| *name).collect();
-        names.sort_unstable();
-        f.debug_struct("TransportOptions").field("set", &names).finish()
     }
 }
 

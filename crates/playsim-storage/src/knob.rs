@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use super::TransportOptions;
+use crate::options::TransportOptions;
 
 /// One setting of a transport: `--nconnect 4` on the command line, `nconnect = 4` in a
 /// scenario file.
