@@ -9,6 +9,14 @@
 //! Under mpirun, rank 0 draws it on its controlling terminal behind the launcher
 //! ([`launcher_target`]): its own streams, and a row per client from the snapshots every client
 //! sends rank 0 a few times a second ([`ClientFeed`]).
+//!
+//! Under mpirun rank 0 draws on `/dev/tty` as `Target::Launched`: it leaves the terminal's modes
+//! alone (changing them from the background would stop it with SIGTTOU), so Ctrl-C goes to mpirun,
+//! which SIGTERMs every rank, and rank 0 puts the terminal back in its SIGTERM handler; `q` reaches
+//! it through its stdin a line at a time. It is refused, with the reason, when mpirun is not in
+//! the terminal's foreground, the terminal has `tostop`, or rank 0 has no terminal. The dashboard
+//! is off with `--quiet` or when stdout is not a terminal. `tests/dashboard.rs` and `tests/mpi.rs`
+//! check the counters left on the screen against the JSON reports.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;

@@ -7,6 +7,13 @@
 //! `target/fuzz/crashes/TARGET/`. Without a nightly toolchain or cargo-fuzz it prints SKIPPED
 //! with the reason and succeeds: the committed corpora are replayed on stable by
 //! `cargo test` either way (crates/playsim-fuzz/tests/replay.rs).
+//!
+//! Any single allocation over 256 MiB is a finding (`-malloc_limit_mb=256`, reported with its
+//! stack): with only the 2 GB RSS limit, a 541 MB claim showed as memory exhausted some inputs
+//! later, blamed on whichever input ran then. Each run adds its executions to
+//! `target/fuzz/stats/TARGET.json`, so the total on a machine accumulates. A crash is fixed in the
+//! parser and its input kept in `crashes/TARGET/` under a name that says what it was; the replay
+//! then fails on the old code and passes on the new.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};

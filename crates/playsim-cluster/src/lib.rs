@@ -20,6 +20,28 @@
 //! ready, rank 0 measures each client's clock offset over round trips, picks a start
 //! [`START_MARGIN`] ahead on its own clock, and sends each client that instant on the
 //! client's clock. Every client's frame 0 falls due then.
+//!
+//! # Detail (moved from ARCHITECTURE.md)
+//!
+//! - **Rounds.** `play` is one round, `capacity` one per trial, `run` one per pass. Clients send a
+//!   `Snapshot` of their counts every 250 ms and their whole report at the end; rank 0 merges
+//!   (`playsim_report::merge`) and sends `Done` with an exit code and a payload (a capacity
+//!   trial's verdict, so every rank's search takes the same next step). A rank with nothing to
+//!   play in a round still takes part, idle.
+//! - **Clocks.** Rank 0 makes 16 round trips with each client, keeps the shortest, and takes the
+//!   offset against its midpoint, as NTP does. Wall times are the run's one clock's
+//!   (`Clock::wall_origin() + now()`).
+//! - **Faults.** On SIGTERM a client cancels its run and writes its partial report beside the
+//!   merged one; rank 0 writes the merged report from what it has: a client whose snapshots
+//!   stopped more than three intervals before the freshest is lost, and so is one silent for 3 s
+//!   in a round. MPI is not finalised after a SIGTERM.
+//! - **Placement.** `play` gives every client the same command line (mpirun's MPMD form gives them
+//!   different ones); `capacity` varies streams a client, the rate, or the clients
+//!   (`--by clients`); `run` places each scenario run on its `client = K`, else on `i mod N`.
+//! - **The feature.** `mpi` is off by default: it links libmpi, which a workstation that never
+//!   runs under a launcher need not have. Without it the launcher's variables are still read
+//!   ([`launcher`]), so `mpirun -np 3 playsim play ...` gets one refusal from rank 0, exit status
+//!   2, naming the feature, rather than three runs that would each claim to be the whole.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

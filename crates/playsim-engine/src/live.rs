@@ -4,6 +4,13 @@
 //! The counters are atomics bumped on the hot path. The view is read only when asked for: it
 //! takes each stream's lock for as long as copying its counters takes, so a dashboard costs
 //! the run nothing between its frames and never runs on the presenter's thread.
+//!
+//! A [`LiveView`] holds the run's elapsed time on its own clock; per stream the frames presented,
+//! drops by cause, bytes read, frames in the window against its size, the slack of the last 120
+//! frames presented and the frames planned; per stage the CPU so far and the p99 of its latency
+//! over every stream. It comes from the running simulation's probe (`RunProbe` in `run.rs`);
+//! when the run ends the probe is replaced by the last view, so a view taken after the end gives
+//! the report's counters, and `LiveView::ended` makes a dashboard's rates the whole run's.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -13,6 +13,15 @@
 //! A new parser adds one function here, one line in [`TARGETS`] and one in
 //! [`catalog::CATALOG`] (which xtask reads without linking the parsers); `fuzz/` gets a
 //! two-line binary of the same name.
+//!
+//! The targets cover the DPX header and decoder, every URL form, each registered transport's
+//! replies (`transport_reply`, through `Transport::fuzz_reply`: the NFS client's RPC and results,
+//! the RPC-over-RDMA header, the smb2 crate's receive path), scenario TOML, the report JSON
+//! `compare` reads, whole EXR frames through every backend compiled in, TIFF, playsim's MXF index
+//! reader, and sequence patterns over names held in memory. Third-party decoders that size buffers
+//! from what a file claims are fenced in playsim before they run (EXR attribute sizes as OpenEXR
+//! 3.1.5 reads them, the data window and tiles against the file, exrs' DWA counters; TIFF entry
+//! counts and tiles); their crash inputs name the library version that failed.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -19,6 +19,25 @@
 //! println!("{}", summary(&prepare_frametest(&read).await?.run().await));
 //! # Ok(()) }
 //! ```
+//!
+//! # Detail (moved from ARCHITECTURE.md)
+//!
+//! The summary has frametest's lines (Frames transferred, dropped, fastest and slowest frame,
+//! averaged Open, I/O, Close, Frame, Data rate, Frame rate, a histogram), so scripts that grep
+//! frametest's output keep working. A frame's time is its open + I/O + close on a thread; MB =
+//! 10^6 bytes; KB in `-z` and `--header` is 1024 bytes, as frametest's.
+//!
+//! - **Files.** `DIR/frame000000.dpx`, … (`--name frame%06d.tst` gives frametest's names;
+//!   reads fall back to `.tst`). Sizes are frametest's full-aperture 10-bit ones after a 64 KiB
+//!   header (2k: 2048×1556, 12,812,288 bytes), each file valid DPX (`FrameLayout`). Writes go
+//!   through the destination transport's `WriteStorage`; `--fsync` syncs each file first.
+//! - **Reads** go through the same transports as `play`; the directory is listed once and the
+//!   engine's `FrameFiles::find` picks the files. `--decode` decodes each frame with the DPX
+//!   decoder on a decode pool.
+//! - **Flags in the runner** (`playsim_engine::frametest`): `-t N` frame I/Os in flight; `-q N`
+//!   frames queued (default `-t`); `-f FPS` frame k due at `t0 + due_offset(k)`, dropped if the
+//!   queue is full then; `-b N` preroll (default 5); `-v`, `-m --seed S`, `-l` reverse, shuffled
+//!   and looped orders; `-n N` positions (at most 10^6). `-x FILE` writes a CSV row per frame.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

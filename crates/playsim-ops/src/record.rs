@@ -1,6 +1,7 @@
-//! `playsim record`: frames arrive at a rate from the generator, are encoded for real on a
-//! pool and written into a local directory, each under a hidden temporary name
-//! (`.NAME.%07d.EXT.partial`) and renamed when complete. The drop rule is the engine's
+//! `playsim record`: frames arrive at a rate from the generator (or a `--source`), are encoded
+//! for real on a pool and written through the destination's transport (local files, `nfs://`,
+//! `smb://`), each under a hidden temporary name (`.NAME.%07d.EXT.partial`) and renamed when
+//! complete (a clip format writes one file under its real name). The drop rule is the engine's
 //! ([`playsim_engine::record`]); this module checks the destination, builds the encoder and the
 //! sink, and runs it.
 //!
@@ -20,6 +21,37 @@
 //! println!("{}", playsim_report::record::summary(&result));
 //! # Ok(()) }
 //! ```
+//!
+//! # Detail (moved from ARCHITECTURE.md)
+//!
+//! - **Frames arrive on the clock** from the generator (the test picture with `k` in its pixels);
+//!   the render runs in the encode job, so the encode stage's time and CPU include it. `--source`
+//!   feeds decoded frames instead (`record/source.rs`).
+//! - **Encode is real**, on the engine's `EncodePool` (`--encoders`): each format's
+//!   `FrameEncoder`, the writers `generate` uses (EXR through OpenEXR with the `openexr`
+//!   feature, else the exr crate; both store the same halves; ProRes through FFmpeg).
+//! - **The destination's transport writes**: `Location::writer_storage` (local files, `nfs://`,
+//!   `smb://`). A missing destination is made (`CreateMissing` among the location's options, so
+//!   a transport with a server checks only the export or share at open); one holding files is
+//!   refused unless `--force`; the bytes the run may write are checked against the free space.
+//! - **A clip format** (`prores`) writes one `NAME.mov`: FFmpeg's `prores_ks` from the generator's
+//!   RGB converted to 10-bit 4:2:2 in fixed point, muxed as fragmented MOV cut after every frame,
+//!   so a file cut anywhere plays up to its last whole fragment. `ClipRecordSink` asks for its
+//!   writes in position order (`RecordSink::ordered`), appends each fragment, and writes under
+//!   the real name: what a crashed capture leaves must be kept.
+//! - **Sequence files** are written as `.NAME.%07d.EXT.partial`, synced with `--sync frame`,
+//!   closed and renamed; a failed write removes the partial file, and the next run removes any
+//!   left by a crash. `--direct` pads the last block and cuts the file back at close;
+//!   `--io-engine io_uring` goes to the destination's `LocalOptions` only. `--preallocate`
+//!   reserves each frame's bytes (`fallocate`; SET_INFO over SMB; nothing over NFSv3).
+//!   `--sync end` is one `syncfs` after the last frame, timed.
+//! - **Streams** (`--streams N`): N recorders on one clock into `DEST/stream-NN`, one
+//!   `EncodePool`, one cancel token; their runs merge (`RecordRun::merge`).
+//! - **Capacity** (`--capacity streams|fps`): `capacity`'s search over record runs into
+//!   `DEST/capacity-trial`, removed after each trial, so `DEST` is left as it was found
+//!   (`RecordCapacity`, `schema/record-capacity.schema.json`).
+//! - **The result** is `playsim_report::record` (`schema/record.schema.json`, `--timeline`,
+//!   `--plot`); `playsim compare` takes record JSONs on record's figures.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -69,6 +69,34 @@
 //! ```
 //!
 //! [`NfsStorage`]: playsim_storage::nfs::NfsStorage
+//!
+//! # Design notes (moved from ARCHITECTURE.md)
+//!
+//! - **Credits.** 128 receives of 4 KiB are posted before the connection is made; the client asks
+//!   128 credits and keeps at most the server's last grant outstanding (1 until the first reply;
+//!   a grant of 0 is taken as 1, so a confused server slows the client rather than stalling it).
+//!   A poller thread per connection blocks on the completion channel, hands each reply to its
+//!   call by XID and posts its receive again; its CPU is the transport's `background_cpu_ns`,
+//!   added to the storage's.
+//! - **Locked memory.** Frame buffers are registered when first offered, keyed by `IoBuf::id`
+//!   (never by address), as the io_uring path does. When one cannot be registered for lack of
+//!   locked memory (RLIMIT_MEMLOCK), no further one is tried: READs offer registered bounce
+//!   buffers of `rsize`, copied into the frame after the reply, and the report warns once, naming
+//!   the limit. WRITEs' read-chunk buffers wait for one in use to come back and fail with the
+//!   limit named only when none is. Each registration says what the server may do with it
+//!   (`RemoteAccess`: nothing, RDMA Write, RDMA Read); pooled buffers are taken only for that.
+//! - **Failures.** A call abandoned while the server may still write into (or read from) memory
+//!   it was offered breaks the connection (its QP goes to the error state), so nothing lands after
+//!   the buffer is reused. A QP error, a flushed request or a DISCONNECTED event fails every call
+//!   on the connection as a connection error: the pool reconnects and the report counts it.
+//!   RDMA_ERROR (ERR_VERS, ERR_CHUNK) is `CallError::Fatal`: not retried, the source fails with the
+//!   server and the error named. The report counts `writes_in_read_chunks`.
+//! - **Why rdma-mummy-sys.** It builds a small loader (cmake) instead of linking rdma-core, so the
+//!   `rdma` feature is on by default at no cost: the binary starts on any host, and a host without
+//!   a device or the libraries gets a one-line refusal of an `nfs+rdma://` location naming
+//!   `ibv_devices`. rdma-sys links libibverbs at build time and has had no release since 2022;
+//!   sideway, rdma-mummy-sys's safe layer, cannot send connection private data (RFC 8797's
+//!   inline sizes), so the sys crate is called directly, in one module.
 // `unsafe` is allowed in `verbs` (the FFI) and `registry` (registering memory), and denied
 // everywhere else.
 #![deny(unsafe_code)]

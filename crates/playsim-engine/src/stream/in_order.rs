@@ -1,5 +1,24 @@
 //! Long-GOP streams: packets fed in decode order to the stream's one decoder, pictures
 //! waited for in presentation order.
+//!
+//! The window of such a stream is the prefetch plus the decoder's largest delay (frame threads +
+//! 16, H.264's deepest reorder), so a frame waiting for its picture never holds the packets it
+//! needs out of the window; the decoder is fed only while fewer than `--prefetch` of its pictures
+//! wait. A frame waiting on the decoder is blamed on the stage of the packet the decoder needs
+//! next. A rejected packet is one `unreadable` frame; at the end (and before each `--loop`) the
+//! decoder is drained, and a frame still without a picture is `unreadable`.
+//!
+//! **The skip unit is the GOP.** When the decoder is ready for packet k but frame k's picture could
+//! not be out by its deadline (the packets from the decoder's position to frame k's picture, its
+//! delay included, at the typical time per packet, plus the typical output), the stream goes on
+//! from the next keyframe (`Source::is_keyframe`) whose picture a restarted decoder could still
+//! give in time. The frames between are neither read nor fed, and are dropped as `decode`, early
+//! (`decode_skipped`; `gops_skipped` counts the skips). The keyframe's job first drains the
+//! decoder, then resets it (`InOrderJob::restart`). A decoder on time but short of it skips at the
+//! last frame that still keeps the next keyframe on time. Non-reference frames are not skipped
+//! within a GOP: the index does not say which frames are references. On simulated cores (GOP 12)
+//! this presents 1.00 to 0.93 of S at k = 1.1 to 3; before, a decoder that fell behind stayed
+//! behind (0.08 of S at k = 1.1).
 
 use super::*;
 

@@ -1,5 +1,30 @@
 //! The presenter: the start gate, the paced loop (on its own thread with the wall clock),
 //! and the drop rule applied at each deadline.
+//!
+//! # Pacing (moved from ARCHITECTURE.md)
+//!
+//! Frame k is due at `t0 + stall + floor(k·den·10⁹/num)` ns, computed from k each time: no
+//! accumulated float. `t0` is when the first `--preroll` frames of every stream are ready:
+//! several streams share one clock and one t0, as multicam playback does. A stream may differ
+//! from the run (`StreamSpec`): its own rate, a decode pool of its own, and a start offset; a
+//! stream with an offset does not hold the start gate, but waits for the common t0, then its
+//! offset, then plays once its own preroll is in (a client pressing play later).
+//!
+//! tokio's timer has 1 ms granularity, too coarse for 59.94 fps. With the wall clock
+//! (`PreciseClock`, whose `Clock::can_block` is true) a paced stream presents on a thread of its
+//! own, `playsim-present` (`PresentThread`): it runs the whole paced loop, `nanosleep`s until
+//! 150 µs before each deadline, spins for the rest, and applies the drop rule the moment it
+//! wakes, at SCHED_FIFO priority 10 where the system allows it, else at nice -10, else at the
+//! normal priority (`priority.rs`; the report's `presenter_priority` says which). The first
+//! design woke a presenter task on the tokio runtime, and the runtime's scheduling delay, largest
+//! when the pipeline is busiest, went into every presentation (p99 4.2 ms at 59.94 fps beside a
+//! busy decode pool on 2 cores); deciding on the woken thread brought p99 to 0.04 ms. A timerfd
+//! would wake the same thread no sooner than `nanosleep`. A no-drop wait for a late frame goes
+//! through the runtime, and a cancelled run stops within one frame period. Under tokio's paused
+//! clock, which cannot block, the same loop runs as an async task.
+//!
+//! With `--no-drop` the presenter waits for a late frame and shifts the rest of the schedule by
+//! the wait (the report's stall); with `--fps max` each frame is due when it is ready.
 
 use super::*;
 

@@ -3,6 +3,38 @@
 //! rate. What one cell teaches the next is reused: a row's rates are searched in ascending
 //! order, a rate's maximum is the answer of the rate below (capacity cannot grow with the
 //! rate), and a row that found 0 at one rate is 0 at every higher rate without a search.
+//!
+//! # Detail (moved from ARCHITECTURE.md)
+//!
+//! `playsim matrix LOCATION [--formats ...] [--media ROW=PATH]... [--rates ...] [--window 5s]
+//! [--trials 1] [--max 16] [--streams 1] [--write] [--yes]` answers "will it play?" as
+//! Blackmagic's Disk Speed Test table does, but by playing. Each cell is `CapacityBy::Streams`:
+//! the most streams, the cause of the first failing candidate (`limit`) and the worst slack at
+//! the answer (`margin_ms`). `--streams 1` makes it the yes/no table. When a lowered maximum
+//! passes, the cell keeps the rate below's limit (`plan_cell`); a row found 0 is marked
+//! `inherited_from` at higher rates.
+//!
+//! - **Media.** A transport that makes its frames gives each row's location through
+//!   `Transport::made_media` (`sim://` sets `format=`, `preset=`, `frames=`); otherwise media is
+//!   generated under `LOCATION/matrix-media/ROW` (`media.rs`), or staged locally and copied
+//!   through the transport's writer for a server (`upload.rs`). A clip encodes 48 distinct frames
+//!   and repeats them stream-copied to its length (prores_ks and dnxhd take about 0.7 s of CPU a
+//!   UHD frame). Before generating, the command prints the space and a rough time, and refuses
+//!   when the file system lacks the space or, without `--yes`, above 20 GB or 5 minutes. `--fps`,
+//!   `--frames`, `--duration` and `--loop` are refused: the matrix sets them.
+//! - **Cold reads.** Every trial's request is `cold`. Each row gets window × the top rate frames
+//!   unless that passes 1.5 GB (`ROW_BYTES_CAP`); a row that loops reads from the page cache after
+//!   its first loop, and `Matrix.cold` names those rows. Local media is read with O_DIRECT unless
+//!   `--page-cache` (through the cache only the first reader of a frame reached storage); the
+//!   transport's `cache_note` says what a server's client caches.
+//! - **Write side.** `--write` (`WriteMatrix`, `plan_write_rows`) records each row's format (DPX,
+//!   TIFF, EXR PIZ, ProRes HQ; H.264 and DNxHR rows are refused) into `LOCATION/matrix-write/ROW`,
+//!   each cell `record_capacity` by streams, its `limit` a `MatrixCause` (playback's causes and
+//!   record's), with no margins; each trial's files are removed after it. Refused where the
+//!   transport holds no files.
+//! - **Outputs.** Text, `--json` (`schema/matrix.schema.json`), `--csv`, `--plot` (a coloured grid:
+//!   each cell's answer, cause and margin, carried cells lighter, unsearched grey), `--html`,
+//!   `--tui`.
 
 mod media;
 mod upload;

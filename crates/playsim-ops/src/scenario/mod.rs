@@ -17,6 +17,13 @@
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! Each play prints the run's summary and writes `DIR/SCENARIO-RUN-REPETITION.json` atomically (a
+//! run that could not start writes its failed report once, and its other repetitions are
+//! skipped). At the end `compare` prints every timed repetition against the first, and one line per
+//! run gives the mean fps, MB/s and drops by cause (record runs: their own causes and failed
+//! writes). Under mpirun the runs play at once, one per client, one merged report per pass. Exit
+//! status: 1 when a play failed, 130 on Ctrl-C (the current report partial), else 0.
 
 use std::path::PathBuf;
 

@@ -7,6 +7,31 @@
 //! `repeat` times, with a cold or a warm page cache. See `examples/` at the repository root.
 //!
 //! This crate reads and checks the file; the facade (`playsim::scenario`) plays it.
+//!
+//! # Detail (moved from ARCHITECTURE.md)
+//!
+//! - **Keys.** Top-level `[[stream]]` tables make a single run; `[[run]]` tables, each with its
+//!   `[[run.stream]]`s, make several. Settings fall through a stream table, its run, the top of
+//!   the file, then `play`'s defaults. The run keys are the rows of the settings list
+//!   (`knobs.rs`), each value read as the flag's text and parsed by the flag's own parser; a
+//!   transport's keys are its knobs, taken out of each table before serde reads the rest
+//!   (`file.rs`). `frames` and `duration` are one setting: the nearer wins.
+//! - **Refusals.** Every table is `deny_unknown_fields`; a refusal names the file, line and
+//!   column, quotes the line with the key or value underlined, and shows a valid line (for an
+//!   unknown key the nearest known one, `hints.rs`). Cross-key checks and the engine's
+//!   `ConfigError`s are placed at the line that gives the value.
+//! - **Record runs.** A `[[run]]` with `record = { destination = "...", ... }` records; its keys
+//!   are `playsim record`'s flags with `_` for `-`, kept as written (`ScenarioRecord`) and parsed
+//!   by record's own clap arguments in the binary. Each repetition's files are removed after it
+//!   unless `keep = true`; record runs are refused under mpirun.
+//! - **Paths.** Relative paths are taken from the scenario file's directory (as Cargo does, not
+//!   fio); URLs pass through; `--json-dir` is from the current directory.
+//! - **Repetitions.** `repeat = N`; `cache = "cold"` (the default) drops the sources' pages before
+//!   each; `cache = "warm"` plays each run once untimed first.
+//! - **Media.** `generate = { format, preset, frames, ... }` makes a stream's source when missing
+//!   (`media.rs`): sequences through the format table's writers, ProRes clips with the `ffmpeg`
+//!   command; a hidden recipe file marks what made it, so changed media is made again and a
+//!   directory without one is never written into. `--check` prints the plan and plays nothing.
 
 mod file;
 mod hints;

@@ -3,6 +3,17 @@
 //! (the `playsim-rdma` crate) is another. The client above ([`super::NfsStorage`]) is the
 //! same for both: MOUNT and portmap on TCP, handles cached, READs split by `rsize` and
 //! spread over `nconnect` channels.
+//!
+//! An [`RpcConnector`] gives its report name and `proto`, its default NFS port, `connect`, and
+//! the options and background CPU it adds to the report. Each [`RpcChannel`] carries many
+//! `RpcCall`s at once: program, version, procedure and XDR arguments; for a READ a `ReadInto`
+//! (the bytes to fill and the frame buffer they lie in, named by `IoBuf::id`, so that registered
+//! memory is registered once); for a WRITE a `BulkPayload` (where its data lies in the packed
+//! arguments), so that a transport can send the data apart without parsing the XDR (TCP sends
+//! the arguments whole). A call's `Answer` is a `Reply` to parse, `Data` (TCP read the READ's
+//! data from the socket into the buffer) or `Placed` (the server wrote it there by RDMA Write;
+//! the pool checks the reply's count against the bytes placed). `CallError::Connection` is
+//! retried on a new channel, `CallError::Fatal` fails the source at once.
 
 use std::fmt;
 use std::net::SocketAddr;

@@ -25,6 +25,32 @@
 //! The client ([`NfsStorage`]) is the `nfs` cargo feature (on by default). Its options and
 //! URLs ([`NfsOptions`], [`NfsUrl`]) are in every build, so that flags and scenario keys are
 //! the same whichever features a build has.
+//!
+//! # Design notes (moved from ARCHITECTURE.md)
+//!
+//! - There is no reader task. Many calls are in flight on each connection, and the caller whose
+//!   turn it is reads the next record's head and hands the turn to the call it answers, so a READ
+//!   reply goes from the socket straight into its frame buffer on its caller's thread (the
+//!   kernel's copy is the only one). A frame's `read_at` sends all its READs at once.
+//! - Each call's reply record is capped at its record mark, before anything is read or allocated:
+//!   a READ's bytes plus 4 KiB, else the call's `max_reply`, with a 1 MiB floor and a 64 MiB cap.
+//!   A READ reply with more data than asked is skipped to its end and fails only its call (the
+//!   frame is unreadable); a reply to an XID no call awaits breaks the connection, and the call
+//!   is sent again on a new one. Status and protocol errors name the server (`nfs server ADDR:`).
+//! - A call unanswered through reconnects for `--nfs-timeout` fails as `Unavailable`, and with it
+//!   at once every other call of that client (the pool remembers that it gave up and wakes the
+//!   calls waiting out a backoff): the run ends within the timeout of the outage, its report
+//!   written. A call whose own reply is cut by the connection breaking (`CallError::ReplyCut`)
+//!   3 times, each on a new connection, is refused instead: the server is up and refusing that
+//!   call, so its frame is unreadable and the run goes on.
+//! - Each stream gets its own client (`NfsStorage::another_client`: its own connections and
+//!   counters, a copy of the handle cache), as a second workstation would be.
+//! - The client's named exceptions to "only the engine reads the clock", which bound waits and
+//!   time no frame: the time-out and the reconnect backoff run on tokio's timer (a time-out must
+//!   fire while the engine waits on that very call, and a paused test clock would never fire it);
+//!   the longest wait from a broken connection to an answer is reported as `reconnect_wait_s`;
+//!   the first XID is seeded from the wall clock, so that two runs' XIDs differ (a server's reply
+//!   cache keys on them).
 
 #[cfg(feature = "nfs")]
 pub mod channel;

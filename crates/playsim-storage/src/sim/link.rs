@@ -7,6 +7,28 @@
 //! transfer has been served since the link was made), in exact integers, and woken only
 //! when a transfer ends: one task per busy link sleeps until the next end, so nothing sleeps per block
 //! (tokio's timer has a 1 ms granularity) and a paused tokio clock gives exact times.
+//!
+//! One `read_at` (one frame: the engine reads a frame with one call) is one request of `n`
+//! bytes:
+//!
+//! 1. *Transfer.* Work is counted in bits × 10⁹, so the link serves exactly `bw` units per
+//!    nanosecond; `served` is the work each crossing transfer has received. A transfer of `w`
+//!    units that starts when `served = s` ends when `served = s + w`, at
+//!    `at + ceil((s + w − served)·k / bw)` ns. No float is accumulated.
+//! 2. *Delay.* It completes at its transfer's end + `lat` + a jitter drawn from `dist`:
+//!    exponential with mean `jitter` (the default) or an exact integer uniform in 0..=`jitter` ns.
+//!    The draw is a SplitMix64 hash of the seed, the stream's number on the link, the path and
+//!    the offset, so a request's delay does not depend on the order in which concurrent requests
+//!    arrive, and a seed gives the same delays in every run.
+//! 3. *Time.* A busy link has one task that sleeps until the next transfer ends, ends it at its
+//!    exact time, starts the stream's next one and computes again; a new request only postpones
+//!    the next end, so the task wakes early, never late. Each reader then sleeps once, until its
+//!    completion time.
+//!
+//! A request abandoned by its caller still occupies the link until it ends, as a real player
+//! that reads frames it then drops wastes bandwidth. `bw` is goodput: for 100GbE's ~94 Gbit/s of
+//! TCP payload give `bw=94Gbit`. Links are shared by name and by the identity of the run's one
+//! clock (`SimLink::shared`), so two runs never meet; one name with two settings is refused.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError, Weak};

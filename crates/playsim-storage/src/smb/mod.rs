@@ -29,6 +29,27 @@
 //! The client ([`SmbStorage`]) is the `smb` cargo feature (on by default). Its options, URLs and
 //! credentials ([`SmbOptions`], [`SmbUrl`], [`SmbCredentials`]) are in every build, so that flags
 //! and scenario keys are the same whichever features a build has.
+//!
+//! # Design notes (moved from ARCHITECTURE.md)
+//!
+//! - The client runs on a one-thread tokio runtime of its own (`runtime.rs`), so the crate's
+//!   receive task's CPU (signatures, decryption) counts as the storage's and its panics come back
+//!   as errors naming the crate.
+//! - `vendor/smb2` is smb2 0.39.0 with playsim's patch (`vendor/smb2/PLAYSIM-PATCH.md`): 0.39.0
+//!   signed every session and never offered the ENCRYPTION capability, so Samba agreed no cipher.
+//!   `sign=` and `seal=` are set on the connection, so a reconnect sets them up again.
+//! - A frame's READs of up to 1 MiB are all sent at once; the crate holds them until the server
+//!   grants credits. The report labels the dialect, signing, encryption, channels (always 1),
+//!   credits and reconnects. The client sets playsim-core's malloc thresholds at connect
+//!   (`keep_scratch_in_heap`): the crate returns each READ's data in 1 MiB buffers of its own.
+//! - A lost connection (reset, closed, a reply cut) is reconnected in place, then the share
+//!   again: the share's tree belongs to a session generation, each open file knows the generation
+//!   it was opened in and opens again in the new one, and the read is sent again, up to 3 tries
+//!   each on a new connection. A reconnect that fails is `Unavailable` (the run ends with its
+//!   report); a read lost on all 3 tries is that frame's error.
+//! - Writes ([`SmbWriter`], `writes.rs`) use a client of their own (so the URL's `sign=`/`seal=`
+//!   hold); `preallocate` is SET_INFO FileAllocationInformation, and free space is
+//!   FileFsFullSizeInformation's caller-available bytes.
 
 mod credentials;
 mod knobs;
