@@ -3,20 +3,20 @@
 mod cli;
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use playsim::engine::LiveCounters;
 use playsim::media::{GenerateFormat, GenerateOptions};
 use playsim::report::capacity::{CapacityJson, CapacityText};
 use playsim::report::renderer::{self, Renderer};
 use playsim::report::{live_csv, render, Report, RunStatus};
-use playsim::settings::{parse, DecoderKnobs, LocalReadKnobs, PlayKnobs, Settings, TransportKnobs};
-use playsim::{units, FramePreset, PlayRequest};
+use playsim::settings::Settings;
+use playsim::PlayRequest;
+use playsim_args::play::{ByArg, CapacityArgs, CompareArgs, DecodeArgs, EndianArg, GenerateArgs, PlayArgs};
 
 /// Exit status when a run completed with more drops than --max-drops allows.
 const EXIT_TOO_MANY_DROPS: u8 = 3;
@@ -71,225 +71,6 @@ const FEATURES: &[(&str, bool)] = &[
     ("smb", cfg!(feature = "smb")),
     ("mpi", cfg!(feature = "mpi")),
 ];
-
-#[derive(Args)]
-struct CapacityArgs {
-    /// What to vary: streams of the sources at --fps, the frame rate of one stream each, or
-    /// (under mpirun) the clients playing the sources, each at --fps and --streams.
-    #[arg(long, value_enum, default_value_t = ByArg::Streams)]
-    by: ByArg,
-    /// Playback time of each trial (10 s or more for an answer that means something).
-    #[arg(long, default_value = "10s", value_parser = units::parse_duration, allow_hyphen_values = true)]
-    window: Duration,
-    /// Trials per candidate: it passes only when every one has no drop.
-    #[arg(long, default_value_t = 2, value_parser = parse::count, allow_hyphen_values = true)]
-    trials: u32,
-    /// The largest candidate tried.
-    #[arg(long, default_value_t = 64, value_parser = parse::count, allow_hyphen_values = true)]
-    max: u32,
-    /// The run to scale (--frames, --duration and --loop are set by the search; --json writes
-    /// the search's result: every trial, the answer, the limit and the margin).
-    #[command(flatten)]
-    play: PlayArgs,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ByArg {
-    /// More streams of the sources.
-    Streams,
-    /// A higher frame rate.
-    Fps,
-    /// More clients, under mpirun (the ranks beyond the candidate sit idle).
-    Clients,
-}
-
-#[derive(Args)]
-struct CompareArgs {
-    /// Two or more reports, the first being the baseline: all written by `play --json`, or all
-    /// by `record --json` (compared on record's figures: fps, drops by cause, failures, MB/s
-    /// written, p99 per write-side stage, CPU s per GB written). A mix is refused.
-    #[arg(required = true, value_name = "REPORT")]
-    reports: Vec<PathBuf>,
-    /// Also draw the runs side by side, as an SVG or a PNG by the extension (cmp.svg,
-    /// cmp.png): fps, drops by cause, MB/s, p99 latency per stage, CPU s per GB.
-    #[arg(long, value_parser = playsim::report::plot::parse_path)]
-    plot: Option<PathBuf>,
-    /// Also write the comparison as one HTML file that opens anywhere, with no network: the
-    /// table and the plot inline.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-}
-
-#[derive(Args)]
-struct PlayArgs {
-    /// Directories, patterns (shot.%07d.dpx, shot.####.dpx) or files of sequences; several
-    /// play together on one clock, like multicam or several clients.
-    #[arg(required = true, num_args = 1..)]
-    sources: Vec<PathBuf>,
-    /// Independent streams reading each source.
-    #[arg(long, default_value_t = 1, value_parser = parse::count, allow_hyphen_values = true)]
-    streams: u32,
-    /// The run's knobs: each also a scenario key (the settings list, playsim-settings).
-    #[command(flatten)]
-    knobs: PlayKnobs,
-    /// How local files are read (the local transport's knobs, also scenario keys).
-    #[command(flatten)]
-    local: LocalReadKnobs,
-    /// Drop the sequence from the page cache before the run.
-    #[arg(long)]
-    cold: bool,
-    /// Write the report as JSON (atomically; also when the run fails or is interrupted).
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Write the per-frame timeline as CSV: one row per frame per stream (times in ms).
-    #[arg(long)]
-    csv: Option<PathBuf>,
-    /// Append one row of counters per second while the run goes (elbencho's live CSV).
-    #[arg(long)]
-    live_csv: Option<PathBuf>,
-    /// Draw the run as an SVG or a PNG, by the file's extension (run.svg, run.png): the
-    /// per-frame timeline (slack to deadline per stage, drops marked by cause) and a latency
-    /// histogram per stage. A PNG's text needs a font (Debian: fonts-dejavu-core).
-    #[arg(long, value_parser = playsim::report::plot::parse_path)]
-    plot: Option<PathBuf>,
-    /// Write the report as one HTML file that opens anywhere, with no network: the summary,
-    /// the timeline and histograms, per-stream and per-client tables (capacity: its trials).
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-    /// Write the report to FILE in the format its extension names, through the report's
-    /// renderers: .json (the report), .csv (the timeline), .svg or .png (the plot), .txt (the
-    /// summary); repeat it for several, e.g. --output run.json --output run.svg.
-    #[arg(long, value_name = "FILE", value_parser = parse_output)]
-    output: Vec<PathBuf>,
-    /// Exit with status 3 when more frames than this are dropped.
-    #[arg(long, value_parser = parse::whole, allow_hyphen_values = true)]
-    max_drops: Option<u64>,
-    /// No live progress line.
-    #[arg(long, short)]
-    quiet: bool,
-    /// A live dashboard instead of the progress line: per stream Flame's drop counters, the
-    /// frames buffered against the window, the slack to each deadline, MB/s and fps; per stage
-    /// CPU and p99 latency. q hides it, Ctrl-C stops the run. Off with --quiet or without a
-    /// terminal.
-    #[arg(long)]
-    tui: bool,
-    #[command(flatten)]
-    decoder: DecoderArgs,
-    /// Every transport's own knobs (playsim's NFS and SMB clients', ...), from the registry.
-    #[command(flatten)]
-    transport: TransportKnobs,
-}
-
-/// Decoder settings shared by `play` and `decode`.
-#[derive(Args)]
-struct DecoderArgs {
-    #[command(flatten)]
-    knobs: DecoderKnobs,
-    /// The EXR layer to decode: NAME picks channels NAME.R, NAME.G, ... (not a scenario key).
-    #[arg(long)]
-    exr_layer: Option<String>,
-}
-
-impl DecoderArgs {
-    fn options(&self) -> playsim::DecodeOptions {
-        let mut settings = Settings::default();
-        self.knobs.apply(&mut settings);
-        settings.decode_options(self.exr_layer.clone())
-    }
-}
-
-#[derive(Args)]
-struct DecodeArgs {
-    /// A directory, a pattern or one file of the sequence, or a video file; a local path or an
-    /// nfs:// URL.
-    source: PathBuf,
-    /// Print the md5 of each frame's canonical pixels (the only mode for now).
-    #[arg(long, required = true)]
-    md5: bool,
-    /// Decode at most this many frames.
-    #[arg(long, value_parser = parse::positive, allow_hyphen_values = true)]
-    frames: Option<u64>,
-    #[command(flatten)]
-    decoder: DecoderArgs,
-    /// Every transport's own knobs (playsim's NFS and SMB clients', ...), from the registry.
-    #[command(flatten)]
-    transport: TransportKnobs,
-}
-
-#[derive(Args)]
-struct GenerateArgs {
-    /// The directory to write into.
-    dir: PathBuf,
-    /// Frame size: hd, uhd, 2k, 4k, 2k-dci, 4k-dci, 6k, 8k-dci, 8k-uhd or WxH.
-    #[arg(long, default_value = "4k-dci", value_parser = parse::preset)]
-    preset: FramePreset,
-    /// File format: any format playsim can write (dpx, exr, tiff).
-    #[arg(long, default_value = "dpx", value_parser = parse_generate_format)]
-    format: &'static str,
-    /// Frames to write.
-    #[arg(long, default_value_t = 96, value_parser = parse::positive, allow_hyphen_values = true)]
-    frames: u64,
-    /// EXR compression: none, rle, zips, zip, piz, pxr24, b44 or b44a [default: piz].
-    #[arg(long, value_parser = parse_compression)]
-    compression: Option<String>,
-    /// Bits per sample: DPX 8, 10 or 16 [default: 10]; TIFF 8 or 16 [default: 16].
-    #[arg(long, value_parser = parse::bit_depth, allow_hyphen_values = true)]
-    bit_depth: Option<u8>,
-    /// Byte order [default: big for DPX, little for TIFF].
-    #[arg(long, value_enum)]
-    endian: Option<EndianArg>,
-    /// Write RGBA instead of RGB (DPX; EXR is always RGBA).
-    #[arg(long)]
-    alpha: bool,
-    /// Number of the first frame.
-    #[arg(long, default_value_t = 0, value_parser = parse::whole, allow_hyphen_values = true)]
-    start: u64,
-    /// File name stem: files are NAME.%07d.dpx.
-    #[arg(long, default_value = "frame")]
-    name: String,
-    /// Writer threads [default: all cores].
-    #[arg(long, default_value_t = 0, value_parser = parse_writer_threads, allow_hyphen_values = true)]
-    threads: usize,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum EndianArg {
-    /// SDPX.
-    Big,
-    /// XPDS.
-    Little,
-}
-
-/// `generate --threads`: 0 (every core) up to [`parse::MAX_THREADS`].
-fn parse_writer_threads(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<u32>() {
-        Ok(n) if n <= parse::MAX_THREADS => Ok(n as usize),
-        _ => Err(format!(
-            "'{s}' is not a thread count from 0 (every core) to {} (for example --threads 4)",
-            parse::MAX_THREADS
-        )),
-    }
-}
-
-/// `--compression`: a compression's name, refused at once (a bad flag) when no format knows it;
-/// whether the chosen format takes it, and can write it, its writer says.
-pub(crate) fn parse_compression(s: &str) -> Result<String, String> {
-    s.parse::<playsim::exr::Compression>()?;
-    Ok(s.to_owned())
-}
-
-/// `generate --format`: a registered format that has a writer.
-pub(crate) fn parse_generate_format(s: &str) -> Result<&'static str, String> {
-    playsim::media::writers()
-        .map(|writer| writer.name)
-        .find(|name| name.eq_ignore_ascii_case(s.trim()))
-        .ok_or_else(|| {
-            format!(
-                "'{s}' is not a format playsim can write: {} (for example --format exr)",
-                playsim::media::writable_names(|_| true)
-            )
-        })
-}
 
 fn main() -> ExitCode {
     // The transports' flags come from the registry: it is made before the flags are parsed.
@@ -553,14 +334,6 @@ fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
-
-/// A `--output` file: refused at once when no renderer of the report writes its extension.
-fn parse_output(arg: &str) -> Result<PathBuf, String> {
-    let path = PathBuf::from(arg);
-    renderer::Renderers::<Report>::enabled().for_path(&path).map_err(|e| e.to_string())?;
-    Ok(path)
-}
-
 /// Writes the report where `args` ask: `--plot`, `--csv`, `--json`, then every `--output`.
 fn finish_report(report: &Report, args: &PlayArgs) -> anyhow::Result<()> {
     let (path, csv, plot) = (args.json.as_deref(), args.csv.as_deref(), args.plot.as_deref());

@@ -65,10 +65,26 @@ const DEPENDENCY_LAYERS: &[(&str, &[&str], &[&str])] = &[
     ),
     ("playsim-dashboard", &[], &[]),
     ("playsim-testserver", &[], &[]),
+    // The command line's arguments: each subcommand's clap struct and its flags' parsers.
+    (
+        "playsim-args",
+        &[
+            "playsim-core",
+            "playsim-engine",
+            "playsim-exr",
+            "playsim-media",
+            "playsim-ops",
+            "playsim-report",
+            "playsim-settings",
+            "playsim-storage",
+        ],
+        &[],
+    ),
     // The facade and the CLI, at the top.
     (
         "playsim",
         &[
+            "playsim-args",
             "playsim-cluster",
             "playsim-core",
             "playsim-dashboard",
@@ -410,9 +426,9 @@ fn no_clock_outside_the_engine() {
 
 /// Lines of `src/**/*.rs` that are neither blank nor `//` comments (what
 /// `cat src/**/*.rs | grep -v '^\s*$' | grep -v '^\s*//' | wc -l` counts). `src/` is wiring and
-/// the CLI only; the goal is 2,500 lines, the rest moved into the crates. Lower the ceiling as
-/// code moves out; never raise it.
-const SRC_LINES_CEILING: usize = 2804;
+/// the CLI only (the commands' arguments are `playsim-args`, what they do `playsim-ops`): at
+/// most 2,500 lines.
+const SRC_LINES_CEILING: usize = 2500;
 
 #[test]
 fn src_stays_small() {
@@ -429,11 +445,6 @@ fn src_stays_small() {
         n_lines <= SRC_LINES_CEILING,
         "src/ has {n_lines} lines of code, more than SRC_LINES_CEILING ({SRC_LINES_CEILING}) in xtask/src/tidy.rs: \
          src/ is wiring and the CLI; put the logic in the crate it belongs to"
-    );
-    assert!(
-        n_lines == SRC_LINES_CEILING,
-        "src/ has {n_lines} lines of code, fewer than SRC_LINES_CEILING ({SRC_LINES_CEILING}): lower the ceiling \
-         in xtask/src/tidy.rs to {n_lines}"
     );
 }
 
