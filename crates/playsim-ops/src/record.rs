@@ -341,8 +341,10 @@ impl PreparedRecord {
 /// a URL of a transport that writes (`nfs://`, `smb://`).
 pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, RecordError> {
     request.config.validate().map_err(RecordError::Settings)?;
+    // One clock for the run: the source is opened on the one its destination writes by.
+    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
     let source = match &request.source {
-        Some(path) => Some(open_record_source(request, path).await?),
+        Some(path) => Some(open_record_source(request, path, &clock).await?),
         None => None,
     };
     let sized;
@@ -357,7 +359,6 @@ pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, R
         None => request,
     };
     let shown = request.destination.display().to_string();
-    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
     // The destination's local options carry the write engine (a --source keeps its own).
     let mut destination = writing(&request.transport);
     destination.set(LocalOptions { io_engine: request.io_engine, ..destination.get::<LocalOptions>() });
@@ -505,6 +506,7 @@ struct OpenedSource {
 async fn open_record_source(
     request: &RecordRequest,
     path: &std::path::Path,
+    clock: &Arc<dyn Clock>,
 ) -> Result<OpenedSource, RecordError> {
     let shown = path.display();
     let refuse = |why: String| RecordError::Settings(format!("--source {shown}: {why}"));
@@ -514,9 +516,8 @@ async fn open_record_source(
                 .into(),
         ));
     }
-    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
     let options = playsim_media::DecodeOptions::default();
-    let location = crate::location::open(path, request.transport.clone().with(options.clone()), &clock)
+    let location = crate::location::open(path, request.transport.clone().with(options.clone()), clock)
         .await
         .map_err(|e| refuse(e.to_string()))?;
     let storage = location.index_storage().map_err(|e| refuse(e.to_string()))?;
