@@ -303,10 +303,12 @@ pub fn plan_write_rows(
     location: &str,
     rows: &[MatrixRowSpec],
 ) -> Result<(Vec<MatrixMedia>, Vec<RecordedFormat>), Error> {
-    if crate::transports().find(location).is_ok_and(|t| !t.holds_files()) {
+    if let Some(scheme) =
+        crate::transports().find(location).ok().filter(|t| !t.holds_files()).map(|t| t.name())
+    {
         return Err(Error::Engine(format!(
-            "--write records files, and {location} holds none (its transport makes its frames): give a \
-             directory, a mount or a server (for example playsim matrix /mnt/nas/m --write)"
+            "--write records files, and {scheme}:// makes frames in memory: give a directory, a mount or \
+             a server (for example playsim matrix /mnt/nas/m --write)"
         )));
     }
     let mut media = Vec::with_capacity(rows.len());
