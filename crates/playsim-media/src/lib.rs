@@ -11,7 +11,8 @@
 //!   [`probe_dimensions`] reads a source's frame size without decoding.
 //! - [`render_frame`] paints synthetic frames that do not compress away and
 //!   carry their index in the pixels ([`read_frame_index`]), and
-//!   [`generate_sequence`] writes them to disk as a test sequence.
+//!   [`generate_sequence`] writes them to disk as a test sequence; [`VideoClip`] makes a
+//!   clip of FFmpeg's test pictures with the `ffmpeg` command.
 //! - [`SimUrl`] parses a `sim://` URL and [`SimFrames`] makes its frames in memory, for
 //!   simulated storage.
 //!
@@ -28,6 +29,7 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod clip;
 mod error;
 mod generate;
 mod registry;
@@ -38,6 +40,7 @@ mod source;
 mod synthetic;
 mod writer;
 
+pub use clip::{ffmpeg_command_version, shell_word, ProResProfile, VideoClip, VideoCodec};
 pub use error::Error;
 pub use generate::{generate_sequence, GenerateOptions, GenerateSummary, GENERATED_PADDING};
 pub use registry::{
