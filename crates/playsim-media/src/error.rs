@@ -111,6 +111,14 @@ pub enum Error {
     /// A video file could not be opened (its message names the file).
     #[error(transparent)]
     Video(#[from] playsim_ffmpeg::Error),
+    /// A clip could not be made by the `ffmpeg` command.
+    #[error("{}: {reason}", .path.display())]
+    MakeClip {
+        /// The clip, or the directory it goes in.
+        path: PathBuf,
+        /// What failed, with the command's message.
+        reason: String,
+    },
     /// A frame could not be encoded.
     #[error("cannot encode {}: {message}", .path.display())]
     Encode {

@@ -11,7 +11,10 @@
 //!   [`probe_dimensions`] reads a source's frame size without decoding.
 //! - [`render_frame`] paints synthetic frames that do not compress away and
 //!   carry their index in the pixels ([`read_frame_index`]), and
-//!   [`generate_sequence`] writes them to disk as a test sequence.
+//!   [`generate_sequence`] writes them to disk as a test sequence; [`VideoClip`] makes a
+//!   clip of FFmpeg's test pictures with the `ffmpeg` command.
+//! - [`MatrixVariant`]s, on the formats' entries, are the rows `playsim matrix` offers
+//!   ([`parse_matrix_row`] reads a row's name).
 //! - [`SimUrl`] parses a `sim://` URL and [`SimFrames`] makes its frames in memory, for
 //!   simulated storage.
 //!
@@ -28,8 +31,10 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod clip;
 mod error;
 mod generate;
+mod matrix;
 mod registry;
 mod sequence;
 mod sim;
@@ -38,8 +43,10 @@ mod source;
 mod synthetic;
 mod writer;
 
+pub use clip::{ffmpeg_command_version, shell_word, ProResProfile, VideoClip, VideoCodec};
 pub use error::Error;
 pub use generate::{generate_sequence, GenerateOptions, GenerateSummary, GENERATED_PADDING};
+pub use matrix::{matrix_variants, parse_matrix_row, MatrixVariant, WriterSettings};
 pub use registry::{
     format_for_extension, format_for_file, format_for_magic, formats, open_location, open_source,
     open_source_with, probe_dimensions, DecodeOptions, Format, FormatKind, MakeDecoder, OpenContainer,

@@ -3,8 +3,9 @@
 //!
 //! Each entry pairs what a codec crate knows of its files (a [`FormatDescriptor`]: name,
 //! extensions, magic, size probe) with how playsim opens them: a decoder for every file of
-//! a sequence, or a whole container opened through the storage. Adding a format is one
-//! crate or module and one line in [`FORMATS`].
+//! a sequence, or a whole container opened through the storage; how it writes test frames;
+//! and the rows of `playsim matrix` it offers ([`MatrixVariant`]s: the video entry's are its
+//! codecs). Adding a format is one crate or module and one entry in [`FORMATS`].
 
 use std::future::Future;
 use std::io::Read;
@@ -19,7 +20,7 @@ use playsim_core::{
 #[cfg(feature = "ffmpeg")]
 use crate::writer::PRORES_WRITER;
 use crate::writer::{FrameWriter, DPX_WRITER, EXR_WRITER, TIFF_WRITER};
-use crate::{Error, Sequence, SequenceSource};
+use crate::{Error, MatrixVariant, ProResProfile, Sequence, SequenceSource, VideoCodec, WriterSettings};
 
 /// How decoders are set up: the per-format options from the command line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -77,6 +78,8 @@ pub struct Format {
     pub kind: FormatKind,
     /// How it writes test frames (`playsim generate`, `sim://`), where it can.
     pub writer: Option<&'static FrameWriter>,
+    /// The rows of `playsim matrix` it offers, with the numbers that size and time their media.
+    pub matrix: &'static [MatrixVariant],
 }
 
 impl Format {
@@ -97,12 +100,17 @@ impl Format {
 
     const fn of(format: FormatDescriptor, kind: FormatKind) -> Format {
         let FormatDescriptor { name, extensions, magic, probe } = format;
-        Format { name, extensions, magic, probe, kind, writer: None }
+        Format { name, extensions, magic, probe, kind, writer: None, matrix: &[] }
     }
 
     /// The same format, writing test frames with `writer`.
     pub const fn with_writer(self, writer: &'static FrameWriter) -> Format {
         Format { writer: Some(writer), ..self }
+    }
+
+    /// The same format, offering `matrix`'s rows to `playsim matrix`.
+    pub const fn with_matrix(self, matrix: &'static [MatrixVariant]) -> Format {
+        Format { matrix, ..self }
     }
 
     /// True for a container: one file holding every frame.
@@ -129,19 +137,80 @@ impl Format {
     }
 }
 
-/// Every known format, in the order they are listed in messages. Adding a format is one line here;
-/// `.with_writer` lets `playsim generate` and `sim://` make its frames too.
+/// Every known format, in the order they are listed in messages. Adding a format is one entry
+/// here; `.with_writer` lets `playsim generate` and `sim://` make its frames too, and
+/// `.with_matrix` gives `playsim matrix` its rows.
 const FORMATS: &[Format] = &[
-    Format::sequence(playsim_dpx::FORMAT, |_| Arc::new(playsim_dpx::DpxDecoder)).with_writer(&DPX_WRITER),
+    Format::sequence(playsim_dpx::FORMAT, |_| Arc::new(playsim_dpx::DpxDecoder))
+        .with_writer(&DPX_WRITER)
+        .with_matrix(&[MatrixVariant {
+            prefix: "dpx",
+            word: "dpx",
+            writer: Some(WriterSettings { name: "dpx", options: &[] }),
+            clip: None,
+            // 10-bit RGB packs a pixel in 4 bytes.
+            bytes_per_pixel: 4.0,
+            seconds_per_megapixel: 0.016,
+        }]),
     Format::sequence(playsim_exr::FORMAT, |options| {
         Arc::new(playsim_exr::ExrDecoder::new(options.exr.clone()))
     })
-    .with_writer(&EXR_WRITER),
-    Format::sequence(playsim_tiff::FORMAT, |_| Arc::new(playsim_tiff::TiffDecoder)).with_writer(&TIFF_WRITER),
+    .with_writer(&EXR_WRITER)
+    .with_matrix(&[MatrixVariant {
+        prefix: "exr-piz",
+        word: "exr",
+        writer: Some(WriterSettings { name: "exr", options: &[("compression", "piz")] }),
+        clip: None,
+        // PIZ of the generated pictures, half RGBA: about 57%.
+        bytes_per_pixel: 4.5,
+        seconds_per_megapixel: 0.14,
+    }]),
+    Format::sequence(playsim_tiff::FORMAT, |_| Arc::new(playsim_tiff::TiffDecoder))
+        .with_writer(&TIFF_WRITER)
+        .with_matrix(&[MatrixVariant {
+            prefix: "tiff",
+            word: "tiff",
+            writer: Some(WriterSettings { name: "tiff", options: &[] }),
+            clip: None,
+            // 16-bit RGB.
+            bytes_per_pixel: 6.0,
+            seconds_per_megapixel: 0.03,
+        }]),
     #[cfg(feature = "ffmpeg")]
-    Format::container(VIDEO, open_video).with_writer(&PRORES_WRITER),
+    Format::container(VIDEO, open_video).with_writer(&PRORES_WRITER).with_matrix(VIDEO_MATRIX),
     #[cfg(not(feature = "ffmpeg"))]
-    Format::needs_feature(VIDEO, "ffmpeg", true),
+    Format::needs_feature(VIDEO, "ffmpeg", true).with_matrix(VIDEO_MATRIX),
+];
+
+/// The video entry's matrix rows, one a codec, made by the `ffmpeg` command. The bytes a pixel
+/// are the clips as `cargo xtask fixtures` measured them (ProRes 422 HQ UHD with grain: 3.8 MB
+/// a frame); the seconds are prores_ks's 0.68 s a UHD frame, dnxhd's 0.71 and x264 veryfast's
+/// 0.13 with the grain. `record` writes ProRes only.
+const VIDEO_MATRIX: &[MatrixVariant] = &[
+    MatrixVariant {
+        prefix: "prores-hq",
+        word: "prores",
+        writer: Some(WriterSettings { name: "prores", options: &[("profile", "hq")] }),
+        clip: Some(VideoCodec::ProRes(ProResProfile::Hq)),
+        bytes_per_pixel: 0.46,
+        seconds_per_megapixel: 0.082,
+    },
+    MatrixVariant {
+        prefix: "h264",
+        word: "h264",
+        writer: None,
+        clip: Some(VideoCodec::H264),
+        bytes_per_pixel: 0.15,
+        seconds_per_megapixel: 0.015,
+    },
+    MatrixVariant {
+        prefix: "dnxhr-hqx",
+        word: "dnxhr",
+        writer: None,
+        clip: Some(VideoCodec::DnxhrHqx),
+        bytes_per_pixel: 0.46,
+        seconds_per_megapixel: 0.086,
+    },
 ];
 
 /// Video containers, demuxed and decoded by FFmpeg. The extensions are listed here rather

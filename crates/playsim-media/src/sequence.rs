@@ -22,9 +22,6 @@ pub const MAX_FRAME_RANGE: u64 = 10_000_000;
 /// The most digits a frame number can have (`u64::MAX` has 20).
 const MAX_DIGITS: usize = 20;
 
-/// Extensions of image formats that win a tie between equally large groups in a directory.
-const IMAGE_EXTENSIONS: &[&str] = &["dpx", "exr"];
-
 /// A numbered image sequence: where its frames are, their numbers and its gaps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sequence {
@@ -263,9 +260,12 @@ impl Candidate {
         file_name(&self.prefix, 0, 0, &self.suffix)
     }
 
+    /// Whether the files' extension names an image format of the format registry (one file a
+    /// frame): such a group wins a tie between equally large groups in a directory.
     fn has_image_extension(&self) -> bool {
         extension_of(&self.suffix)
-            .is_some_and(|ext| IMAGE_EXTENSIONS.iter().any(|k| k.eq_ignore_ascii_case(ext)))
+            .and_then(crate::format_for_extension)
+            .is_some_and(|format| !format.is_container())
     }
 }
 
@@ -699,6 +699,15 @@ mod tests {
         assert_eq!(Sequence::discover(tmp.path()).unwrap().pattern(), "a.%04d.dpx");
         numbered(tmp.path(), "c.", 4, 1..=6, ".tif");
         assert_eq!(Sequence::discover(tmp.path()).unwrap().pattern(), "c.%04d.tif");
+    }
+
+    #[test]
+    fn any_image_format_of_the_registry_wins_a_tie() {
+        let tmp = tempfile::tempdir().unwrap();
+        numbered(tmp.path(), "a.", 4, 1..=3, ".xml");
+        numbered(tmp.path(), "b.", 4, 1..=3, ".TIFF");
+        numbered(tmp.path(), "c.", 4, 1..=3, ".mov");
+        assert_eq!(Sequence::discover(tmp.path()).unwrap().pattern(), "b.%04d.TIFF");
     }
 
     #[test]

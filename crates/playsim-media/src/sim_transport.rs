@@ -45,7 +45,8 @@ impl Transport for SimTransport {
     }
 
     /// `location` with the media's format, size and frames in its query (frames only when the
-    /// location names none); DPX and EXR only, the formats `sim://` renders.
+    /// location names none); only the matrix variants `sim://` serves
+    /// ([`crate::MatrixVariant::sim_writer`]).
     fn made_media(&self, location: &str, asked: &MediaAsked<'_>) -> Option<Result<String, Error>> {
         Some(sim_media_url(location, asked))
     }
@@ -172,17 +173,34 @@ fn run_seed() -> u64 {
     *SEED.get_or_init(|| std::collections::hash_map::RandomState::new().build_hasher().finish())
 }
 
-/// The `sim://` URL that makes `asked` at `location` (see [`SimTransport::made_media`]).
+/// The `sim://` URL that makes `asked` at `location` (see [`SimTransport::made_media`]): the
+/// row's matrix variant (by its name, else its format's word) made by the writer that
+/// `sim://` serves it with, options at their writer's default left out.
 fn sim_media_url(location: &str, asked: &MediaAsked<'_>) -> Result<String, Error> {
-    if !["dpx", "exr"].contains(&asked.format) {
+    let variant = crate::parse_matrix_row(asked.name)
+        .map(|(variant, _)| variant)
+        .ok()
+        .or_else(|| crate::matrix_variants().find(|v| v.word == asked.format));
+    let Some((settings, writer)) = variant.and_then(|v| v.sim_writer()).and_then(|s| Some((s, s.writer()?)))
+    else {
+        let served: Vec<String> =
+            crate::writers().filter(|w| w.in_sim && !w.clip).map(|w| w.name.to_uppercase()).collect();
         return Err(Error::Location(format!(
-            "sim:// serves DPX and EXR frames only: row {} cannot be simulated (for example --formats \
+            "sim:// serves {} frames only: row {} cannot be simulated (for example --formats \
              dpx-4k-dci,exr-piz-uhd)",
+            and_list(&served),
             asked.name
         )));
+    };
+    let options: Vec<(&str, &str)> = (settings.options.iter().copied())
+        .filter(|(key, value)| writer.option(key).is_some_and(|o| o.default != *value))
+        .collect();
+    let mut format = format!("format={}", settings.name);
+    for (key, value) in &options {
+        format.push_str(&format!("&{key}={value}"));
     }
     let query = location.split_once('?').map_or("", |(_, q)| q);
-    for key in ["format", "preset", "frame_bytes"] {
+    for key in ["format", "preset", "frame_bytes"].into_iter().chain(options.iter().map(|(k, _)| *k)) {
         if query.split('&').any(|pair| pair.split('=').next() == Some(key)) {
             return Err(Error::Location(format!(
                 "the matrix sets {key}= of a sim:// location per row: leave it out (for example \
@@ -196,8 +214,13 @@ fn sim_media_url(location: &str, asked: &MediaAsked<'_>) -> Result<String, Error
     } else {
         format!("&frames={}", asked.frames)
     };
-    Ok(format!(
-        "{location}{separator}format={}&preset={}x{}{frames}",
-        asked.format, asked.width, asked.height
-    ))
+    Ok(format!("{location}{separator}{format}&preset={}x{}{frames}", asked.width, asked.height))
+}
+
+/// `items` joined by ", ", the last by " and ".
+fn and_list(items: &[String]) -> String {
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => items.join(", "),
+    }
 }

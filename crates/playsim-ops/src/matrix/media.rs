@@ -1,16 +1,17 @@
-//! The rows of `playsim matrix`: formats by name (`dpx-4k-dci`, `exr-piz-uhd`,
-//! `prores-hq-uhd`, or `FORMAT:WxH`), and the media each plays: a `sim://` URL with the row's
-//! format and size, media given with `--media`, or media generated under
-//! `LOCATION/matrix-media/` by playsim's own writers (DPX, EXR, TIFF) or the `ffmpeg` command
-//! (ProRes, H.264, DNxHR), through the scenario's `generate` code and its recipe files.
+//! The rows of `playsim matrix`: the format registry's matrix variants by name (`dpx-4k-dci`,
+//! `exr-piz-uhd`, `prores-hq-uhd`, or `FORMAT:WxH`; see [`playsim_media::MatrixVariant`]), and
+//! the media each plays: a `sim://` URL with the row's format and size, media given with
+//! `--media`, or media generated under `LOCATION/matrix-media/` by playsim's own writers or
+//! the `ffmpeg` command, as the variant says, through the scenario's `generate` code and its
+//! recipe files.
 
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
 use playsim_core::{FramePreset, FrameRate};
-use playsim_media::{GenerateFormat, GenerateOptions};
-use playsim_settings::scenario::{Generate, MediaState, ProResProfile, VideoClip, VideoCodec};
+use playsim_media::{GenerateFormat, GenerateOptions, MatrixVariant};
+use playsim_settings::scenario::{Generate, MediaState, VideoClip};
 use playsim_storage::transport::{MediaAsked, TransportOptions};
 
 use super::upload::Upload;
@@ -35,101 +36,13 @@ const DISTINCT_CLIP_FRAMES: u64 = 48;
 /// The fewest frames a generated sequence gets, whatever its size.
 const MIN_FRAMES: u64 = 8;
 
-/// The formats a row can be, each with its name's prefix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RowFormat {
-    /// 10-bit RGB DPX.
-    Dpx,
-    /// 16-bit RGB TIFF.
-    Tiff,
-    /// Half RGBA EXR, PIZ.
-    ExrPiz,
-    /// ProRes 422 HQ in a `.mov`.
-    ProResHq,
-    /// H.264 in an `.mp4`.
-    H264,
-    /// DNxHR HQX in an `.mxf`.
-    DnxhrHqx,
-}
-
-impl RowFormat {
-    const ALL: [RowFormat; 6] = [
-        RowFormat::Dpx,
-        RowFormat::Tiff,
-        RowFormat::ExrPiz,
-        RowFormat::ProResHq,
-        RowFormat::H264,
-        RowFormat::DnxhrHqx,
-    ];
-
-    /// The prefix of its row names (`exr-piz` in `exr-piz-uhd`).
-    pub fn prefix(self) -> &'static str {
-        match self {
-            RowFormat::Dpx => "dpx",
-            RowFormat::Tiff => "tiff",
-            RowFormat::ExrPiz => "exr-piz",
-            RowFormat::ProResHq => "prores-hq",
-            RowFormat::H264 => "h264",
-            RowFormat::DnxhrHqx => "dnxhr-hqx",
-        }
-    }
-
-    /// The format's word (`FORMAT:WxH`, the report's `format`).
-    pub fn word(self) -> &'static str {
-        match self {
-            RowFormat::Dpx => "dpx",
-            RowFormat::Tiff => "tiff",
-            RowFormat::ExrPiz => "exr",
-            RowFormat::ProResHq => "prores",
-            RowFormat::H264 => "h264",
-            RowFormat::DnxhrHqx => "dnxhr",
-        }
-    }
-
-    fn codec(self) -> Option<VideoCodec> {
-        match self {
-            RowFormat::ProResHq => Some(VideoCodec::ProRes(ProResProfile::Hq)),
-            RowFormat::H264 => Some(VideoCodec::H264),
-            RowFormat::DnxhrHqx => Some(VideoCodec::DnxhrHqx),
-            _ => None,
-        }
-    }
-
-    /// Bytes a frame takes per pixel, roughly, where the writer cannot say exactly: EXR PIZ
-    /// of the generated pictures (half RGBA, about 57%); the clips as `cargo xtask fixtures`
-    /// measured them (ProRes 422 HQ UHD with grain 3.8 MB a frame).
-    fn bytes_per_pixel(self) -> f64 {
-        match self {
-            RowFormat::Dpx => 4.0,
-            RowFormat::Tiff => 6.0,
-            RowFormat::ExrPiz => 4.5,
-            RowFormat::ProResHq | RowFormat::DnxhrHqx => 0.46,
-            RowFormat::H264 => 0.15,
-        }
-    }
-
-    /// CPU seconds to generate a megapixel of a frame, roughly, as measured on this project's
-    /// 2-core machine (prores_ks takes 0.68 s a UHD frame, dnxhd 0.71, x264 veryfast 0.13 with
-    /// the grain): an estimate to print, never relied on; a loaded machine takes longer.
-    fn seconds_per_megapixel(self) -> f64 {
-        match self {
-            RowFormat::Dpx => 0.016,
-            RowFormat::Tiff => 0.03,
-            RowFormat::ExrPiz => 0.14,
-            RowFormat::ProResHq => 0.082,
-            RowFormat::H264 => 0.015,
-            RowFormat::DnxhrHqx => 0.086,
-        }
-    }
-}
-
 /// A row asked for: its name, format and size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MatrixRowSpec {
     /// The name as given.
     pub name: String,
-    /// The format.
-    pub format: RowFormat,
+    /// The format's variant, from the format registry.
+    pub format: &'static MatrixVariant,
     /// The frame size.
     pub preset: FramePreset,
 }
@@ -137,9 +50,8 @@ pub struct MatrixRowSpec {
 impl FromStr for MatrixRowSpec {
     type Err = String;
 
-    /// `FORMAT-PRESET` (`dpx-4k-dci`, `exr-piz-6k`, `prores-hq-uhd`, `h264-uhd`,
-    /// `dnxhr-hqx-uhd`, `tiff-2k`) or `FORMAT:WxH` (`dpx:256x144`; FORMAT one of dpx, tiff,
-    /// exr, prores, h264, dnxhr).
+    /// `FORMAT-PRESET` (`dpx-4k-dci`, `exr-piz-6k`: a matrix variant's prefix) or
+    /// `FORMAT:WxH` (`dpx:256x144`: a variant's word); see [`playsim_media::parse_matrix_row`].
     fn from_str(s: &str) -> Result<MatrixRowSpec, String> {
         let name = s.trim();
         let refuse = |why: String| {
@@ -148,19 +60,7 @@ impl FromStr for MatrixRowSpec {
                  prores-hq-uhd, h264-uhd, dnxhr-hqx-uhd, tiff-uhd) or FORMAT:WxH (for example dpx:256x144)"
             )
         };
-        let (format, size) = if let Some((word, size)) = name.split_once(':') {
-            let format = RowFormat::ALL
-                .into_iter()
-                .find(|f| f.word() == word)
-                .ok_or_else(|| refuse(format!("no format is called {word}")))?;
-            (format, size)
-        } else {
-            RowFormat::ALL
-                .into_iter()
-                .find_map(|f| Some((f, name.strip_prefix(f.prefix())?.strip_prefix('-')?)))
-                .ok_or_else(|| refuse("it starts with no format".to_owned()))?
-        };
-        let preset = size.parse::<FramePreset>().map_err(|e| refuse(e.to_string()))?;
+        let (format, preset) = playsim_media::parse_matrix_row(name).map_err(refuse)?;
         Ok(MatrixRowSpec { name: name.to_owned(), format, preset })
     }
 }
@@ -254,7 +154,7 @@ pub fn plan_media(
         let (width, height) = spec.preset.dimensions();
         let mut row = MatrixMedia {
             name: spec.name.clone(),
-            format: spec.format.word().to_owned(),
+            format: spec.format.word.to_owned(),
             size: format!("{width}x{height}"),
             media: String::new(),
             frames: None,
@@ -264,7 +164,7 @@ pub fn plan_media(
             plans.push(MediaPlan { row, generate: None, upload: None, bytes: 0, seconds: 0.0 });
             continue;
         }
-        let asked = MediaAsked { name: &spec.name, format: spec.format.word(), width, height, frames };
+        let asked = MediaAsked { name: &spec.name, format: spec.format.word, width, height, frames };
         if let Some(made) = made_media(location, &asked) {
             row.media = made?;
             row.frames = Some(frames);
@@ -314,20 +214,13 @@ pub fn plan_write_rows(
     let mut media = Vec::with_capacity(rows.len());
     let mut formats = Vec::with_capacity(rows.len());
     for spec in rows {
-        let (name, options): (&str, &[(&str, &str)]) = match spec.format {
-            RowFormat::Dpx => ("dpx", &[]),
-            RowFormat::Tiff => ("tiff", &[]),
-            RowFormat::ExrPiz => ("exr", &[("compression", "piz")]),
-            RowFormat::ProResHq => ("prores", &[("profile", "hq")]),
-            RowFormat::H264 | RowFormat::DnxhrHqx => {
-                return Err(Error::Engine(format!(
-                    "--write: record encodes no {}: leave row {} out (for example --write --formats {DEFAULT_WRITE_ROWS})",
-                    spec.format.word(),
-                    spec.name
-                )))
-            }
+        let Some(writer) = spec.format.writer else {
+            return Err(Error::Engine(format!(
+                "--write: record encodes no {}: leave row {} out (for example --write --formats {DEFAULT_WRITE_ROWS})",
+                spec.format.word, spec.name
+            )));
         };
-        let format = GenerateFormat::parse(name, options).map_err(|e| Error::Engine(e.to_string()))?;
+        let format = writer.parse().map_err(|e| Error::Engine(e.to_string()))?;
         let (width, height) = spec.preset.dimensions();
         let dir = format!("matrix-write/{}", spec.name.replace([':', '/'], "-"));
         let path = if location.contains("://") {
@@ -337,7 +230,7 @@ pub fn plan_write_rows(
         };
         media.push(MatrixMedia {
             name: spec.name.clone(),
-            format: spec.format.word().to_owned(),
+            format: spec.format.word.to_owned(),
             size: format!("{width}x{height}"),
             media: path,
             frames: None,
@@ -369,9 +262,9 @@ fn local_plan(location: &Path, spec: &MatrixRowSpec, mut row: MatrixMedia, frame
     let pixels = f64::from(width) * f64::from(height);
     let dir = location.join("matrix-media");
     let file_name = spec.name.replace([':', '/'], "-");
-    let generate = match spec.format.codec() {
+    let generate = match spec.format.clip {
         Some(codec) => {
-            let frame_bytes = (pixels * spec.format.bytes_per_pixel()) as u64;
+            let frame_bytes = (pixels * spec.format.bytes_per_pixel) as u64;
             Generate::Video(VideoClip {
                 path: dir.join(format!("{file_name}.{}", codec.container())),
                 preset: spec.preset,
@@ -382,18 +275,13 @@ fn local_plan(location: &Path, spec: &MatrixRowSpec, mut row: MatrixMedia, frame
             })
         }
         None => {
-            let (name, options): (&str, &[(&str, &str)]) = match spec.format {
-                RowFormat::Tiff => ("tiff", &[]),
-                RowFormat::ExrPiz => ("exr", &[("compression", "piz")]),
-                _ => ("dpx", &[]),
-            };
             // The formats' own defaults, which always parse.
-            let format = GenerateFormat::parse(name, options).unwrap_or_default();
+            let format = spec.format.writer.and_then(|w| w.parse().ok()).unwrap_or_default();
             let alpha = format.writer().rgba_by_default;
             let frame_bytes = format
                 .encoder()
                 .file_bytes((width, height), alpha)
-                .unwrap_or((pixels * spec.format.bytes_per_pixel()) as u64);
+                .unwrap_or((pixels * spec.format.bytes_per_pixel) as u64);
             Generate::Sequence(GenerateOptions {
                 format,
                 alpha,
@@ -413,13 +301,13 @@ fn local_plan(location: &Path, spec: &MatrixRowSpec, mut row: MatrixMedia, frame
     let bytes = if present {
         0
     } else {
-        generate.estimated_bytes().unwrap_or((pixels * spec.format.bytes_per_pixel()) as u64 * n_frames)
+        generate.estimated_bytes().unwrap_or((pixels * spec.format.bytes_per_pixel) as u64 * n_frames)
     };
     let seconds = if present {
         0.0
     } else {
         let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
-        pixels / 1e6 * spec.format.seconds_per_megapixel() * n_encoded as f64 / cores
+        pixels / 1e6 * spec.format.seconds_per_megapixel * n_encoded as f64 / cores
     };
     MediaPlan { row, generate: Some(generate), upload: None, bytes, seconds }
 }
@@ -441,12 +329,12 @@ mod tests {
             assert!(row(name).is_ok(), "{name}: {:?}", row(name));
         }
         assert_eq!(
-            row("exr-piz-6k").map(|r| (r.format, r.preset)),
-            Ok((RowFormat::ExrPiz, FramePreset::Dci6k))
+            row("exr-piz-6k").map(|r| (r.format.prefix, r.preset)),
+            Ok(("exr-piz", FramePreset::Dci6k))
         );
         assert_eq!(
-            row("dpx:256x144").map(|r| (r.format, r.preset)),
-            Ok((RowFormat::Dpx, FramePreset::Custom { width: 256, height: 144 }))
+            row("dpx:256x144").map(|r| (r.format.prefix, r.preset)),
+            Ok(("dpx", FramePreset::Custom { width: 256, height: 144 }))
         );
         let refused = row("mpeg2-uhd").unwrap_err();
         assert!(
@@ -454,6 +342,14 @@ mod tests {
             "{refused}"
         );
         assert!(row("dpx-huge").is_err() && row("gif:10x10").is_err());
+    }
+
+    #[test]
+    fn the_default_write_rows_are_the_default_rows_that_record_writes() {
+        let writable: Vec<&str> = (DEFAULT_ROWS.split(','))
+            .filter(|name| name.parse::<MatrixRowSpec>().is_ok_and(|r| r.format.writer.is_some()))
+            .collect();
+        assert_eq!(writable.join(","), DEFAULT_WRITE_ROWS);
     }
 
     #[test]

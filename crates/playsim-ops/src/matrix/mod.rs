@@ -49,8 +49,8 @@ use playsim_report::matrix::{Matrix, MatrixCause, MatrixCell, MatrixRow};
 use playsim_report::record::{RecordCapacity, RecordCapacityBy};
 
 pub use media::{
-    plan_media, plan_write_rows, MatrixMedia, MatrixRowSpec, MediaPlan, RowFormat, DEFAULT_ROWS,
-    DEFAULT_WRITE_ROWS, ROW_BYTES_CAP,
+    plan_media, plan_write_rows, MatrixMedia, MatrixRowSpec, MediaPlan, DEFAULT_ROWS, DEFAULT_WRITE_ROWS,
+    ROW_BYTES_CAP,
 };
 pub use upload::Upload;
 

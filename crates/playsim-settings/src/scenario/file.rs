@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 
 use playsim_core::{FramePreset, Pacing};
@@ -16,13 +15,14 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::hints::{example_of, toml_error, MINIMAL};
-use super::media::{Generate, ProRes, ProResProfile};
+use super::media::{Generate, ProRes};
 use super::{
     CacheMode, RecordFlag, RecordValue, Scenario, ScenarioError, ScenarioRecord, ScenarioRun, ScenarioStream,
 };
 use crate::knobs::{self, keys, run_knobs, Knob, Settings, Text, DEFAULT_FPS};
 use crate::parse;
 use crate::request::SourceSettings;
+use playsim_media::ProResProfile;
 
 /// The most frames `generate` may write for one stream: a guard against a typo filling the disk.
 const MAX_GENERATED_FRAMES: u64 = 100_000;
@@ -183,7 +183,7 @@ struct GenerateTable {
     endian: Option<EndianKey>,
     alpha: Option<bool>,
     compression: Option<ExrCompression>,
-    profile: Option<ProResProfile>,
+    profile: Option<ProfileKey>,
     fps: Option<keys::Fps>,
 }
 
@@ -784,7 +784,7 @@ impl Checker<'_> {
             preset: g.preset.0,
             frames: g.frames.0,
             rate,
-            profile: g.profile.unwrap_or(ProResProfile::Standard),
+            profile: g.profile.map_or(ProResProfile::Standard, |p| p.0),
         }))
     }
 
@@ -838,20 +838,13 @@ pub(super) fn line_of(text: &str, offset: usize) -> usize {
     text.as_bytes().iter().take(offset).filter(|&&b| b == b'\n').count() + 1
 }
 
-impl FromStr for ProResProfile {
-    type Err = String;
+/// `profile = "hq"` in a `generate` table: a ProRes profile by its name.
+#[derive(Clone, Copy)]
+struct ProfileKey(ProResProfile);
 
-    fn from_str(s: &str) -> Result<ProResProfile, String> {
-        ProResProfile::ALL
-            .into_iter()
-            .find(|p| p.name() == s.trim().to_ascii_lowercase())
-            .ok_or_else(|| format!("unknown ProRes profile '{s}' (for example standard; also proxy, lt, hq)"))
-    }
-}
-
-impl<'de> Deserialize<'de> for ProResProfile {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ProResProfile, D::Error> {
-        Text::deserialize(deserializer)?.0.parse().map_err(de::Error::custom)
+impl<'de> Deserialize<'de> for ProfileKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ProfileKey, D::Error> {
+        Text::deserialize(deserializer)?.0.parse().map(ProfileKey).map_err(de::Error::custom)
     }
 }
 

@@ -1,7 +1,7 @@
 //! A scenario's synthetic media: what `generate` writes, whether it is there already, and
-//! writing it. DPX and EXR sequences come from playsim's own generator; ProRes clips (and, for
-//! `playsim matrix`, H.264 and DNxHR HQX clips, [`VideoClip`]) from the `ffmpeg` command, as
-//! `cargo xtask fixtures` makes its clips.
+//! writing it. Sequences come from playsim's own generator; ProRes clips (and, for
+//! `playsim matrix`, H.264 and DNxHR HQX clips) from playsim-media's [`VideoClip`], which runs
+//! the `ffmpeg` command.
 //!
 //! A directory (or clip) playsim generated carries a recipe file beside the frames, so a
 //! changed `generate` table makes the media again and a directory playsim did not make is
@@ -9,10 +9,11 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use playsim_core::{FramePreset, FrameRate};
-use playsim_media::GenerateOptions;
+use playsim_media::{
+    ffmpeg_command_version, shell_word, GenerateOptions, ProResProfile, VideoClip, VideoCodec,
+};
 
 use super::ScenarioError;
 
@@ -21,14 +22,11 @@ use super::ScenarioError;
 const RECIPE: &str = ".playsim-generate";
 /// What the recipe says until the media is complete, so an interrupted run is redone.
 const INCOMPLETE: &str = "incomplete\n";
-/// Grain added to generated ProRes, as `cargo xtask fixtures` adds to its full-size clips, so
-/// that a frame costs what real footage costs to decode.
-const GRAIN_STRENGTH: u32 = 12;
 
 /// Media a stream's `generate` table describes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Generate {
-    /// A DPX or EXR sequence, written by [`playsim_media::generate_sequence`].
+    /// A sequence in any format with a writer, written by [`playsim_media::generate_sequence`].
     Sequence(GenerateOptions),
     /// A ProRes clip, written by the `ffmpeg` command.
     ProRes(ProRes),
@@ -49,110 +47,6 @@ pub struct ProRes {
     pub rate: FrameRate,
     /// The ProRes 422 flavour.
     pub profile: ProResProfile,
-}
-
-/// A clip of synthetic pictures (FFmpeg's testsrc2 with grain, as the ProRes clips) in any of
-/// the codecs [`VideoCodec`] names.
-#[derive(Clone, Debug, PartialEq)]
-pub struct VideoClip {
-    /// The clip's file (`.mov`, `.mp4` or `.mxf`, as [`VideoCodec::container`] says).
-    pub path: PathBuf,
-    /// Frame size (even width and height).
-    pub preset: FramePreset,
-    /// Frames in the clip.
-    pub frames: u64,
-    /// The clip's own frame rate.
-    pub rate: FrameRate,
-    /// The codec and its flavour.
-    pub codec: VideoCodec,
-    /// Encode only this many frames and repeat them, copied as they are (`-stream_loop -1 -c
-    /// copy`), up to `frames`: each frame is still its own bytes in the file, read from
-    /// storage, at a fraction of the encoding time (prores_ks takes about 0.7 s of CPU a UHD
-    /// frame). `None` encodes every frame.
-    pub distinct: Option<u64>,
-}
-
-/// The codecs a [`VideoClip`] is written in, with the encoder settings `cargo xtask fixtures`
-/// uses for its full-size clips.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VideoCodec {
-    /// ProRes 422 in a `.mov` (prores_ks).
-    ProRes(ProResProfile),
-    /// H.264 long-GOP in an `.mp4` (libx264 veryfast, a GOP of 24, 2 B-frames).
-    H264,
-    /// DNxHR HQX in an `.mxf` (dnxhd).
-    DnxhrHqx,
-}
-
-impl VideoCodec {
-    /// The container: the file's extension and FFmpeg's muxer.
-    pub fn container(self) -> &'static str {
-        match self {
-            VideoCodec::ProRes(_) => "mov",
-            VideoCodec::H264 => "mp4",
-            VideoCodec::DnxhrHqx => "mxf",
-        }
-    }
-
-    /// The encoder's pixel format.
-    fn pix_fmt(self) -> &'static str {
-        match self {
-            VideoCodec::ProRes(_) | VideoCodec::DnxhrHqx => "yuv422p10le",
-            VideoCodec::H264 => "yuv420p",
-        }
-    }
-
-    /// The encoder and its settings, as `-c:v ...` arguments.
-    fn codec_args(self) -> Vec<String> {
-        let args: &[&str] = match self {
-            VideoCodec::ProRes(_) => &["-c:v", "prores_ks", "-profile:v"],
-            VideoCodec::H264 => &["-c:v", "libx264", "-preset", "veryfast", "-g", "24", "-bf", "2"],
-            VideoCodec::DnxhrHqx => &["-c:v", "dnxhd", "-profile:v", "dnxhr_hqx"],
-        };
-        let mut args: Vec<String> = args.iter().map(|&a| a.to_owned()).collect();
-        if let VideoCodec::ProRes(profile) = self {
-            args.push(profile.number().to_string());
-        }
-        args
-    }
-}
-
-/// ProRes 422 flavours, by FFmpeg's `prores_ks` profile number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProResProfile {
-    /// ProRes 422 Proxy.
-    Proxy,
-    /// ProRes 422 LT.
-    Lt,
-    /// ProRes 422.
-    Standard,
-    /// ProRes 422 HQ.
-    Hq,
-}
-
-impl ProResProfile {
-    /// Every profile, in `prores_ks`'s order.
-    pub const ALL: [ProResProfile; 4] =
-        [ProResProfile::Proxy, ProResProfile::Lt, ProResProfile::Standard, ProResProfile::Hq];
-
-    /// The name used in scenario files.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProResProfile::Proxy => "proxy",
-            ProResProfile::Lt => "lt",
-            ProResProfile::Standard => "standard",
-            ProResProfile::Hq => "hq",
-        }
-    }
-
-    fn number(self) -> u8 {
-        match self {
-            ProResProfile::Proxy => 0,
-            ProResProfile::Lt => 1,
-            ProResProfile::Standard => 2,
-            ProResProfile::Hq => 3,
-        }
-    }
 }
 
 /// Whether a stream's media is there.
@@ -235,8 +129,8 @@ impl Generate {
     pub fn state(&self) -> MediaState {
         match self {
             Generate::Sequence(o) => sequence_state(o, &self.recipe_in_place()),
-            Generate::ProRes(clip) => clip.clip().state(&self.recipe_in_place(), &self.recipe()),
-            Generate::Video(clip) => clip.state(&self.recipe_in_place(), &self.recipe()),
+            Generate::ProRes(clip) => clip_state(&clip.clip(), &self.recipe_in_place(), &self.recipe()),
+            Generate::Video(clip) => clip_state(clip, &self.recipe_in_place(), &self.recipe()),
         }
     }
 
@@ -253,8 +147,8 @@ impl Generate {
         let in_place = self.recipe_in_place();
         match self {
             Generate::Sequence(o) => write_sequence(o, &in_place),
-            Generate::ProRes(clip) => clip.clip().write(&in_place, &recipe),
-            Generate::Video(clip) => clip.write(&in_place, &recipe),
+            Generate::ProRes(clip) => write_clip(&clip.clip(), &in_place, &recipe),
+            Generate::Video(clip) => write_clip(clip, &in_place, &recipe),
         }
     }
 }
@@ -307,7 +201,10 @@ fn write_sequence(o: &GenerateOptions, recipe: &str) -> Result<(), ScenarioError
     let entries = fs::read_dir(&o.dir).map_err(|e| io("list the directory", &o.dir, e))?;
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with(&format!("{}.", o.name)) && (name.ends_with(".dpx") || name.ends_with(".exr")) {
+        let is_frame = playsim_media::writers()
+            .filter(|w| !w.clip)
+            .any(|w| name.ends_with(&format!(".{}", w.extension)));
+        if name.starts_with(&format!("{}.", o.name)) && is_frame {
             fs::remove_file(entry.path()).map_err(|e| io("remove an old frame", &entry.path(), e))?;
         }
     }
@@ -330,167 +227,54 @@ impl ProRes {
     }
 }
 
-impl VideoClip {
-    /// The command that writes the clip to `out`.
-    fn command(&self, out: &Path) -> String {
-        let passes: Vec<String> = self
-            .passes(out)
-            .iter()
-            .map(|args| {
-                let args: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
-                format!("ffmpeg {}", args.join(" "))
-            })
-            .collect();
-        passes.join(" && ")
-    }
+/// The recipe file beside `clip`: `.NAME.playsim-generate`.
+fn clip_recipe_path(clip: &VideoClip) -> PathBuf {
+    let name = clip.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    clip.path.with_file_name(format!(".{name}{RECIPE}"))
+}
 
-    /// The clip's distinct frames, when fewer than its frames: the file they are encoded to
-    /// first, beside `out`.
-    fn distinct_part(&self, out: &Path) -> Option<(u64, PathBuf)> {
-        let distinct = self.distinct.filter(|&d| d > 0 && d < self.frames)?;
-        let mut short = out.as_os_str().to_owned();
-        short.push(".distinct");
-        Some((distinct, PathBuf::from(short)))
-    }
-
-    /// ffmpeg's arguments, a run each: the encode, and when the distinct frames are fewer,
-    /// their copy repeated to the clip's length.
-    fn passes(&self, out: &Path) -> Vec<Vec<String>> {
-        let Some((distinct, short)) = self.distinct_part(out) else {
-            return vec![self.ffmpeg_args(out, self.frames)];
-        };
-        let mut repeat: Vec<String> =
-            ["-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-stream_loop", "-1", "-i"]
-                .map(String::from)
-                .to_vec();
-        repeat.push(short.to_string_lossy().into_owned());
-        repeat.extend(["-frames:v".to_owned(), self.frames.to_string()]);
-        repeat.extend(["-c", "copy", "-f", self.codec.container()].map(String::from));
-        repeat.push(out.to_string_lossy().into_owned());
-        vec![self.ffmpeg_args(&short, distinct), repeat]
-    }
-
-    /// The recipe file beside the clip: `.NAME.playsim-generate`.
-    fn recipe_path(&self) -> PathBuf {
-        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        self.path.with_file_name(format!(".{name}{RECIPE}"))
-    }
-
-    /// `in_place` identifies the clip in its recipe file; `recipe` is the command shown.
-    fn state(&self, in_place: &str, recipe: &str) -> MediaState {
-        if !self.path.exists() {
-            return match ffmpeg_version() {
-                Some(_) => MediaState::WillGenerate("missing".into()),
-                None => MediaState::Missing(format!(
-                    "missing, and generating it needs the ffmpeg command (apt-get install ffmpeg); \
-                     or make it elsewhere with: {recipe}"
-                )),
-            };
-        }
-        match fs::read_to_string(self.recipe_path()) {
-            Ok(old) if old == recipe_text(in_place) => MediaState::Present,
-            Ok(_) if ffmpeg_version().is_none() => MediaState::Missing(format!(
-                "made by another generate table, and remaking it needs the ffmpeg command; or run: {recipe}"
+/// Whether `clip` is there; `in_place` identifies it in its recipe file; `recipe` is the
+/// command shown.
+fn clip_state(clip: &VideoClip, in_place: &str, recipe: &str) -> MediaState {
+    if !clip.path.exists() {
+        return match ffmpeg_command_version() {
+            Some(_) => MediaState::WillGenerate("missing".into()),
+            None => MediaState::Missing(format!(
+                "missing, and generating it needs the ffmpeg command (apt-get install ffmpeg); \
+                 or make it elsewhere with: {recipe}"
             )),
-            Ok(_) => MediaState::WillGenerate("made by another generate table".into()),
-            Err(_) => MediaState::Missing(format!(
-                "{} exists and playsim's generate did not write it: give generate another file name, \
-                 or remove generate to play it as it is",
-                self.path.display()
-            )),
-        }
-    }
-
-    /// ffmpeg's arguments writing the clip to `out`: testsrc2 with changing grain, in the
-    /// encoder's pixel format (the grain drawn on its 8-bit form: FFmpeg's noise filter works
-    /// on 8-bit planes only), encoded as the codec says.
-    fn ffmpeg_args(&self, out: &Path, frames: u64) -> Vec<String> {
-        let (width, height) = self.preset.dimensions();
-        let s = GRAIN_STRENGTH;
-        let pix_fmt = self.codec.pix_fmt();
-        let graph = format!(
-            "testsrc2=size={width}x{height}:rate={}/{},format={},\
-             noise=c0s={s}:c0f=t+u:c1s={s}:c1f=t+u:c2s={s}:c2f=t+u,format={pix_fmt}",
-            self.rate.num(),
-            self.rate.den(),
-            pix_fmt.trim_end_matches("10le")
-        );
-        let mut args: Vec<String> =
-            ["-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-f", "lavfi", "-i"]
-                .map(String::from)
-                .to_vec();
-        args.push(graph);
-        args.extend(["-frames:v".to_owned(), frames.to_string(), "-an".to_owned()]);
-        args.extend(self.codec.codec_args());
-        args.extend(["-pix_fmt", pix_fmt, "-f", self.codec.container()].map(String::from));
-        args.push(out.to_string_lossy().into_owned());
-        args
-    }
-
-    fn write(&self, in_place: &str, recipe: &str) -> Result<(), ScenarioError> {
-        if ffmpeg_version().is_none() {
-            return Err(ScenarioError::whole(
-                &self.path,
-                format!("generating it needs the ffmpeg command (apt-get install ffmpeg); or run: {recipe}"),
-            ));
-        }
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir)
-                .map_err(|e| ScenarioError::whole(dir, format!("cannot create the directory: {e}")))?;
-        }
-        let recipe_path = self.recipe_path();
-        let _ = fs::remove_file(&recipe_path);
-        let mut part = self.path.clone().into_os_string();
-        part.push(".part");
-        let part = PathBuf::from(part);
-        let short = self.distinct_part(&part).map(|(_, short)| short);
-        let cleanup = || {
-            let _ = fs::remove_file(&part);
-            if let Some(short) = &short {
-                let _ = fs::remove_file(short);
-            }
         };
-        for args in self.passes(&part) {
-            let output = Command::new("ffmpeg").args(args).output().map_err(|e| {
-                cleanup();
-                ScenarioError::whole(&self.path, format!("cannot run ffmpeg: {e}"))
-            })?;
-            if !output.status.success() {
-                cleanup();
-                let stderr = String::from_utf8_lossy(&output.stderr);
-                return Err(ScenarioError::whole(
-                    &self.path,
-                    format!("ffmpeg failed ({}): {}", output.status, stderr.trim()),
-                ));
-            }
-        }
-        if let Some(short) = &short {
-            let _ = fs::remove_file(short);
-        }
-        fs::rename(&part, &self.path).map_err(|e| {
-            ScenarioError::whole(&self.path, format!("cannot rename {}: {e}", part.display()))
-        })?;
-        fs::write(&recipe_path, recipe_text(in_place))
-            .map_err(|e| ScenarioError::whole(&recipe_path, format!("cannot write the recipe: {e}")))
+    }
+    match fs::read_to_string(clip_recipe_path(clip)) {
+        Ok(old) if old == recipe_text(in_place) => MediaState::Present,
+        Ok(_) if ffmpeg_command_version().is_none() => MediaState::Missing(format!(
+            "made by another generate table, and remaking it needs the ffmpeg command; or run: {recipe}"
+        )),
+        Ok(_) => MediaState::WillGenerate("made by another generate table".into()),
+        Err(_) => MediaState::Missing(format!(
+            "{} exists and playsim's generate did not write it: give generate another file name, \
+             or remove generate to play it as it is",
+            clip.path.display()
+        )),
     }
 }
 
-/// The first line of `ffmpeg -version`, or `None` when there is no ffmpeg command.
-pub fn ffmpeg_version() -> Option<String> {
-    let output = Command::new("ffmpeg").arg("-version").output().ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).lines().next().unwrap_or("").to_owned())
-}
-
-/// `word` quoted for a POSIX shell when it needs to be.
-fn shell_word(word: &str) -> String {
-    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=+,%".contains(c)) {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
+/// Makes `clip` with the `ffmpeg` command, then its recipe file saying `in_place`.
+fn write_clip(clip: &VideoClip, in_place: &str, recipe: &str) -> Result<(), ScenarioError> {
+    if ffmpeg_command_version().is_none() {
+        return Err(ScenarioError::whole(
+            &clip.path,
+            format!("generating it needs the ffmpeg command (apt-get install ffmpeg); or run: {recipe}"),
+        ));
     }
+    let recipe_path = clip_recipe_path(clip);
+    let _ = fs::remove_file(&recipe_path);
+    clip.write().map_err(|e| match e {
+        playsim_media::Error::MakeClip { path, reason } => ScenarioError::whole(&path, reason),
+        other => ScenarioError::whole(&clip.path, other.to_string()),
+    })?;
+    fs::write(&recipe_path, recipe_text(in_place))
+        .map_err(|e| ScenarioError::whole(&recipe_path, format!("cannot write the recipe: {e}")))
 }
 
 #[cfg(test)]

@@ -44,7 +44,8 @@ use playsim_core::Pacing;
 use playsim_engine::OutputStage;
 use playsim_storage::transport::TransportOptions;
 
-pub use media::{ffmpeg_version, Generate, MediaState, ProRes, ProResProfile, VideoClip, VideoCodec};
+pub use media::{Generate, MediaState, ProRes};
+pub use playsim_media::{ProResProfile, VideoClip, VideoCodec};
 
 use crate::request::{PlayRequest, SourceSettings};
 
