@@ -6,6 +6,7 @@ use std::sync::Arc;
 use playsim_storage::nfs::{NfsOptions, NfsUrl, NFS_KNOBS};
 use playsim_storage::transport::{
     nfs_options, open_nfs_location, size_text, KnobGroup, Location, OpenContext, Transport, TransportOptions,
+    OWN_CLIENT_NO_CACHE,
 };
 use playsim_storage::Error;
 
@@ -43,12 +44,8 @@ impl Transport for NfsRdmaTransport {
         Some(&NFS_KNOBS)
     }
 
-    /// playsim's own client keeps no cache.
     fn cache_note(&self) -> Option<&'static str> {
-        Some(
-            "playsim's own client keeps no cache: every read of every stream crosses the transport to \
-             the server, whose own cache is part of the storage measured",
-        )
+        Some(OWN_CLIENT_NO_CACHE)
     }
 
     fn describe_options(&self, options: &TransportOptions) -> String {

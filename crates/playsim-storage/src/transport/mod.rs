@@ -106,6 +106,11 @@ pub trait Transport: Send + Sync {
     async fn open(&self, location: &str, context: &OpenContext) -> Result<Arc<dyn Location>, Error>;
 }
 
+/// The [`Transport::cache_note`] of a transport read by playsim's own client.
+pub const OWN_CLIENT_NO_CACHE: &str =
+    "playsim's own client keeps no cache: every read of every stream crosses \
+     the transport to the server, whose own cache is part of the storage measured";
+
 /// Media a transport that makes its frames is asked for ([`Transport::made_media`]).
 #[derive(Clone, Copy, Debug)]
 pub struct MediaAsked<'a> {

@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use playsim_core::Storage;
 
-use super::{size_text, CreateMissing, KnobGroup, Location, OpenContext, Transport, TransportOptions};
+use super::{
+    size_text, CreateMissing, KnobGroup, Location, OpenContext, Transport, TransportOptions,
+    OWN_CLIENT_NO_CACHE,
+};
 use crate::nfs::{
     NfsOptions, NfsStorage, NfsUrl, NfsWriter, RpcConnector, TcpConnector, UrlPart, NFS_KNOBS, URL_EXAMPLE,
 };
@@ -37,12 +40,8 @@ impl Transport for NfsTransport {
         Some(&NFS_KNOBS)
     }
 
-    /// playsim's own client keeps no cache.
     fn cache_note(&self) -> Option<&'static str> {
-        Some(
-            "playsim's own client keeps no cache: every read of every stream crosses the transport to \
-             the server, whose own cache is part of the storage measured",
-        )
+        Some(OWN_CLIENT_NO_CACHE)
     }
 
     fn describe_options(&self, options: &TransportOptions) -> String {

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use playsim_core::Storage;
 
-use super::{CreateMissing, KnobGroup, Location, OpenContext, Transport, TransportOptions};
+use super::{
+    CreateMissing, KnobGroup, Location, OpenContext, Transport, TransportOptions, OWN_CLIENT_NO_CACHE,
+};
 use crate::smb::{SmbOptions, SmbStorage, SmbUrl, SmbWriter, SMB_KNOBS, SMB_URL_EXAMPLE};
 use crate::write::WriteStorage;
 use crate::{ColdOutcome, Error};
@@ -34,12 +36,8 @@ impl Transport for SmbTransport {
         Some(&SMB_KNOBS)
     }
 
-    /// playsim's own client keeps no cache.
     fn cache_note(&self) -> Option<&'static str> {
-        Some(
-            "playsim's own client keeps no cache: every read of every stream crosses the transport to \
-             the server, whose own cache is part of the storage measured",
-        )
+        Some(OWN_CLIENT_NO_CACHE)
     }
 
     /// Where the credentials come from (a file's path, not its contents), and the timeout.
