@@ -47,7 +47,7 @@ impl DropCause {
         [DropCause::Storage, DropCause::Decode, DropCause::Output, DropCause::Unreadable];
 
     /// The cause as a word, as reports write it: `storage`, `decode`, `output` or `unreadable`.
-    pub fn word(self) -> &'static str {
+    pub const fn word(self) -> &'static str {
         match self {
             DropCause::Storage => "storage",
             DropCause::Decode => "decode",
@@ -58,7 +58,7 @@ impl DropCause {
 
     /// The cause with Flame's name for its counter, as tables and legends show it:
     /// `storage (video disk)`, `decode (CPU/GPU)`, `output (broadcast)`, `unreadable`.
-    pub fn label(self) -> &'static str {
+    pub const fn label(self) -> &'static str {
         match self {
             DropCause::Storage => "storage (video disk)",
             DropCause::Decode => "decode (CPU/GPU)",
@@ -68,7 +68,7 @@ impl DropCause {
     }
 
     /// Its position in [`DropCause::ALL`], for counters kept in an array.
-    pub fn index(self) -> usize {
+    pub const fn index(self) -> usize {
         match self {
             DropCause::Storage => 0,
             DropCause::Decode => 1,
