@@ -143,7 +143,7 @@ fn render_streams(streams: &[StreamView], area: Rect, buf: &mut Buffer) {
         rows.push(Row::new([Cell::from("no streams yet").style(dim())]));
     }
     if with_total && room > 0 {
-        let dropped = streams.iter().fold(Drops::default(), |sum, s| sum.plus(&s.dropped));
+        let dropped: Drops = streams.iter().map(|s| s.dropped).sum();
         let presented = streams.iter().map(|s| s.presented).fold(0, u64::saturating_add);
         let mb = streams.iter().map(|s| s.mb_per_s).sum();
         let fps = streams.iter().map(|s| s.fps).sum();

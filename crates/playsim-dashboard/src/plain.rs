@@ -56,7 +56,7 @@ pub(crate) fn plain_text_within(view: &DashboardView, width: usize) -> String {
             .collect();
         if view.streams.len() > 1 {
             let s = &view.streams;
-            let dropped = s.iter().fold(Drops::default(), |sum, s| sum.plus(&s.dropped));
+            let dropped: Drops = s.iter().map(|s| s.dropped).sum();
             let presented = s.iter().map(|s| s.presented).fold(0, u64::saturating_add);
             let mb = s.iter().map(|s| s.mb_per_s).sum();
             let fps = s.iter().map(|s| s.fps).sum();
