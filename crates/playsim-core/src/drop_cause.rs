@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 /// The stage a frame was held in when its deadline passed.
 ///
-/// These mirror Flame's debug counters: video disk (storage), GPU (decode) and
+/// These mirror Flame's debug counters: video disk (storage), CPU/GPU (decode) and
 /// broadcast (output), plus frames that could not be read or decoded at all.
 /// Reports write a cause as its [`word`](DropCause::word); their schema calls the type
 /// `DropCauseName`.
@@ -56,7 +56,19 @@ impl DropCause {
         }
     }
 
-    /// The cause with Flame's name for its counter, as tables and legends show it:
+    /// The name of Flame's debug counter for the cause: `video disk`, `CPU/GPU`, `broadcast`,
+    /// `unreadable`.
+    pub const fn flame_counter(self) -> &'static str {
+        match self {
+            DropCause::Storage => "video disk",
+            DropCause::Decode => "CPU/GPU",
+            DropCause::Output => "broadcast",
+            DropCause::Unreadable => "unreadable",
+        }
+    }
+
+    /// The cause's word with its [Flame counter](DropCause::flame_counter), as tables and
+    /// legends show it:
     /// `storage (video disk)`, `decode (CPU/GPU)`, `output (broadcast)`, `unreadable`.
     pub const fn label(self) -> &'static str {
         match self {
@@ -183,7 +195,9 @@ mod tests {
         assert_eq!(words, ["storage", "decode", "output", "unreadable"]);
         for (i, cause) in DropCause::ALL.into_iter().enumerate() {
             assert_eq!(cause.index(), i);
-            assert!(cause.label().starts_with(cause.word()), "{}", cause.label());
+            let (word, flame) = (cause.word(), cause.flame_counter());
+            let label = if word == flame { word.to_owned() } else { format!("{word} ({flame})") };
+            assert_eq!(cause.label(), label);
         }
     }
 

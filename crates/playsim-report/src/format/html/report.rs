@@ -239,8 +239,9 @@ fn rates(r: &Report, d: &Doc<'_>) -> String {
             busiest("output", |u| u.output)
         );
         if t.early_drops.total() > 0 {
-            let early: Vec<String> = ["storage", "decode", "output"]
-                .iter()
+            let early: Vec<String> = DropCauseName::ALL
+                .map(DropCauseName::word)
+                .into_iter()
                 .filter(|cause| d.u64(&format!("/totals/early_drops/{cause}")) > 0)
                 .map(|cause| {
                     format!("{cause} {}", d.span_drops(&format!("/totals/early_drops/{cause}"), cause))
