@@ -457,7 +457,7 @@ fn spawn_live_csv(live: Arc<LiveCounters>, file: std::fs::File) -> tokio::task::
                 bytes_in_second: now.bytes_read - last.bytes_read,
                 presented: now.presented,
                 bytes_read: now.bytes_read,
-                dropped: now.dropped.into(),
+                dropped: now.dropped,
             };
             if out.write_all(live_csv::row(&row).as_bytes()).is_err() {
                 return;

@@ -394,19 +394,13 @@ fn client_feed(cluster: Arc<Cluster>) -> ClientFeed {
             .into_iter()
             .filter_map(|peer| {
                 let snapshot: ClientSnapshot = serde_json::from_str(peer.snapshot.as_deref()?).ok()?;
-                let d = snapshot.dropped;
                 Some(ClientCounts {
                     rank: peer.rank,
                     host: peer.host,
                     run: snapshot.origin_unix_ns,
                     elapsed: Duration::from_nanos(snapshot.elapsed_ns),
                     presented: snapshot.presented,
-                    dropped: playsim_dashboard::Drops {
-                        storage: d.storage,
-                        decode: d.decode,
-                        output: d.output,
-                        unreadable: d.unreadable,
-                    },
+                    dropped: snapshot.dropped,
                     bytes_read: snapshot.bytes_read,
                 })
             })

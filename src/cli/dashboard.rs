@@ -209,7 +209,7 @@ impl Rates {
                 StreamView {
                     name: s.name.clone(),
                     presented: s.presented,
-                    dropped: drops(&s.dropped),
+                    dropped: s.dropped,
                     buffered: u32::try_from(s.buffered).unwrap_or(u32::MAX),
                     window: u32::try_from(s.window).unwrap_or(u32::MAX),
                     slack_ms: s.recent_slack.iter().map(|&ns| ns as f64 / 1e6).collect(),
@@ -277,10 +277,6 @@ fn per_second(now: u64, before: u64, seconds: f64) -> f64 {
     } else {
         0.0
     }
-}
-
-fn drops(d: &playsim::core::DropCounters) -> Drops {
-    Drops { storage: d.storage, decode: d.decode, output: d.output, unreadable: d.unreadable }
 }
 
 #[cfg(test)]

@@ -27,7 +27,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use playsim_report::{DropCauseName, RunStatus};
+use playsim_core::DropCounters;
+use playsim_report::RunStatus;
 use playsim_testserver::NfsServer;
 
 use crate::bench::{median, read_through_page_cache, Bench, BenchRow};
@@ -351,7 +352,7 @@ impl Runner<'_> {
                     run.presented_fps() / s,
                     run.presented,
                     run.frames_due,
-                    run.dropped.describe()
+                    describe(&run.dropped)
                 );
                 runs.push(run);
             }
@@ -391,64 +392,18 @@ fn rounded(values: &[f64]) -> Vec<f64> {
     values.iter().map(|v| (v * 100.0).round() / 100.0).collect()
 }
 
-/// Drops by cause.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct Drops {
-    storage: u64,
-    decode: u64,
-    output: u64,
-    unreadable: u64,
+/// `storage 3, decode 0, output 1, unreadable 0`, or `none`.
+fn describe(drops: &DropCounters) -> String {
+    if drops.total() == 0 {
+        return "none".to_owned();
+    }
+    let parts: Vec<String> = drops.iter().map(|(cause, n)| format!("{} {n}", cause.word())).collect();
+    parts.join(", ")
 }
 
-impl From<playsim_report::Drops> for Drops {
-    fn from(d: playsim_report::Drops) -> Drops {
-        Drops { storage: d.storage, decode: d.decode, output: d.output, unreadable: d.unreadable }
-    }
-}
-
-impl Drops {
-    const CAUSES: [&'static str; 4] = ["storage", "decode", "output", "unreadable"];
-
-    fn total(&self) -> u64 {
-        self.storage + self.decode + self.output + self.unreadable
-    }
-
-    fn by_cause(&self) -> [(&'static str, u64); 4] {
-        let n = [self.storage, self.decode, self.output, self.unreadable];
-        [0, 1, 2, 3].map(|i| (Drops::CAUSES[i], n[i]))
-    }
-
-    fn add(&mut self, cause: DropCauseName) {
-        match cause {
-            DropCauseName::Storage => self.storage += 1,
-            DropCauseName::Decode => self.decode += 1,
-            DropCauseName::Output => self.output += 1,
-            DropCauseName::Unreadable => self.unreadable += 1,
-        }
-    }
-
-    fn sum(self, other: Drops) -> Drops {
-        Drops {
-            storage: self.storage + other.storage,
-            decode: self.decode + other.decode,
-            output: self.output + other.output,
-            unreadable: self.unreadable + other.unreadable,
-        }
-    }
-
-    /// `storage 3, decode 0, output 1, unreadable 0`, or `none`.
-    fn describe(&self) -> String {
-        if self.total() == 0 {
-            return "none".to_owned();
-        }
-        let parts: Vec<String> = self.by_cause().iter().map(|(c, n)| format!("{c} {n}")).collect();
-        parts.join(", ")
-    }
-
-    /// `s3 d0 o1 u0` for the table.
-    fn terse(&self) -> String {
-        format!("s{} d{} o{} u{}", self.storage, self.decode, self.output, self.unreadable)
-    }
+/// `s3 d0 o1 u0` for the table.
+fn terse(drops: &DropCounters) -> String {
+    format!("s{} d{} o{} u{}", drops.storage, drops.decode, drops.output, drops.unreadable)
 }
 
 /// A frame of a stream's timeline that fell due.
@@ -484,9 +439,9 @@ struct RunFigures {
     frames_due: u64,
     presented: u64,
     /// Drops by cause after the preroll (from the timeline), all streams.
-    dropped: Drops,
+    dropped: DropCounters,
     /// `streams[].early_drops`, summed, when the report has them.
-    early_drops: Option<Drops>,
+    early_drops: Option<DropCounters>,
     /// `streams[].utilisation` (storage, decode, output), the mean over streams, when present.
     utilisation: Option<[f64; 3]>,
     /// `totals.bottleneck`, else the first stream's, when the report names one.
@@ -509,8 +464,8 @@ impl RunFigures {
             stream_rates: Vec::new(),
             frames_due: 0,
             presented: 0,
-            dropped: Drops::default(),
-            early_drops: Some(Drops::default()),
+            dropped: DropCounters::default(),
+            early_drops: Some(DropCounters::default()),
             utilisation: Some([0.0; 3]),
             bottleneck: Some(report.totals.bottleneck.clone()).filter(|b| !b.is_empty()),
         };
@@ -536,7 +491,9 @@ impl RunFigures {
             // A paced run needs two frames due after the preroll; a --fps max run is read for
             // its fps_achieved only.
             figures.stream_rates.push(presented_rate(&due, preroll).unwrap_or(f64::NAN));
-            figures.early_drops = figures.early_drops.map(|a| a.sum(Drops::from(stream.early_drops)));
+            if let Some(early) = &mut figures.early_drops {
+                *early += stream.early_drops;
+            }
             let u = &stream.utilisation;
             figures.utilisation =
                 figures.utilisation.map(|sum| [sum[0] + u.storage, sum[1] + u.decode, sum[2] + u.output]);
@@ -682,15 +639,15 @@ impl RowResult {
             .extra("frames due (after preroll)", run.frames_due as f64)
             .extra("S min fps", self.measured_s.iter().copied().fold(f64::NAN, f64::min))
             .extra("S max fps", self.measured_s.iter().copied().fold(f64::NAN, f64::max));
-        for (cause, n) in run.dropped.by_cause() {
-            row = row.extra(&format!("dropped {cause}"), n as f64);
+        for (cause, n) in run.dropped.iter() {
+            row = row.extra(&format!("dropped {}", cause.word()), n as f64);
         }
         if self.row.n_streams > 1 {
             row = row.extra("spread between streams %", run.spread_pct());
         }
         if let Some(early) = run.early_drops {
-            for (cause, n) in early.by_cause() {
-                row = row.extra(&format!("early drops {cause}"), n as f64);
+            for (cause, n) in early.iter() {
+                row = row.extra(&format!("early drops {}", cause.word()), n as f64);
             }
         }
         if let Some(u) = run.utilisation {
@@ -745,7 +702,7 @@ fn render_table(results: &[RowResult], plan: &Plan) -> String {
                 String::new()
             };
             let bottleneck = kr.median.bottleneck.as_deref().map(|b| format!(", {b}")).unwrap_or_default();
-            let _ = write!(md, " {figure}{verdict} ({}{spread}{bottleneck}) |", kr.median.dropped.terse());
+            let _ = write!(md, " {figure}{verdict} ({}{spread}{bottleneck}) |", terse(&kr.median.dropped));
         }
         md.push('\n');
     }
@@ -754,6 +711,8 @@ fn render_table(results: &[RowResult], plan: &Plan) -> String {
 
 #[cfg(test)]
 mod tests {
+    use playsim_report::{DropCauseName, Drops};
+
     use super::*;
 
     fn frame(frame_idx: u64, presented: bool) -> DueFrame {

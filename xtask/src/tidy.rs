@@ -63,7 +63,7 @@ const DEPENDENCY_LAYERS: &[(&str, &[&str], &[&str])] = &[
         ],
         &[],
     ),
-    ("playsim-dashboard", &[], &[]),
+    ("playsim-dashboard", &["playsim-core"], &[]),
     ("playsim-testserver", &[], &[]),
     // The command line's arguments: each subcommand's clap struct and its flags' parsers.
     (
@@ -119,7 +119,7 @@ const DEPENDENCY_LAYERS: &[(&str, &[&str], &[&str])] = &[
         ],
         &[],
     ),
-    ("xtask", &["playsim-report", "playsim-testserver"], &[]),
+    ("xtask", &["playsim-core", "playsim-report", "playsim-testserver"], &[]),
 ];
 
 #[test]

@@ -18,7 +18,7 @@ use ratatui::widgets::{
 use ratatui::Frame;
 
 use crate::fmt::{
-    one_decimal, printable, progress_label, progress_ratio, signed_ms, slack_summary, DROP_COLUMNS, KEY_HINT,
+    drop_columns, one_decimal, printable, progress_label, progress_ratio, signed_ms, slack_summary, KEY_HINT,
 };
 use crate::view::{ClientView, DashboardView, Drops, StageView, StreamView};
 
@@ -119,7 +119,7 @@ fn render_streams(streams: &[StreamView], area: Rect, buf: &mut Buffer) {
     let columns = Columns::fit(&names, "stream", &COUNTER_WIDTHS, &COUNTER_PRIORITY, inner.width);
 
     let mut header = vec![Cell::from("stream"), right_cell(vec!["presented"])];
-    for (flame, cause) in DROP_COLUMNS {
+    for (flame, cause) in drop_columns() {
         header.push(right_cell(vec![flame, cause]));
     }
     header.extend([right_cell(vec!["MB/s"]), right_cell(vec!["fps"])]);
@@ -143,7 +143,7 @@ fn render_streams(streams: &[StreamView], area: Rect, buf: &mut Buffer) {
         rows.push(Row::new([Cell::from("no streams yet").style(dim())]));
     }
     if with_total && room > 0 {
-        let dropped = streams.iter().fold(Drops::default(), |sum, s| sum.plus(&s.dropped));
+        let dropped: Drops = streams.iter().map(|s| s.dropped).sum();
         let presented = streams.iter().map(|s| s.presented).fold(0, u64::saturating_add);
         let mb = streams.iter().map(|s| s.mb_per_s).sum();
         let fps = streams.iter().map(|s| s.fps).sum();
@@ -306,7 +306,7 @@ fn render_clients(clients: &[ClientView], area: Rect, buf: &mut Buffer) {
         clients.iter().map(|c| format!("{:>4} {}", c.rank, printable(&c.host))).collect();
     let columns = Columns::fit(&names, "rank host", &COUNTER_WIDTHS, &COUNTER_PRIORITY, inner.width);
     let mut header = vec![Cell::from("rank host"), right_cell(vec!["presented"])];
-    header.extend(DROP_COLUMNS.iter().map(|(flame, _)| right_cell(vec![*flame])));
+    header.extend(drop_columns().map(|(flame, _)| right_cell(vec![flame])));
     header.extend([right_cell(vec!["MB/s"]), right_cell(vec!["fps"])]);
     let header = columns.row(header).style(bold());
     let (shown, more) = fit(clients.len(), usize::from(inner.height.saturating_sub(1)));

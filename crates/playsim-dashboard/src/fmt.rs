@@ -2,11 +2,17 @@
 
 use std::time::Duration;
 
+use playsim_core::DropCause;
+
 use crate::view::DashboardView;
 
 /// The drop columns: Flame's name for each counter, then playsim's cause (blank where they agree).
-pub(crate) const DROP_COLUMNS: [(&str, &str); 4] =
-    [("video disk", "storage"), ("CPU/GPU", "decode"), ("broadcast", "output"), ("unreadable", "")];
+pub(crate) fn drop_columns() -> [(&'static str, &'static str); 4] {
+    DropCause::ALL.map(|cause| {
+        let (flame, word) = (cause.flame_counter(), cause.word());
+        (flame, if flame == word { "" } else { word })
+    })
+}
 
 /// The key hint at the bottom of the dashboard.
 pub(crate) const KEY_HINT: &str = "q hides the dashboard, Ctrl-C stops the run";

@@ -3,7 +3,7 @@
 
 use ratatui::text::Span;
 
-use crate::fmt::{one_decimal, printable, progress_label, slack_summary, DROP_COLUMNS};
+use crate::fmt::{drop_columns, one_decimal, printable, progress_label, slack_summary};
 use crate::view::{DashboardView, Drops};
 
 /// The view as lines of plain text (no colour, no escape sequences), ending in a newline:
@@ -43,7 +43,7 @@ pub(crate) fn plain_text_within(view: &DashboardView, width: usize) -> String {
     if !view.streams.is_empty() {
         let mut head = vec!["stream".to_owned(), "presented".to_owned()];
         let mut causes = vec![String::new(), String::new()];
-        for (flame, cause) in DROP_COLUMNS {
+        for (flame, cause) in drop_columns() {
             head.push(flame.to_owned());
             causes.push(cause.to_owned());
         }
@@ -56,7 +56,7 @@ pub(crate) fn plain_text_within(view: &DashboardView, width: usize) -> String {
             .collect();
         if view.streams.len() > 1 {
             let s = &view.streams;
-            let dropped = s.iter().fold(Drops::default(), |sum, s| sum.plus(&s.dropped));
+            let dropped: Drops = s.iter().map(|s| s.dropped).sum();
             let presented = s.iter().map(|s| s.presented).fold(0, u64::saturating_add);
             let mb = s.iter().map(|s| s.mb_per_s).sum();
             let fps = s.iter().map(|s| s.fps).sum();
@@ -96,7 +96,7 @@ pub(crate) fn plain_text_within(view: &DashboardView, width: usize) -> String {
 
     if !view.clients.is_empty() {
         let mut head = vec!["rank host".to_owned(), "presented".to_owned()];
-        head.extend(DROP_COLUMNS.iter().map(|(flame, _)| (*flame).to_owned()));
+        head.extend(drop_columns().map(|(flame, _)| flame.to_owned()));
         head.extend(["MB/s".to_owned(), "fps".to_owned()]);
         let rows: Vec<Vec<String>> = view
             .clients

@@ -26,43 +26,11 @@ pub struct DashboardView {
     pub key_hint: Option<String>,
 }
 
-/// Dropped frames by cause, as Flame counts them.
+/// Dropped frames by cause, as Flame counts them: playsim-core's one drop-counts type.
 ///
 /// The fields are playsim's causes; Flame's debug counters name them `video disk` (storage),
 /// `CPU/GPU` (decode), `broadcast` (output) and `unreadable`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Drops {
-    /// Frames whose bytes were not read in time (Flame's `video disk`).
-    pub storage: u64,
-    /// Frames read but not decoded in time (Flame's `CPU/GPU`).
-    pub decode: u64,
-    /// Frames decoded but not through the output stage in time (Flame's `broadcast`).
-    pub output: u64,
-    /// Frames that could not be read or decoded at all (Flame's `unreadable`).
-    pub unreadable: u64,
-}
-
-impl Drops {
-    /// Frames dropped for any cause.
-    pub fn total(&self) -> u64 {
-        self.storage.saturating_add(self.decode).saturating_add(self.output).saturating_add(self.unreadable)
-    }
-
-    /// The four counts in column order: storage, decode, output, unreadable.
-    pub fn by_cause(&self) -> [u64; 4] {
-        [self.storage, self.decode, self.output, self.unreadable]
-    }
-
-    /// The two counts added up, cause by cause.
-    pub fn plus(&self, other: &Drops) -> Drops {
-        Drops {
-            storage: self.storage.saturating_add(other.storage),
-            decode: self.decode.saturating_add(other.decode),
-            output: self.output.saturating_add(other.output),
-            unreadable: self.unreadable.saturating_add(other.unreadable),
-        }
-    }
-}
+pub use playsim_core::DropCounters as Drops;
 
 /// One stream's counters.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -124,7 +92,8 @@ mod tests {
         let b = Drops { storage: 10, decode: 20, output: 30, unreadable: u64::MAX };
         assert_eq!(a.total(), 10);
         assert_eq!(a.by_cause(), [1, 2, 3, 4]);
-        let sum = a.plus(&b);
+        let mut sum = a;
+        sum += b;
         assert_eq!(sum.by_cause(), [11, 22, 33, u64::MAX]);
         assert_eq!(sum.total(), u64::MAX, "saturates instead of overflowing");
     }

@@ -108,22 +108,13 @@ pub struct LiveSnapshot {
     pub bytes_read: u64,
 }
 
-fn slot(cause: DropCause) -> usize {
-    match cause {
-        DropCause::Storage => 0,
-        DropCause::Decode => 1,
-        DropCause::Output => 2,
-        DropCause::Unreadable => 3,
-    }
-}
-
 impl LiveCounters {
     pub(crate) fn presented(&self) {
         self.presented.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn dropped(&self, cause: DropCause) {
-        self.dropped[slot(cause)].fetch_add(1, Ordering::Relaxed);
+        self.dropped[cause.index()].fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn bytes(&self, n: u64) {
@@ -156,16 +147,7 @@ impl LiveCounters {
 
     /// The counters now.
     pub fn snapshot(&self) -> LiveSnapshot {
-        let mut dropped = DropCounters::default();
-        for cause in DropCause::ALL {
-            let n = self.dropped[slot(cause)].load(Ordering::Relaxed);
-            match cause {
-                DropCause::Storage => dropped.storage = n,
-                DropCause::Decode => dropped.decode = n,
-                DropCause::Output => dropped.output = n,
-                DropCause::Unreadable => dropped.unreadable = n,
-            }
-        }
+        let dropped = DropCounters::from_fn(|cause| self.dropped[cause.index()].load(Ordering::Relaxed));
         LiveSnapshot {
             presented: self.presented.load(Ordering::Relaxed),
             dropped,

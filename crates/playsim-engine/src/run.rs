@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use playsim_core::{Clock, FrameIndexReader, Pacing, PixelFormat, Source, Storage, DIRECT_IO_ALIGN};
 use playsim_report::{
-    ColdCache, CpuReport, Drops, FrameRecord, LatencyHistograms, MemoryReport, MountReport, PoolBuffers,
-    Report, RunStatus, Settings, SourceReport, StageCpu, StageLatency, StageUtilisation, StorageReport,
-    StreamReport, Totals, WarningReport, SCHEMA_VERSION,
+    ColdCache, CpuReport, FrameRecord, LatencyHistograms, MemoryReport, MountReport, PoolBuffers, Report,
+    RunStatus, Settings, SourceReport, StageCpu, StageLatency, StageUtilisation, StorageReport, StreamReport,
+    Totals, WarningReport, SCHEMA_VERSION,
 };
 
 use crate::cancel::CancelToken;
@@ -546,7 +546,7 @@ fn stream_report(
                 output_done_ns: e.output_done_ns,
                 presented_ns: e.presented_ns,
                 cause: match e.verdict {
-                    Verdict::Dropped(c) => Some(c.into()),
+                    Verdict::Dropped(c) => Some(c),
                     _ => None,
                 },
                 bytes: e.bytes,
@@ -600,12 +600,12 @@ fn stream_report(
         span_ns,
         frames_due: st.frames_due,
         presented: st.presented,
-        dropped: Drops::from(st.drops),
+        dropped: st.drops,
         late_frames: st.late_frames,
         decode_skipped: st.skipped,
         read_skipped: st.read_skipped,
         output_skipped: st.output_skipped,
-        early_drops: Drops::from(st.early_drops),
+        early_drops: st.early_drops,
         gops_skipped: st.gops_skipped,
         bottleneck: utilisation.busiest().to_owned(),
         utilisation,
@@ -694,14 +694,8 @@ fn totals(streams: &[StreamReport]) -> Totals {
     for s in streams {
         t.frames_due += s.frames_due;
         t.presented += s.presented;
-        t.dropped.storage += s.dropped.storage;
-        t.dropped.decode += s.dropped.decode;
-        t.dropped.output += s.dropped.output;
-        t.dropped.unreadable += s.dropped.unreadable;
-        t.early_drops.storage += s.early_drops.storage;
-        t.early_drops.decode += s.early_drops.decode;
-        t.early_drops.output += s.early_drops.output;
-        t.early_drops.unreadable += s.early_drops.unreadable;
+        t.dropped += s.dropped;
+        t.early_drops += s.early_drops;
         t.bytes_read += s.bytes_read;
         t.stall_ms += s.stall_ms;
         span_s = span_s.max(s.span_ns as f64 / 1e9);

@@ -304,15 +304,10 @@ pub fn trial_of(candidate: u32, report: &Report) -> Trial {
     }
 }
 
-/// The cause with the most drops.
+/// The cause with the most drops, a tie going to the later stage. A trial that failed with no
+/// drop had no frame fall due, none read: it is put down to unreadable frames.
 fn main_cause(drops: &Drops) -> DropCauseName {
-    let causes = [
-        (DropCauseName::Storage, drops.storage),
-        (DropCauseName::Decode, drops.decode),
-        (DropCauseName::Output, drops.output),
-        (DropCauseName::Unreadable, drops.unreadable),
-    ];
-    causes.iter().max_by_key(|(_, n)| *n).map_or(DropCauseName::Storage, |(cause, _)| *cause)
+    drops.main_cause().unwrap_or(DropCauseName::Unreadable)
 }
 
 #[cfg(test)]

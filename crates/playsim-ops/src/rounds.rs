@@ -306,7 +306,7 @@ fn spawn_snapshots(
                 elapsed_ns: now.saturating_sub(origin_unix_ns),
                 streams,
                 presented: counts.presented,
-                dropped: counts.dropped.into(),
+                dropped: counts.dropped,
                 bytes_read: counts.bytes_read,
                 cpu_s: (cpu.user + cpu.sys).as_secs_f64(),
                 peak_rss_bytes: ProcessMemory::read().map(|m| m.peak_rss_bytes).unwrap_or(0),

@@ -31,13 +31,7 @@ pub fn timeline(report: &Report) -> String {
         let name = field(&stream.name);
         let client = stream.client.map(|k| k.to_string()).unwrap_or_default();
         for f in &stream.timeline {
-            let cause = match f.cause {
-                None => "",
-                Some(DropCauseName::Storage) => "storage",
-                Some(DropCauseName::Decode) => "decode",
-                Some(DropCauseName::Output) => "output",
-                Some(DropCauseName::Unreadable) => "unreadable",
-            };
+            let cause = f.cause.map_or("", DropCauseName::word);
             let _ = writeln!(
                 out,
                 "{name},{},{},{},{},{},{},{},{},{cause},{},{transport},{client}",

@@ -137,14 +137,6 @@ pub(crate) fn lighter(RGBColor(r, g, b): RGBColor) -> RGBColor {
     RGBColor(mix(r), mix(g), mix(b))
 }
 
-/// The causes in the order the legend lists them, with Flame's words for each.
-pub(crate) const CAUSES: [(DropCauseName, &str); 4] = [
-    (DropCauseName::Storage, "storage (video disk)"),
-    (DropCauseName::Decode, "decode (CPU/GPU)"),
-    (DropCauseName::Output, "output (broadcast)"),
-    (DropCauseName::Unreadable, "unreadable"),
-];
-
 /// A write matrix's causes in the order the legend lists them.
 pub(crate) const WRITE_CAUSES: [(MatrixCause, &str); 3] = [
     (MatrixCause::Storage, "storage (write, sync, publish; or a failed write)"),
@@ -362,7 +354,7 @@ fn legend(out: &mut String, matrix: &Matrix, mut y: f64, width: f64) -> f64 {
     if matrix.write {
         entries.extend(WRITE_CAUSES.iter().map(|&(cause, words)| (colour(cause), words.to_owned())));
     } else {
-        entries.extend(CAUSES.iter().map(|&(cause, words)| (cause_colour(cause), words.to_owned())));
+        entries.extend(DropCauseName::ALL.map(|cause| (cause_colour(cause), cause.label().to_owned())));
     }
     if let Some(CellState::Carried(cause)) = states.iter().find(|s| matches!(s, CellState::Carried(_))) {
         entries.push((
@@ -488,7 +480,7 @@ mod tests {
             assert!(svg.contains(&format!("fill=\"{}\"", hex(colour))), "no {what} fill");
         }
         // The legend names every cause in Flame's words.
-        for (_, words) in CAUSES {
+        for words in DropCauseName::ALL.map(DropCauseName::label) {
             assert!(svg.contains(words), "no `{words}` in the legend");
         }
     }

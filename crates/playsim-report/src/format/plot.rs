@@ -280,15 +280,6 @@ pub(crate) fn cause_colour(cause: DropCauseName) -> RGBColor {
     }
 }
 
-fn cause_name(cause: DropCauseName) -> &'static str {
-    match cause {
-        DropCauseName::Storage => "dropped: storage",
-        DropCauseName::Decode => "dropped: decode",
-        DropCauseName::Output => "dropped: output",
-        DropCauseName::Unreadable => "dropped: unreadable",
-    }
-}
-
 /// The title: what was played, over what, at what rate, and how it went.
 fn title(report: &Report) -> String {
     let stream = shown_stream(report);
@@ -302,7 +293,8 @@ fn title(report: &Report) -> String {
         },
     );
     let fps = stream.map_or("-", |s| s.fps.as_str());
-    let d = &report.totals.dropped;
+    let dropped: Vec<String> =
+        report.totals.dropped.iter().map(|(cause, n)| format!("{} {n}", cause.word())).collect();
     let streams = match stream {
         Some(s) if !report.clients.is_empty() => {
             format!(" ({}, of {} streams on {} clients)", s.name, report.streams.len(), report.clients.len())
@@ -311,8 +303,10 @@ fn title(report: &Report) -> String {
         _ => String::new(),
     };
     format!(
-        "{source} over {transport} at {fps} fps{streams}: {} of {} presented; dropped storage {}, decode {}, output {}, unreadable {}",
-        report.totals.presented, report.totals.frames_due, d.storage, d.decode, d.output, d.unreadable
+        "{source} over {transport} at {fps} fps{streams}: {} of {} presented; dropped {}",
+        report.totals.presented,
+        report.totals.frames_due,
+        dropped.join(", ")
     )
 }
 
@@ -340,13 +334,11 @@ const CLIENT_COLOURS: [RGBColor; 8] = [
 
 /// `client 1: 40 dropped (decode 30, output 10)`.
 fn client_drops_label(rank: u32, frames: &[&FrameRecord]) -> String {
-    let causes =
-        [DropCauseName::Storage, DropCauseName::Decode, DropCauseName::Output, DropCauseName::Unreadable];
-    let by_cause: Vec<String> = causes
+    let by_cause: Vec<String> = DropCauseName::ALL
         .into_iter()
         .filter_map(|cause| {
             let n = frames.iter().filter(|f| f.cause == Some(cause)).count();
-            (n > 0).then(|| format!("{} {n}", cause_name(cause).trim_start_matches("dropped: ")))
+            (n > 0).then(|| format!("{} {n}", cause.word()))
         })
         .collect();
     format!("client {rank}: {} dropped ({})", frames.len(), by_cause.join(", "))
@@ -427,9 +419,7 @@ where
         client_drops(report, &mut chart)?;
         return legend(&mut chart);
     }
-    for cause in
-        [DropCauseName::Storage, DropCauseName::Decode, DropCauseName::Output, DropCauseName::Unreadable]
-    {
+    for cause in DropCauseName::ALL {
         let dropped: Vec<f64> = frames
             .iter()
             .enumerate()
@@ -442,7 +432,7 @@ where
         let colour = cause_colour(cause);
         chart
             .draw_series(dropped.iter().map(|&x| TriangleMarker::new((x, 0.0), 7, colour.filled())))?
-            .label(format!("{} ({})", cause_name(cause), dropped.len()))
+            .label(format!("dropped: {} ({})", cause.word(), dropped.len()))
             .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, colour.filled()));
     }
     legend(&mut chart)

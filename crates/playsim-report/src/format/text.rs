@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 
 use crate::model::{
-    ClientReport, ClientState, Drops, MountReport, Percentiles, PoolBuffers, Report, RunStatus, StageLatency,
-    StreamReport,
+    ClientReport, ClientState, DropCauseName, Drops, MountReport, Percentiles, PoolBuffers, Report,
+    RunStatus, StageLatency, StreamReport,
 };
 use crate::rendering::{RenderError, Renderer};
 
@@ -290,10 +290,9 @@ fn drops_table(r: &Report, out: &mut Vec<String>) {
         head.push_str(&format!("  {name:>w$}"));
     }
     out.push(head.trim_end().to_owned());
-    out.push(row("  storage (video disk)", &|d| d.storage.to_string()));
-    out.push(row("  decode (CPU/GPU)", &|d| d.decode.to_string()));
-    out.push(row("  output (broadcast)", &|d| d.output.to_string()));
-    out.push(row("  unreadable", &|d| d.unreadable.to_string()));
+    for cause in DropCauseName::ALL {
+        out.push(row(&format!("  {}", cause.label()), &|d| d.get(cause).to_string()));
+    }
     out.push(row("  total", &|d| d.total().to_string()));
 }
 
@@ -367,11 +366,7 @@ fn bottleneck_line(r: &Report) -> Option<String> {
     let early = t.early_drops;
     if early.total() > 0 {
         let by_cause: Vec<String> =
-            [("storage", early.storage), ("decode", early.decode), ("output", early.output)]
-                .into_iter()
-                .filter(|&(_, n)| n > 0)
-                .map(|(cause, n)| format!("{cause} {n}"))
-                .collect();
+            early.iter().filter(|&(_, n)| n > 0).map(|(cause, n)| format!("{} {n}", cause.word())).collect();
         text.push_str(&format!("; dropped early {}: {}", early.total(), by_cause.join(", ")));
     }
     Some(text)
@@ -523,8 +518,8 @@ fn clients_table(r: &Report, out: &mut Vec<String>) {
             "dropped s/d/o/u",
             true,
             Box::new(|c| {
-                let d = c.dropped;
-                format!("{}/{}/{}/{}", d.storage, d.decode, d.output, d.unreadable)
+                let counts: Vec<String> = c.dropped.by_cause().iter().map(u64::to_string).collect();
+                counts.join("/")
             }),
         ),
         ("MB/s", true, Box::new(|c| format!("{:.1}", c.mb_per_s))),

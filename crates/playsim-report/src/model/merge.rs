@@ -148,10 +148,10 @@ pub fn merge(mut clients: Vec<ClientInput>, launcher: &str) -> Report {
         // Saturating throughout: a report read from a file may hold any count.
         totals.frames_due = totals.frames_due.saturating_add(row.frames_due);
         totals.presented = totals.presented.saturating_add(row.presented);
-        add_drops(&mut totals.dropped, &row.dropped);
+        totals.dropped += row.dropped;
         totals.bytes_read = totals.bytes_read.saturating_add(row.bytes_read);
         if let Some(report) = &client.report {
-            add_drops(&mut totals.early_drops, &report.totals.early_drops);
+            totals.early_drops += report.totals.early_drops;
             totals.stall_ms += report.totals.stall_ms;
         }
     }
@@ -480,13 +480,6 @@ fn merged_memory(clients: &[ClientInput]) -> MemoryReport {
         }
     }
     memory
-}
-
-fn add_drops(into: &mut Drops, from: &Drops) {
-    into.storage = into.storage.saturating_add(from.storage);
-    into.decode = into.decode.saturating_add(from.decode);
-    into.output = into.output.saturating_add(from.output);
-    into.unreadable = into.unreadable.saturating_add(from.unreadable);
 }
 
 /// The earliest `t0` of the streams that had a frame due.

@@ -284,32 +284,9 @@ pub struct Settings {
     pub max_buffer_bytes: u64,
 }
 
-/// Dropped frames by cause.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct Drops {
-    /// Bytes not read by the deadline (Flame's video-disk counter).
-    pub storage: u64,
-    /// Read but not decoded by the deadline (Flame's GPU counter).
-    pub decode: u64,
-    /// Decoded but not through the output stage (Flame's broadcast counter).
-    pub output: u64,
-    /// The read or decode failed: corrupt or missing frames.
-    pub unreadable: u64,
-}
-
-impl Drops {
-    /// All drops.
-    pub fn total(&self) -> u64 {
-        // Saturating: a report read from a file may hold any count.
-        self.storage.saturating_add(self.decode).saturating_add(self.output).saturating_add(self.unreadable)
-    }
-}
-
-impl From<playsim_core::DropCounters> for Drops {
-    fn from(c: playsim_core::DropCounters) -> Drops {
-        Drops { storage: c.storage, decode: c.decode, output: c.output, unreadable: c.unreadable }
-    }
-}
+/// Dropped frames by cause: the report's name for playsim-core's one drop-counts type, which
+/// its schema calls `Drops`.
+pub use playsim_core::DropCounters as Drops;
 
 /// How busy each stage was over a stream's run: the time its frames spent in the stage's
 /// work over the time the stage's capacity (reads in flight, decode threads, output threads)
@@ -371,9 +348,9 @@ impl Totals {
     /// ("storage", "decode", "output"; empty when nothing ran). A tie goes to the later
     /// stage.
     pub fn limiting_stage(dropped: &Drops, streams: &[StreamReport]) -> &'static str {
-        let causes = [("storage", dropped.storage), ("decode", dropped.decode), ("output", dropped.output)];
-        if let Some((cause, _)) = causes.into_iter().filter(|(_, n)| *n > 0).max_by_key(|(_, n)| *n) {
-            return cause;
+        let causes = dropped.iter().filter(|&(cause, n)| cause != DropCauseName::Unreadable && n > 0);
+        if let Some((cause, _)) = causes.max_by_key(|&(_, n)| n) {
+            return cause.word();
         }
         let busiest = streams.iter().map(|s| s.utilisation).reduce(|a, b| StageUtilisation {
             storage: a.storage.max(b.storage),
@@ -778,42 +755,9 @@ pub struct FrameRecord {
     pub bytes: u64,
 }
 
-/// The drop cause, as written in reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DropCauseName {
-    /// Not fully read.
-    Storage,
-    /// Not decoded.
-    Decode,
-    /// Output not finished.
-    Output,
-    /// Read or decode failed.
-    Unreadable,
-}
-
-impl DropCauseName {
-    /// The cause as a word: `storage`, `decode`, `output` or `unreadable`.
-    pub fn word(self) -> &'static str {
-        match self {
-            DropCauseName::Storage => "storage",
-            DropCauseName::Decode => "decode",
-            DropCauseName::Output => "output",
-            DropCauseName::Unreadable => "unreadable",
-        }
-    }
-}
-
-impl From<playsim_core::DropCause> for DropCauseName {
-    fn from(c: playsim_core::DropCause) -> Self {
-        match c {
-            playsim_core::DropCause::Storage => DropCauseName::Storage,
-            playsim_core::DropCause::Decode => DropCauseName::Decode,
-            playsim_core::DropCause::Output => DropCauseName::Output,
-            playsim_core::DropCause::Unreadable => DropCauseName::Unreadable,
-        }
-    }
-}
+/// The drop cause, as written in reports: the report's name for playsim-core's drop cause, which
+/// its schema calls `DropCauseName`.
+pub use playsim_core::DropCause as DropCauseName;
 
 /// serde's default for counts that were 1 before the report had them.
 fn one() -> u32 {
@@ -824,6 +768,13 @@ fn one() -> u32 {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use crate::testutil::sample_report;
+
+    #[test]
+    fn a_cause_is_written_as_its_word() {
+        for cause in super::DropCauseName::ALL {
+            assert_eq!(serde_json::to_value(cause).unwrap(), cause.word());
+        }
+    }
 
     #[test]
     fn memory_figures_are_written_and_older_reports_still_read() {

@@ -45,12 +45,7 @@ impl From<&Report> for Repetition {
         Repetition {
             fps: report.totals.fps,
             mb_per_s: report.totals.mb_per_s,
-            dropped: vec![
-                ("storage", d.storage),
-                ("decode", d.decode),
-                ("output", d.output),
-                ("unreadable", d.unreadable),
-            ],
+            dropped: d.iter().map(|(cause, n)| (cause.word(), n)).collect(),
             failed: 0,
             status: report.status,
         }

@@ -2,8 +2,9 @@
 
 use serde_json::Value;
 
-use super::page::{escape, facts, table, td_n, text_details, verdict, Doc, Page, PLAY_CAUSES};
+use super::page::{escape, facts, table, td_n, text_details, verdict, Doc, Page};
 use crate::model::capacity::{Capacity, CapacityBy};
+use crate::model::DropCauseName;
 
 /// The capacity search's result as a page.
 pub fn capacity_page(found: &Capacity) -> String {
@@ -131,7 +132,7 @@ pub(crate) fn trials_table(d: &Doc<'_>, base: &str, n: usize) -> String {
                 },
                 d.td(&p("frames_due"), 0),
             ];
-            for (_, name, _) in PLAY_CAUSES {
+            for name in DropCauseName::ALL.map(DropCauseName::word) {
                 row.push(d.td_drops(&p(&format!("dropped/{name}")), name));
             }
             row.push(d.td(&p("worst_slack_ms"), 1));

@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::format::matrix_plot::CAUSES;
 use crate::format::plot::cause_colour;
 use crate::model::matrix::CellState;
 use crate::model::matrix::MatrixCause;
@@ -337,19 +336,12 @@ pub(crate) fn utc(unix_s: u64) -> String {
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// The playback causes in Flame's words, with their class names.
-pub(crate) const PLAY_CAUSES: [(DropCauseName, &str, &str); 4] = [
-    (DropCauseName::Storage, "storage", CAUSES[0].1),
-    (DropCauseName::Decode, "decode", CAUSES[1].1),
-    (DropCauseName::Output, "output", CAUSES[2].1),
-    (DropCauseName::Unreadable, "unreadable", CAUSES[3].1),
-];
-
 /// The rules whose colours come from the plots' own: the cause swatches and the matrix's
 /// cells, so that a page and its figures agree.
 fn colour_rules() -> String {
     let mut out = String::new();
-    for (cause, name, _) in PLAY_CAUSES {
+    for cause in DropCauseName::ALL {
+        let name = cause.word();
         let _ = writeln!(out, ".swatch.c-{name} {{ background: {}; }}", hex(cause_colour(cause)));
     }
     for (cause, name) in [
@@ -491,7 +483,8 @@ mod tests {
     #[test]
     fn the_style_has_the_plots_colours() {
         let rules = colour_rules();
-        for (cause, name, _) in PLAY_CAUSES {
+        for cause in DropCauseName::ALL {
+            let name = cause.word();
             assert!(rules.contains(&format!(".swatch.c-{name} {{ background: {}", hex(cause_colour(cause)))));
         }
         assert!(rules.contains(&format!(".swatch.passed {{ background: {}", hex(PASSED))));

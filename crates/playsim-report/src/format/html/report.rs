@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use super::page::{
     cards, drawn, escape, facts, facts_grid, inline_svg, segment, table, td, td_n, text_details, th, utc,
-    verdict, Doc, Page, PLAY_CAUSES,
+    verdict, Doc, Page,
 };
 use crate::format::text::bytes;
-use crate::model::{ClientState, Report, RunStatus};
+use crate::model::{ClientState, DropCauseName, Report, RunStatus};
 
 /// The run report as a page.
 pub fn report_page(report: &Report) -> String {
@@ -93,11 +93,16 @@ fn headline(r: &Report, d: &Doc<'_>) -> String {
         let class = if r.status == RunStatus::Complete { "ok" } else { "warn" };
         (class, format!("✓ 0 frames dropped of {due} due"))
     } else {
-        let causes: Vec<String> = PLAY_CAUSES
-            .iter()
-            .filter(|(_, name, _)| d.u64(&format!("/totals/dropped/{name}")) > 0)
-            .map(|(_, name, words)| {
-                format!("{} {}", escape(words), d.span_drops(&format!("/totals/dropped/{name}"), name))
+        let causes: Vec<String> = DropCauseName::ALL
+            .into_iter()
+            .filter(|cause| d.u64(&format!("/totals/dropped/{}", cause.word())) > 0)
+            .map(|cause| {
+                let name = cause.word();
+                format!(
+                    "{} {}",
+                    escape(cause.label()),
+                    d.span_drops(&format!("/totals/dropped/{name}"), name)
+                )
             })
             .collect();
         ("bad", format!("✗ {total} frames dropped of {due} due: {}", causes.join(", ")))
@@ -137,17 +142,19 @@ fn drops(r: &Report, d: &Doc<'_>) -> String {
     columns.push(("total".to_owned(), "/totals/dropped".to_owned()));
     let mut head = vec![("dropped frames", false)];
     head.extend(columns.iter().map(|(name, _)| (name.as_str(), true)));
-    let mut rows: Vec<Vec<String>> = PLAY_CAUSES
-        .iter()
-        .map(|(_, name, words)| {
-            let mut row = vec![th(words)];
+    let mut rows: Vec<Vec<String>> = DropCauseName::ALL
+        .into_iter()
+        .map(|cause| {
+            let name = cause.word();
+            let mut row = vec![th(cause.label())];
             row.extend(columns.iter().map(|(_, base)| d.td_drops(&format!("{base}/{name}"), name)));
             row
         })
         .collect();
     let mut total_row = vec!["<th scope=\"row\">total</th>".to_owned()];
     total_row.extend(columns.iter().map(|(_, base)| {
-        let sum: u64 = PLAY_CAUSES.iter().map(|(_, name, _)| d.u64(&format!("{base}/{name}"))).sum();
+        let sum: u64 =
+            DropCauseName::ALL.iter().map(|cause| d.u64(&format!("{base}/{}", cause.word()))).sum();
         format!("<td class=\"n {}\"><strong>{sum}</strong></td>", if sum > 0 { "drop" } else { "zero" })
     }));
     rows.push(total_row);
@@ -232,8 +239,9 @@ fn rates(r: &Report, d: &Doc<'_>) -> String {
             busiest("output", |u| u.output)
         );
         if t.early_drops.total() > 0 {
-            let early: Vec<String> = ["storage", "decode", "output"]
-                .iter()
+            let early: Vec<String> = DropCauseName::ALL
+                .map(DropCauseName::word)
+                .into_iter()
                 .filter(|cause| d.u64(&format!("/totals/early_drops/{cause}")) > 0)
                 .map(|cause| {
                     format!("{cause} {}", d.span_drops(&format!("/totals/early_drops/{cause}"), cause))
@@ -290,7 +298,7 @@ fn streams(r: &Report, d: &Doc<'_>) -> String {
             row.push(format!("<td{}>{}</td>", d.attrs(&p("fps")), escape(&s.fps)));
             row.push(d.td(&p("frames_due"), 0));
             row.push(d.td(&p("presented"), 0));
-            for (_, name, _) in PLAY_CAUSES {
+            for name in DropCauseName::ALL.map(DropCauseName::word) {
                 row.push(d.td_drops(&p(&format!("dropped/{name}")), name));
             }
             row.push(d.td(&p("late_frames"), 0));
@@ -347,7 +355,7 @@ fn clients(r: &Report, d: &Doc<'_>) -> String {
             let mut row = vec![d.td(&p("rank"), 0), td(&c.host), td(&c.transport), d.td(&p("streams"), 0)];
             row.push(d.td(&p("frames_due"), 0));
             row.push(d.td(&p("presented"), 0));
-            for (_, name, _) in PLAY_CAUSES {
+            for name in DropCauseName::ALL.map(DropCauseName::word) {
                 row.push(d.td_drops(&p(&format!("dropped/{name}")), name));
             }
             row.push(d.td(&p("fps"), 2));

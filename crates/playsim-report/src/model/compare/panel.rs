@@ -73,8 +73,6 @@ fn panel<M>(caption: &'static str, y_desc: &'static str, bars: Bars<M>) -> Panel
 
 /// A playback report's panels.
 pub(crate) fn play_panels() -> Vec<Panel<Measure>> {
-    let causes =
-        [DropCauseName::Storage, DropCauseName::Decode, DropCauseName::Output, DropCauseName::Unreadable];
     vec![
         panel("frame rate", "frames per second presented", Bars::Single(Measure::Fps)),
         Panel {
@@ -83,7 +81,7 @@ pub(crate) fn play_panels() -> Vec<Panel<Measure>> {
                 "dropped frames by cause",
                 "frames dropped",
                 Bars::Stacked(
-                    causes
+                    DropCauseName::ALL
                         .into_iter()
                         .map(|cause| Part {
                             name: cause.word(),
