@@ -147,7 +147,7 @@ fn refuse_settings(args: &PlayArgs) -> Option<anyhow::Result<ExitCode>> {
 fn play(args: PlayArgs) -> anyhow::Result<ExitCode> {
     let request = request_of(&args);
     // The run's one clock: the engine paces by it, and clients of several line up on it.
-    let clock: Arc<dyn playsim::core::Clock> = Arc::new(playsim::engine::PreciseClock::new());
+    let clock: Arc<dyn playsim::core::Clock> = playsim::engine::RunClock::default().get();
     let cluster = match cli::cluster::join(&clock) {
         Ok(cluster) => cluster,
         Err(code) => return Ok(code),
@@ -233,7 +233,7 @@ fn capacity(args: CapacityArgs) -> anyhow::Result<ExitCode> {
         trials: args.trials,
         max: args.max,
     };
-    let clock: Arc<dyn playsim::core::Clock> = Arc::new(playsim::engine::PreciseClock::new());
+    let clock: Arc<dyn playsim::core::Clock> = playsim::engine::RunClock::default().get();
     match cli::cluster::join(&clock) {
         Err(code) => return Ok(code),
         Ok(Some(cluster)) => {

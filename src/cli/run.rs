@@ -39,7 +39,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(code) = super::refuse_unwritable_outputs(args.html.iter().map(|p| ("--html", p.as_path()))) {
         return Ok(code);
     }
-    let clock: Arc<dyn playsim::core::Clock> = Arc::new(playsim::engine::PreciseClock::new());
+    let clock: Arc<dyn playsim::core::Clock> = playsim::engine::RunClock::default().get();
     match super::cluster::join(&clock) {
         Err(code) => return Ok(code),
         Ok(Some(cluster)) => {

@@ -395,17 +395,6 @@ const CLOCK_READS_ALLOWED: &[(&str, usize)] = &[
     ("crates/playsim-rdma/src/connection.rs", 3),
     ("crates/playsim-storage/src/nfs/client.rs", 2),
     ("crates/playsim-storage/src/nfs/rpc.rs", 1),
-    // The CLI and playsim-ops make a `PreciseClock` per command (record's source and
-    // destination share one); it should be made in one place and handed down. matrix/mod.rs
-    // times its whole search with `Instant::now`.
-    ("src/cli/run.rs", 1),
-    ("crates/playsim-ops/src/decode.rs", 1),
-    ("crates/playsim-ops/src/frametest.rs", 1),
-    ("src/main.rs", 2),
-    ("crates/playsim-ops/src/matrix/mod.rs", 1),
-    ("crates/playsim-ops/src/matrix/upload.rs", 1),
-    ("crates/playsim-ops/src/play.rs", 1),
-    ("crates/playsim-ops/src/record.rs", 3),
 ];
 
 #[test]

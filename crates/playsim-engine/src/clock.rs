@@ -125,6 +125,31 @@ fn precise_wait(target: std::time::Instant) {
     }
 }
 
+/// A run's one clock, as a request carries it: the clock the caller gives, or by default a
+/// [`PreciseClock`] made now. Everything a run opens, reads and writes is timed by it, so that
+/// a record's source and destination, or a matrix's cells, share one origin.
+#[derive(Clone)]
+pub struct RunClock(pub std::sync::Arc<dyn playsim_core::Clock>);
+
+impl RunClock {
+    /// The clock.
+    pub fn get(&self) -> std::sync::Arc<dyn playsim_core::Clock> {
+        std::sync::Arc::clone(&self.0)
+    }
+}
+
+impl Default for RunClock {
+    fn default() -> RunClock {
+        RunClock(std::sync::Arc::new(PreciseClock::new()))
+    }
+}
+
+impl std::fmt::Debug for RunClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RunClock({:?})", self.0.now())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

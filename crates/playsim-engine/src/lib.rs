@@ -25,7 +25,7 @@ mod stream;
 pub mod v210;
 
 pub use cancel::CancelToken;
-pub use clock::{PreciseClock, TokioClock};
+pub use clock::{PreciseClock, RunClock, TokioClock};
 pub use config::{
     default_decode_threads, default_max_buffer, ConfigError, ConfigField, EngineConfig, OutputStage,
     MAX_DEFAULT_MAX_BUFFER, MIN_DEFAULT_MAX_BUFFER,

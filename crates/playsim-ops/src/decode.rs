@@ -39,8 +39,7 @@ pub async fn decode_md5(
     out: &mut dyn Write,
     errors: &mut dyn Write,
 ) -> Result<DecodeSummary, Error> {
-    let clock: std::sync::Arc<dyn playsim_core::Clock> =
-        std::sync::Arc::new(playsim_engine::PreciseClock::new());
+    let clock = playsim_engine::RunClock::default().get();
     let transport_options = transports.with(options.clone());
     let location = crate::location::open(source, transport_options, &clock).await?;
     let storage = location.index_storage().map_err(Error::Storage)?;

@@ -50,7 +50,7 @@ use playsim_engine::frametest::{
     FrameFile, FrameFiles, FrameFilesError, FrameIo, Frametest, FrametestConfig, FrametestDecode,
     FrametestError, FrametestField, FrametestOrder, IoFuture, StorageReads,
 };
-use playsim_engine::{CancelToken, DecodePool, PreciseClock};
+use playsim_engine::{CancelToken, DecodePool};
 pub use playsim_report::frametest::{
     header_bytes_of_kb, FrameSize, FrameSizeError, FrametestResult, NamePattern, DEFAULT_HEADER_BYTES,
     DEFAULT_NAME, FRAMETEST_NAME, MAX_FRAME_FILE_BYTES,
@@ -117,6 +117,8 @@ pub struct FrametestRequest {
     /// Every transport's own options (playsim's NFS and SMB clients', ...), for a directory
     /// behind a URL.
     pub transport: TransportOptions,
+    /// The run's clock.
+    pub clock: playsim_engine::RunClock,
 }
 
 impl FrametestRequest {
@@ -141,6 +143,7 @@ impl FrametestRequest {
             cold: false,
             fsync: false,
             transport: TransportOptions::new(),
+            clock: playsim_engine::RunClock::default(),
         }
     }
 
@@ -235,7 +238,7 @@ pub async fn prepare_frametest(request: &FrametestRequest) -> Result<PreparedFra
     };
     // Refused before a file is created or listed.
     config.validate().map_err(refused)?;
-    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
+    let clock: Arc<dyn Clock> = request.clock.get();
     let (io, info, n_frames, n_files): (Arc<dyn FrameIo>, FrametestInfo, u64, u64) = match &request.mode {
         FrametestMode::Write { size } => prepare_writes(request, size, &clock).await?,
         FrametestMode::Read { expect } => prepare_reads(request, expect.as_ref(), &clock).await?,

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use playsim_core::{Clock, FrameExtent, Pacing, Source, WithoutDecode};
-use playsim_engine::{OwnDecodePool, PreciseClock, Simulation, StartBarrier, StreamSpec};
+use playsim_engine::{OwnDecodePool, Simulation, StartBarrier, StreamSpec};
 use playsim_report::{ColdCache, Report, RunStatus, SCHEMA_VERSION};
 
 use crate::{Error, PlayOrder, PlayRequest, SourceSettings};
@@ -18,7 +18,7 @@ use crate::{Error, PlayOrder, PlayRequest, SourceSettings};
 ///
 /// Must run inside a tokio runtime.
 pub async fn prepare(request: &PlayRequest) -> Result<Simulation, Error> {
-    prepare_on(request, Arc::new(PreciseClock::new()), None).await
+    prepare_on(request, playsim_engine::RunClock::default().get(), None).await
 }
 
 /// [`prepare`] on a given clock, as one client of several when a `start_barrier` is given:

@@ -59,9 +59,7 @@ use std::sync::Arc;
 use playsim_core::{Clock, DecodedFrame, FramePreset, FrameRate, StorageError, StorageErrorKind};
 use playsim_engine::frametest::IoFuture;
 use playsim_engine::record::{RecordConfig, RecordSink, Recorder, SyncPolicy, WrittenFrame};
-use playsim_engine::{
-    CancelToken, EncodeExecutor, EncodeJob, EncodePool, FrameMaker, JobFuture, PreciseClock,
-};
+use playsim_engine::{CancelToken, EncodeExecutor, EncodeJob, EncodePool, FrameMaker, JobFuture};
 use playsim_media::{ClipMuxer, GenerateFormat};
 
 mod source;
@@ -113,6 +111,8 @@ pub struct RecordRequest {
     /// Where what it says while it records goes (a source frame it could not read): nowhere
     /// unless the caller gives a sink.
     pub events: crate::Events,
+    /// The run's clock: the source, the destination and the runner are timed by it.
+    pub clock: playsim_engine::RunClock,
 }
 
 impl RecordRequest {
@@ -141,6 +141,7 @@ impl RecordRequest {
             encode: true,
             source: None,
             events: crate::Events::none(),
+            clock: playsim_engine::RunClock::default(),
         }
     }
 
@@ -251,7 +252,7 @@ pub enum RecordError {
 /// no error. Returns how many it removed.
 pub async fn remove_written(request: &RecordRequest) -> Result<u64, RecordError> {
     let failed = |e: String| RecordError::Destination(format!("cannot remove the recorded files: {e}"));
-    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
+    let clock: Arc<dyn Clock> = request.clock.get();
     let location = crate::location::open(&request.destination, request.transport.clone(), &clock)
         .await
         .map_err(|e| failed(e.to_string()))?;
@@ -342,7 +343,7 @@ impl PreparedRecord {
 pub async fn prepare_record(request: &RecordRequest) -> Result<PreparedRecord, RecordError> {
     request.config.validate().map_err(RecordError::Settings)?;
     // One clock for the run: the source is opened on the one its destination writes by.
-    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
+    let clock: Arc<dyn Clock> = request.clock.get();
     let source = match &request.source {
         Some(path) => Some(open_record_source(request, path, &clock).await?),
         None => None,
@@ -1021,7 +1022,7 @@ fn destination_join(dest: &std::path::Path, name: &str) -> PathBuf {
 /// trial did not write (a subdirectory) is left, with what is in it; one already gone is fine.
 async fn remove_recorded(request: &RecordRequest) -> Result<(), RecordError> {
     let failed = |e: String| RecordError::Destination(format!("cannot clear the trial's files: {e}"));
-    let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
+    let clock: Arc<dyn Clock> = request.clock.get();
     let location = crate::location::open(&request.destination, request.transport.clone(), &clock)
         .await
         .map_err(|e| failed(e.to_string()))?;

@@ -39,7 +39,7 @@
 mod media;
 mod upload;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use playsim_core::FramePreset;
 use playsim_core::{FrameRate, Pacing};
@@ -229,7 +229,9 @@ pub async fn matrix_watched(
     let mut stop = std::pin::pin!(stop);
     let mut rates = request.rates.clone();
     rates.sort_by(|a, b| a.1.as_f64().total_cmp(&b.1.as_f64()));
-    let started = Instant::now();
+    // The search's own time, on the run's clock (its trials' runs take theirs).
+    let clock = playsim_engine::RunClock::default().get();
+    let started = clock.now();
     let n = request.rows.len() * rates.len();
     let mut rows = Vec::with_capacity(request.rows.len());
     let mut interrupted = None;
@@ -253,7 +255,12 @@ pub async fn matrix_watched(
                     }
                 }
             };
-            progress(MatrixProgress::CellDone { k, n, cell: &cell, elapsed: started.elapsed() });
+            progress(MatrixProgress::CellDone {
+                k,
+                n,
+                cell: &cell,
+                elapsed: clock.now().saturating_sub(started),
+            });
             cells.push(cell);
         }
         if interrupted.is_none() || !cells.is_empty() {
@@ -279,7 +286,7 @@ pub async fn matrix_watched(
         max: request.max,
         write: request.write.is_some(),
         cold: String::new(),
-        elapsed_s: started.elapsed().as_secs_f64(),
+        elapsed_s: clock.now().saturating_sub(started).as_secs_f64(),
         rows,
         interrupted,
         ..Matrix::new(env!("CARGO_PKG_VERSION"))

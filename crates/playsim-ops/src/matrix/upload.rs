@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use playsim_core::{Clock, StorageErrorKind};
-use playsim_engine::PreciseClock;
 use playsim_storage::transport::TransportOptions;
 use playsim_storage::write::{Stability, WriteStorage};
 
@@ -99,7 +98,7 @@ impl Upload {
 
     /// The matrix's location opened, and its `matrix-media` directory on the server.
     async fn open(&self) -> Result<(Arc<dyn playsim_storage::transport::Location>, PathBuf), Error> {
-        let clock: Arc<dyn Clock> = Arc::new(PreciseClock::new());
+        let clock: Arc<dyn Clock> = playsim_engine::RunClock::default().get();
         let location =
             crate::location::open(Path::new(&self.location), self.transport.clone(), &clock).await?;
         let dir = location.path().join("matrix-media");
